@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef VMPT_BUILTIN_H
+#define VMPT_BUILTIN_H
+
+/* One function per subcommand, in cli/builtin-NAME.c, the way perf keeps
+ * builtin-*.c.  argv[0] is the subcommand name.  Returns the exit status.
+ */
+int cmd_dump(int argc, char **argv);
+
+#endif

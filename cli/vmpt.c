@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+#include "builtin.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct command {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *help;
+};
+
+static const struct command commands[] = {
+	{ "dump", cmd_dump, "list the Intel PT packets of a raw trace or perf.data" },
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: vmpt COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(out, "\n'vmpt COMMAND --help' tells more.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("vmpt %s\n", VMPT_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "vmpt: '%s' is not a vmpt command\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

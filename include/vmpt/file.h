@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef VMPT_FILE_H
+#define VMPT_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A whole file mapped read-only (traces are large; copying them is waste). */
+struct vmpt_file {
+	const uint8_t *data;
+	size_t size;
+	char *path;
+};
+
+/* Map path.  Returns 0 or a negative vmpt_err; errno says why on
+ * -VMPT_ERR_IO.  An empty file maps to data == NULL, size == 0.
+ */
+int vmpt_file_map(struct vmpt_file *file, const char *path);
+void vmpt_file_unmap(struct vmpt_file *file);
+
+#endif
