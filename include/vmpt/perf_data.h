@@ -1,0 +1,411 @@
+/* SPDX-License-Identifier: MIT */
+/* perf.data: reading and writing the file perf record writes (perf 6.x
+ * format; older files, pipe mode and the directory form are read too).
+ * See docs/perf-data.md for the layout.
+ */
+#ifndef VMPT_PERF_DATA_H
+#define VMPT_PERF_DATA_H
+
+#include "vmpt/file.h"
+
+#include <linux/perf_event.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Record types perf adds to the kernel's (tools/lib/perf/include/perf/event.h). */
+enum vmpt_perf_user_record {
+	VMPT_PERF_RECORD_HEADER_ATTR = 64,
+	VMPT_PERF_RECORD_HEADER_EVENT_TYPE = 65,
+	VMPT_PERF_RECORD_HEADER_TRACING_DATA = 66,
+	VMPT_PERF_RECORD_HEADER_BUILD_ID = 67,
+	VMPT_PERF_RECORD_FINISHED_ROUND = 68,
+	VMPT_PERF_RECORD_ID_INDEX = 69,
+	VMPT_PERF_RECORD_AUXTRACE_INFO = 70,
+	VMPT_PERF_RECORD_AUXTRACE = 71,
+	VMPT_PERF_RECORD_AUXTRACE_ERROR = 72,
+	VMPT_PERF_RECORD_THREAD_MAP = 73,
+	VMPT_PERF_RECORD_CPU_MAP = 74,
+	VMPT_PERF_RECORD_STAT_CONFIG = 75,
+	VMPT_PERF_RECORD_STAT = 76,
+	VMPT_PERF_RECORD_STAT_ROUND = 77,
+	VMPT_PERF_RECORD_EVENT_UPDATE = 78,
+	VMPT_PERF_RECORD_TIME_CONV = 79,
+	VMPT_PERF_RECORD_HEADER_FEATURE = 80,
+	VMPT_PERF_RECORD_COMPRESSED = 81,
+	VMPT_PERF_RECORD_FINISHED_INIT = 82,
+};
+
+/* Feature sections (bits of the file header's feature bitmap). */
+enum vmpt_perf_feature {
+	VMPT_PERF_FEAT_TRACING_DATA = 1,
+	VMPT_PERF_FEAT_BUILD_ID = 2,
+	VMPT_PERF_FEAT_HOSTNAME = 3,
+	VMPT_PERF_FEAT_OSRELEASE = 4,
+	VMPT_PERF_FEAT_VERSION = 5,
+	VMPT_PERF_FEAT_ARCH = 6,
+	VMPT_PERF_FEAT_NRCPUS = 7,
+	VMPT_PERF_FEAT_CPUDESC = 8,
+	VMPT_PERF_FEAT_CPUID = 9,
+	VMPT_PERF_FEAT_TOTAL_MEM = 10,
+	VMPT_PERF_FEAT_CMDLINE = 11,
+	VMPT_PERF_FEAT_EVENT_DESC = 12,
+	VMPT_PERF_FEAT_CPU_TOPOLOGY = 13,
+	VMPT_PERF_FEAT_NUMA_TOPOLOGY = 14,
+	VMPT_PERF_FEAT_BRANCH_STACK = 15,
+	VMPT_PERF_FEAT_PMU_MAPPINGS = 16,
+	VMPT_PERF_FEAT_GROUP_DESC = 17,
+	VMPT_PERF_FEAT_AUXTRACE = 18,
+	VMPT_PERF_FEAT_STAT = 19,
+	VMPT_PERF_FEAT_CACHE = 20,
+	VMPT_PERF_FEAT_SAMPLE_TIME = 21,
+	VMPT_PERF_FEAT_MEM_TOPOLOGY = 22,
+	VMPT_PERF_FEAT_CLOCKID = 23,
+	VMPT_PERF_FEAT_DIR_FORMAT = 24,
+	VMPT_PERF_FEAT_BPF_PROG_INFO = 25,
+	VMPT_PERF_FEAT_BPF_BTF = 26,
+	VMPT_PERF_FEAT_COMPRESSED = 27,
+	VMPT_PERF_FEAT_CPU_PMU_CAPS = 28,
+	VMPT_PERF_FEAT_CLOCK_DATA = 29,
+	VMPT_PERF_FEAT_HYBRID_TOPOLOGY = 30,
+	VMPT_PERF_FEAT_PMU_CAPS = 31,
+	VMPT_PERF_FEAT_BITS = 256,
+};
+
+/* AUXTRACE_INFO types (perf's enum auxtrace_type). */
+#define VMPT_PERF_AUXTRACE_INTEL_PT 1
+
+/* AUX record flags (the kernel's PERF_AUX_FLAG_*). */
+#define VMPT_PERF_AUX_TRUNCATED 0x01
+#define VMPT_PERF_AUX_OVERWRITE 0x02
+#define VMPT_PERF_AUX_PARTIAL 0x04
+#define VMPT_PERF_AUX_COLLISION 0x08
+
+/* The Intel PT private words of AUXTRACE_INFO, in perf's order
+ * (tools/perf/util/intel-pt.h); a filter string may follow them.
+ */
+enum vmpt_perf_intel_pt_priv {
+	VMPT_INTEL_PT_PMU_TYPE,
+	VMPT_INTEL_PT_TIME_SHIFT,
+	VMPT_INTEL_PT_TIME_MULT,
+	VMPT_INTEL_PT_TIME_ZERO,
+	VMPT_INTEL_PT_CAP_USER_TIME_ZERO,
+	VMPT_INTEL_PT_TSC_BIT,
+	VMPT_INTEL_PT_NORETCOMP_BIT,
+	VMPT_INTEL_PT_HAVE_SCHED_SWITCH,
+	VMPT_INTEL_PT_SNAPSHOT_MODE,
+	VMPT_INTEL_PT_PER_CPU_MMAPS,
+	VMPT_INTEL_PT_MTC_BIT,
+	VMPT_INTEL_PT_MTC_FREQ_BITS,
+	VMPT_INTEL_PT_TSC_CTC_N,
+	VMPT_INTEL_PT_TSC_CTC_D,
+	VMPT_INTEL_PT_CYC_BIT,
+	VMPT_INTEL_PT_MAX_NONTURBO_RATIO,
+	VMPT_INTEL_PT_FILTER_STR_LEN,
+	VMPT_INTEL_PT_PRIV_MAX,
+};
+
+/* Most private words we keep from an AUXTRACE_INFO record. */
+#define VMPT_PERF_AUXTRACE_PRIV_MAX 64
+
+/* The trailer perf puts on non-sample records when sample_id_all is set
+ * (and the identifying part of samples).  present holds the sample_type
+ * bits that were there.
+ */
+struct vmpt_perf_sample_id {
+	uint64_t present;	/* PERF_SAMPLE_TID|TIME|ID|STREAM_ID|CPU|IDENTIFIER */
+	uint32_t pid, tid;
+	uint64_t time;
+	uint64_t id;
+	uint64_t stream_id;
+	uint32_t cpu;
+};
+
+/* One event (perf_event_attr) and the ids of its kernel events. */
+struct vmpt_perf_attr {
+	struct perf_event_attr attr;	/* zero beyond the size in the file */
+	uint32_t file_attr_size;	/* attr.size as found in the file */
+	char *name;			/* from EVENT_DESC, or NULL */
+	uint64_t *ids;
+	size_t nr_ids;
+};
+
+/* One entry of ID_INDEX: where a kernel event id was opened.  Guest
+ * machine pid and vcpu are set when the record has them (perf >= 5.19),
+ * else -1.
+ */
+struct vmpt_perf_id_entry {
+	uint64_t id, idx, cpu, tid;
+	int64_t machine_pid, vcpu;
+};
+
+struct vmpt_perf_time_conv {
+	uint64_t time_shift, time_mult, time_zero;
+	uint64_t time_cycles, time_mask;	/* 0 in older (32-byte) records */
+	uint8_t cap_user_time_zero, cap_user_time_short;
+	uint8_t extended;			/* the record had the fields above */
+};
+
+/* The Intel PT AUXTRACE_INFO contents by name. */
+struct vmpt_perf_intel_pt_info {
+	uint64_t priv[VMPT_INTEL_PT_PRIV_MAX];	/* indexed by vmpt_perf_intel_pt_priv */
+	const char *filter;			/* address filter string or NULL */
+};
+
+/* One parsed record.  Strings and data point into the mapped file (valid
+ * until vmpt_perf_close); numbers are copied out.
+ */
+struct vmpt_perf_event {
+	uint32_t type;		/* PERF_RECORD_* or VMPT_PERF_RECORD_* */
+	uint16_t misc;
+	uint16_t size;
+	uint64_t offset;	/* file offset of the record header */
+	const uint8_t *raw;	/* the size bytes of the record */
+	const struct vmpt_perf_attr *attr;	/* the event it belongs to, or NULL */
+	struct vmpt_perf_sample_id sid;		/* present == 0 when none */
+	union {
+		/* MMAP and MMAP2 (maj..ino_generation only for MMAP2; build_id
+		 * when misc has PERF_RECORD_MISC_MMAP_BUILD_ID). */
+		struct {
+			uint32_t pid, tid;
+			uint64_t start, len, pgoff;
+			uint32_t maj, min;
+			uint64_t ino, ino_generation;
+			uint32_t prot, flags;
+			uint8_t build_id_size;
+			uint8_t build_id[20];
+			const char *filename;
+		} mmap;
+		struct { uint32_t pid, tid; const char *comm; } comm;
+		/* FORK and EXIT */
+		struct { uint32_t pid, ppid, tid, ptid; uint64_t time; } fork;
+		/* SWITCH (no fields) and SWITCH_CPU_WIDE; out = misc SWITCH_OUT */
+		struct { uint32_t next_prev_pid, next_prev_tid; uint8_t out, preempt; } sw;
+		struct { uint32_t pid, tid; } itrace_start;
+		struct { uint64_t aux_offset, aux_size, flags; } aux;
+		struct { uint64_t id, lost; } lost;
+		struct { uint64_t lost; } lost_samples;
+		/* SAMPLE: the fields sample_type has (others 0). */
+		struct { uint64_t ip, addr, period; } sample;
+		/* AUXTRACE: the data follows the record in the file. */
+		struct {
+			uint64_t size, offset, reference;
+			uint32_t idx, tid, cpu;
+			uint64_t data_offset;	/* file offset of the data */
+			const uint8_t *data;	/* size bytes */
+		} auxtrace;
+		struct {
+			uint32_t type;		/* VMPT_PERF_AUXTRACE_* */
+			uint32_t nr_priv;
+			uint64_t priv[VMPT_PERF_AUXTRACE_PRIV_MAX];
+		} auxtrace_info;
+		struct vmpt_perf_time_conv time_conv;
+		/* ID_INDEX: read entries with vmpt_perf_id_index_entry(). */
+		struct { uint64_t nr; uint8_t has_guest; } id_index;
+		/* HEADER_ATTR (pipe mode): index into vmpt_perf_data.attrs. */
+		struct { size_t attr_index; } header_attr;
+		/* HEADER_FEATURE (pipe mode): the feature's payload. */
+		struct { uint64_t feat_id; const uint8_t *data; uint64_t size; } feature;
+	};
+};
+
+/* One AUXTRACE index entry (the AUXTRACE feature section). */
+struct vmpt_perf_auxtrace_index {
+	uint64_t file_offset, size;
+};
+
+struct vmpt_perf_build_id {
+	int32_t pid;
+	uint16_t misc;
+	uint8_t size;		/* 20 for sha1 */
+	uint8_t id[20];
+	char *filename;
+};
+
+/* What the feature sections say about the machine (read and written). */
+struct vmpt_perf_env {
+	char *hostname, *os_release, *version, *arch;
+	char *cpudesc, *cpuid;		/* cpuid: "GenuineIntel,6,78,3" */
+	uint32_t nr_cpus_online, nr_cpus_avail;
+	uint64_t total_mem_kb;
+	char **cmdline;			/* argv */
+	uint32_t nr_cmdline;
+	char *pmu_mappings;		/* "intel_pt=8,software=1" */
+	struct vmpt_perf_build_id *build_ids;
+	size_t nr_build_ids;
+	int32_t clockid;		/* -1 when absent */
+};
+
+/* An opened perf.data (file, pipe-mode file, or directory form). */
+struct vmpt_perf_data {
+	char *path;			/* as given */
+	char *kcore_dir;		/* directory form: PATH/kcore_dir, or NULL */
+	int pipe;			/* pipe-mode ("PERFILE2" + size 16) */
+	int swapped;			/* other endianness: not supported */
+	uint64_t data_offset, data_size;
+	uint64_t features[VMPT_PERF_FEAT_BITS / 64];
+	struct vmpt_perf_attr *attrs;
+	size_t nr_attrs;
+	struct vmpt_perf_env env;
+	struct vmpt_perf_auxtrace_index *auxtrace_index;
+	size_t nr_auxtrace_index;
+	/* Error detail: "PATH: offset 0x...: what" after a failure. */
+	char errmsg[512];
+	uint64_t err_offset;
+	struct vmpt_file map;
+};
+
+/* Open and check a perf.data: header, attrs, ids, feature sections (pipe
+ * mode: the HEADER_ATTR/HEADER_FEATURE records).  A directory is read as
+ * perf's directory form (PATH/data, PATH/kcore_dir).  Returns 0 or a
+ * negative vmpt_err with pd->errmsg telling where.
+ */
+int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path);
+void vmpt_perf_close(struct vmpt_perf_data *pd);
+
+/* Does this buffer start like a perf.data (file or pipe mode)? */
+int vmpt_perf_is_perf_data(const uint8_t *buf, size_t size);
+
+static inline int vmpt_perf_has_feature(const struct vmpt_perf_data *pd,
+					unsigned feat)
+{
+	return feat < VMPT_PERF_FEAT_BITS &&
+	       (pd->features[feat / 64] >> (feat % 64)) & 1;
+}
+
+/* Walk the records of the data section in file order. */
+struct vmpt_perf_cursor {
+	uint64_t pos, end;
+};
+
+void vmpt_perf_cursor_init(const struct vmpt_perf_data *pd,
+			   struct vmpt_perf_cursor *cur);
+
+/* Parse the next record.  Returns 1 with ev filled, 0 at the end, or a
+ * negative vmpt_err (pd->errmsg names the offset).  The AUXTRACE data is
+ * stepped over.
+ */
+int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
+		   struct vmpt_perf_event *ev);
+
+/* Entry i of an ID_INDEX record. */
+int vmpt_perf_id_index_entry(const struct vmpt_perf_event *ev, uint64_t i,
+			     struct vmpt_perf_id_entry *entry);
+
+/* The attr an id belongs to, or NULL. */
+const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *pd,
+						  uint64_t id);
+
+/* The record type's name as perf script -D prints it ("MMAP2", "AUXTRACE"). */
+const char *vmpt_perf_record_name(uint32_t type);
+
+/* The Intel PT fields of an AUXTRACE_INFO record; -VMPT_ERR_FORMAT when it
+ * is not Intel PT or too short.
+ */
+int vmpt_perf_intel_pt_info(const struct vmpt_perf_event *ev,
+			    struct vmpt_perf_intel_pt_info *info);
+
+/* ---- Writer ---- */
+
+struct vmpt_perf_writer;
+
+struct vmpt_perf_writer_opts {
+	/* perf's directory form: PATH/ holding PATH/data (and kcore_dir,
+	 * which the caller fills: see vmpt_perf_writer_kcore_dir). */
+	unsigned dir : 1;
+};
+
+/* Create path (truncating it).  Nothing is written until the first record. */
+int vmpt_perf_writer_open(struct vmpt_perf_writer **w, const char *path,
+			  const struct vmpt_perf_writer_opts *opts);
+
+/* Add an event with the ids of its kernel events, before the first record.
+ * name goes to EVENT_DESC ("intel_pt//u", "dummy:u").
+ */
+int vmpt_perf_writer_add_attr(struct vmpt_perf_writer *w,
+			      const struct perf_event_attr *attr,
+			      const char *name, const uint64_t *ids, size_t nr_ids);
+
+/* Set the machine description for the feature sections.  Fields left
+ * NULL/0 are filled from this machine (uname, sysconf, /proc/cpuinfo) at
+ * close; the env is copied.
+ */
+int vmpt_perf_writer_set_env(struct vmpt_perf_writer *w,
+			     const struct vmpt_perf_env *env);
+
+/* Append one complete record (perf_event_header first, size bytes,
+ * multiple of 8), sample_id trailer included.  For AUXTRACE use
+ * vmpt_perf_write_auxtrace.
+ */
+int vmpt_perf_write_event(struct vmpt_perf_writer *w, const void *record);
+
+/* Append a record built from ev (type, misc and the union fields for the
+ * types vmpt_perf_event describes, except AUXTRACE), with a sample_id
+ * trailer from ev->sid laid out by the attr of ev->sid.id (or the first
+ * attr) when that attr has sample_id_all.
+ */
+int vmpt_perf_write_record(struct vmpt_perf_writer *w,
+			   const struct vmpt_perf_event *ev);
+
+/* Append an AUXTRACE record and its data (padded to 8 bytes as perf
+ * does), and note it for the AUXTRACE index.
+ */
+int vmpt_perf_write_auxtrace(struct vmpt_perf_writer *w, const void *data,
+			     uint64_t size, uint64_t offset, uint64_t reference,
+			     uint32_t idx, uint32_t tid, uint32_t cpu);
+
+/* Append an AUXTRACE_INFO for Intel PT (priv words + filter string). */
+int vmpt_perf_write_intel_pt_info(struct vmpt_perf_writer *w,
+				  const struct vmpt_perf_intel_pt_info *info);
+
+/* Append a TIME_CONV record. */
+int vmpt_perf_write_time_conv(struct vmpt_perf_writer *w,
+			      const struct vmpt_perf_time_conv *tc);
+
+/* Append an ID_INDEX record of the entries given (with guest fields when
+ * any entry has machine_pid/vcpu >= 0).
+ */
+int vmpt_perf_write_id_index(struct vmpt_perf_writer *w,
+			     const struct vmpt_perf_id_entry *entries, size_t nr);
+
+/* Append a FINISHED_ROUND record (perf sorts by time within rounds). */
+int vmpt_perf_write_finished_round(struct vmpt_perf_writer *w);
+
+/* PATH/kcore_dir in the directory form (created), or NULL. */
+const char *vmpt_perf_writer_kcore_dir(struct vmpt_perf_writer *w);
+
+/* Bytes of records written so far (for reports of what was kept). */
+uint64_t vmpt_perf_writer_data_size(const struct vmpt_perf_writer *w);
+
+/* Write the feature sections and the final header, close and free w.
+ * On error, what was written stays (a file perf can still read as far as
+ * the header allows) and the error is returned; w is freed either way.
+ */
+int vmpt_perf_writer_close(struct vmpt_perf_writer *w);
+
+/* ---- Intel PT helpers (synthesizer, recorder) ---- */
+
+/* An intel_pt attr as perf record sets it up: sample_type
+ * IP|TID|TIME|CPU|IDENTIFIER, sample_period 1, sample_id_all,
+ * exclude_guest, disabled, enable_on_exec; config holds the format bits.
+ */
+void vmpt_perf_intel_pt_attr(struct perf_event_attr *attr, uint32_t pmu_type,
+			     uint64_t config);
+
+/* The dummy sideband attr perf adds for intel_pt (mmap2, comm, task,
+ * context_switch, sample_id_all, same sample_type).
+ */
+void vmpt_perf_sideband_attr(struct perf_event_attr *attr);
+
+/* Fill the Intel PT info words as perf would for these settings:
+ * pmu_type, the TIME_CONV values, and from config the tsc/noretcomp/mtc/cyc
+ * bit positions (perf's defaults for the intel_pt format: tsc=10,
+ * noretcomp=11, mtc=9, mtc_period=14-17, cyc=1), tsc_ctc ratio,
+ * max_nonturbo_ratio, per_cpu_mmaps.
+ */
+void vmpt_perf_intel_pt_info_init(struct vmpt_perf_intel_pt_info *info,
+				  uint32_t pmu_type,
+				  const struct vmpt_perf_time_conv *tc,
+				  uint32_t tsc_ctc_n, uint32_t tsc_ctc_d,
+				  uint32_t max_nonturbo_ratio, int per_cpu_mmaps);
+
+#endif
