@@ -275,6 +275,7 @@ static inline int vmpt_perf_has_feature(const struct vmpt_perf_data *pd,
 /* Walk the records of the data section in file order. */
 struct vmpt_perf_cursor {
 	uint64_t pos, end;
+	size_t attrs_seen;	/* HEADER_ATTR records passed (pipe mode) */
 };
 
 void vmpt_perf_cursor_init(const struct vmpt_perf_data *pd,

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared between the perf.data reader files; not a public header. */
+#ifndef VMPT_PERF_DATA_PRIV_H
+#define VMPT_PERF_DATA_PRIV_H
+
+#include "vmpt/perf_data.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PERF_MAGIC2 0x32454c4946524550ULL	/* "PERFILE2" little-endian */
+#define PERF_MAGIC2_SWAPPED 0x50455246494c4532ULL
+#define PERF_FILE_HEADER_SIZE 104
+#define PERF_PIPE_HEADER_SIZE 16
+#define PERF_NAME_ALIGN 64		/* feature strings are padded to this */
+#define PERF_RECORD_MISC_BUILD_ID_SIZE (1 << 15)
+
+static inline uint64_t pd_u64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t pd_u32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint16_t pd_u16(const uint8_t *p)
+{
+	uint16_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* Set pd->errmsg to "PATH: offset 0x..: message" and return -err. */
+int pd_error(struct vmpt_perf_data *pd, uint64_t offset, int err,
+	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Bytes of the sample_id trailer an attr puts on non-sample records. */
+unsigned pd_sample_id_size(uint64_t sample_type);
+
+/* Parse the features of a file's feature section or a pipe-mode
+ * HEADER_FEATURE record.
+ */
+int pd_parse_feature(struct vmpt_perf_data *pd, unsigned feat,
+		     const uint8_t *buf, uint64_t size, uint64_t offset);
+
+/* Check the record at cur->pos and step past it (and past the data of
+ * AUXTRACE and HEADER_TRACING_DATA).  1, 0 at the end, or an error.
+ */
+int pd_step(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur);
+
+/* Add an attr with ids (copied). */
+int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
+		const uint8_t *ids, uint64_t nr_ids, uint64_t offset);
+
+#endif

@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/* perf.data reader: file header, attrs and ids, the directory form, pipe
+ * mode.  Every offset and size from the file is checked against the file
+ * size before use: the reader is fuzzed.
+ */
+#include "perf_data_priv.h"
+#include "vmpt/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+int pd_error(struct vmpt_perf_data *pd, uint64_t offset, int err,
+	     const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: offset %#llx: %s",
+		 pd->map.path ? pd->map.path : pd->path,
+		 (unsigned long long)offset, what);
+	pd->err_offset = offset;
+	return -err;
+}
+
+int vmpt_perf_is_perf_data(const uint8_t *buf, size_t size)
+{
+	return size >= PERF_PIPE_HEADER_SIZE && pd_u64(buf) == PERF_MAGIC2;
+}
+
+int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
+		const uint8_t *ids, uint64_t nr_ids, uint64_t offset)
+{
+	struct vmpt_perf_attr *a;
+	uint32_t size = attr_size;
+
+	(void)offset;
+	a = realloc(pd->attrs, (pd->nr_attrs + 1) * sizeof(*a));
+	if (!a)
+		return -VMPT_ERR_NOMEM;
+	pd->attrs = a;
+	a = &pd->attrs[pd->nr_attrs];
+	memset(a, 0, sizeof(*a));
+	/* A newer perf's attr is longer: keep what we know. */
+	if (size > sizeof(a->attr))
+		size = sizeof(a->attr);
+	memcpy(&a->attr, attr, size);
+	a->file_attr_size = a->attr.size;
+	if (nr_ids) {
+		a->ids = malloc(nr_ids * sizeof(uint64_t));
+		if (!a->ids)
+			return -VMPT_ERR_NOMEM;
+		memcpy(a->ids, ids, nr_ids * sizeof(uint64_t));
+	}
+	a->nr_ids = nr_ids;
+	pd->nr_attrs++;
+	return 0;
+}
+
+const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *pd,
+						  uint64_t id)
+{
+	for (size_t i = 0; i < pd->nr_attrs; i++)
+		for (size_t j = 0; j < pd->attrs[i].nr_ids; j++)
+			if (pd->attrs[i].ids[j] == id)
+				return &pd->attrs[i];
+	return NULL;
+}
+
+static int read_attrs(struct vmpt_perf_data *pd, uint64_t attr_size,
+		      uint64_t off, uint64_t size)
+{
+	const uint8_t *d = pd->map.data;
+	uint64_t fsize = pd->map.size;
+	int err;
+
+	if (!attr_size)
+		return size ? pd_error(pd, 16, VMPT_ERR_FORMAT, "attr size is 0") : 0;
+	if (attr_size < PERF_ATTR_SIZE_VER0 + 16 || attr_size > 4096)
+		return pd_error(pd, 16, VMPT_ERR_FORMAT, "bad attr size %llu",
+				(unsigned long long)attr_size);
+	if (off > fsize || size > fsize - off)
+		return pd_error(pd, 24, VMPT_ERR_FORMAT,
+				"attrs section (offset %#llx, size %llu) beyond end of file (%llu bytes)",
+				(unsigned long long)off, (unsigned long long)size,
+				(unsigned long long)fsize);
+	for (uint64_t pos = off; pos + attr_size <= off + size; pos += attr_size) {
+		uint32_t asz = pd_u32(d + pos + 4);
+		uint64_t ids_off, ids_size;
+
+		if (!asz)
+			asz = PERF_ATTR_SIZE_VER0;
+		if (asz > attr_size - 16)
+			return pd_error(pd, pos + 4, VMPT_ERR_FORMAT,
+					"attr size %u larger than the file's attr slot (%llu)",
+					asz, (unsigned long long)(attr_size - 16));
+		/* The ids section sits after the attr as perf wrote it. */
+		ids_off = pd_u64(d + pos + asz);
+		ids_size = pd_u64(d + pos + asz + 8);
+		if (ids_off > fsize || ids_size > fsize - ids_off || ids_size % 8)
+			return pd_error(pd, pos + asz, VMPT_ERR_FORMAT,
+					"ids of attr %zu (offset %#llx, size %llu) beyond end of file or misaligned",
+					pd->nr_attrs, (unsigned long long)ids_off,
+					(unsigned long long)ids_size);
+		err = pd_add_attr(pd, d + pos, asz, d + ids_off, ids_size / 8, pos);
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
+static int read_features(struct vmpt_perf_data *pd, uint64_t feat_offset)
+{
+	const uint8_t *d = pd->map.data;
+	uint64_t fsize = pd->map.size, pos = feat_offset;
+	int err;
+
+	for (unsigned feat = 1; feat < VMPT_PERF_FEAT_BITS; feat++) {
+		uint64_t off, size;
+
+		if (!vmpt_perf_has_feature(pd, feat))
+			continue;
+		if (pos > fsize || fsize - pos < 16)
+			return pd_error(pd, pos, VMPT_ERR_FORMAT,
+					"feature section table truncated (feature %u)", feat);
+		off = pd_u64(d + pos);
+		size = pd_u64(d + pos + 8);
+		if (off > fsize || size > fsize - off)
+			return pd_error(pd, pos, VMPT_ERR_FORMAT,
+					"feature %u (offset %#llx, size %llu) beyond end of file (%llu bytes)",
+					feat, (unsigned long long)off,
+					(unsigned long long)size,
+					(unsigned long long)fsize);
+		err = pd_parse_feature(pd, feat, d + off, size, off);
+		if (err < 0)
+			return err;
+		pos += 16;
+	}
+	return 0;
+}
+
+static int read_file_header(struct vmpt_perf_data *pd)
+{
+	const uint8_t *d = pd->map.data;
+	uint64_t fsize = pd->map.size;
+	uint64_t hsize, attr_size, attrs_off, attrs_size;
+	int err;
+
+	hsize = pd_u64(d + 8);
+	if (hsize == PERF_PIPE_HEADER_SIZE) {
+		pd->pipe = 1;
+		pd->data_offset = PERF_PIPE_HEADER_SIZE;
+		pd->data_size = fsize - PERF_PIPE_HEADER_SIZE;
+		return 0;
+	}
+	if (hsize != PERF_FILE_HEADER_SIZE)
+		return pd_error(pd, 8, VMPT_ERR_FORMAT, "bad header size %llu",
+				(unsigned long long)hsize);
+	if (fsize < PERF_FILE_HEADER_SIZE)
+		return pd_error(pd, fsize, VMPT_ERR_FORMAT,
+				"file header truncated (%llu of 104 bytes)",
+				(unsigned long long)fsize);
+	attr_size = pd_u64(d + 16);
+	attrs_off = pd_u64(d + 24);
+	attrs_size = pd_u64(d + 32);
+	pd->data_offset = pd_u64(d + 40);
+	pd->data_size = pd_u64(d + 48);
+	memcpy(pd->features, d + 72, sizeof(pd->features));
+	if (pd->data_offset < PERF_FILE_HEADER_SIZE || pd->data_offset > fsize)
+		return pd_error(pd, 40, VMPT_ERR_FORMAT,
+				"data offset %#llx outside the file (%llu bytes)",
+				(unsigned long long)pd->data_offset,
+				(unsigned long long)fsize);
+	/* perf record killed before it wrote the header back: size 0. */
+	if (!pd->data_size)
+		pd->data_size = fsize - pd->data_offset;
+	if (pd->data_size > fsize - pd->data_offset)
+		return pd_error(pd, 48, VMPT_ERR_FORMAT,
+				"data section (offset %#llx, size %llu) beyond end of file (%llu bytes)",
+				(unsigned long long)pd->data_offset,
+				(unsigned long long)pd->data_size,
+				(unsigned long long)fsize);
+	err = read_attrs(pd, attr_size, attrs_off, attrs_size);
+	if (err < 0)
+		return err;
+	return read_features(pd, pd->data_offset + pd->data_size);
+}
+
+/* Pipe mode: attrs and features come as records; collect them before the
+ * walk so callers see them up front, as in a regular file.  A broken
+ * record stops the scan; the walk reports it.
+ */
+static int scan_pipe_headers(struct vmpt_perf_data *pd)
+{
+	struct vmpt_perf_cursor cur;
+	const uint8_t *d = pd->map.data;
+	uint64_t pos;
+	int ret;
+
+	vmpt_perf_cursor_init(pd, &cur);
+	for (;;) {
+		pos = cur.pos;
+		ret = pd_step(pd, &cur);
+		if (ret <= 0)
+			break;
+		uint32_t type = pd_u32(d + pos);
+		uint16_t size = pd_u16(d + pos + 6);
+
+		if (type == VMPT_PERF_RECORD_HEADER_ATTR) {
+			uint32_t asz = size >= 8 + 8 ? pd_u32(d + pos + 8 + 4) : 0;
+
+			if (!asz)
+				asz = PERF_ATTR_SIZE_VER0;
+			if (asz < PERF_ATTR_SIZE_VER0 || asz > (uint32_t)size - 8u)
+				break;
+			ret = pd_add_attr(pd, d + pos + 8, asz, d + pos + 8 + asz,
+					  (size - 8u - asz) / 8, pos);
+		} else if (type == VMPT_PERF_RECORD_HEADER_FEATURE && size >= 16) {
+			uint64_t feat = pd_u64(d + pos + 8);
+
+			if (feat && feat < VMPT_PERF_FEAT_BITS) {
+				pd->features[feat / 64] |= 1ULL << (feat % 64);
+				ret = pd_parse_feature(pd, (unsigned)feat, d + pos + 16,
+						       size - 16u, pos + 16);
+			}
+		}
+		if (ret < 0)
+			break;
+	}
+	if (ret == -VMPT_ERR_NOMEM)
+		return ret;
+	pd->errmsg[0] = 0;
+	pd->err_offset = 0;
+	return 0;
+}
+
+int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
+{
+	char *data_path = NULL;
+	struct stat st;
+	int err;
+
+	memset(pd, 0, sizeof(*pd));
+	pd->env.clockid = -1;
+	pd->path = strdup(path);
+	if (!pd->path)
+		return -VMPT_ERR_NOMEM;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (asprintf(&data_path, "%s/data", path) < 0)
+			return -VMPT_ERR_NOMEM;
+		if (asprintf(&pd->kcore_dir, "%s/kcore_dir", path) < 0) {
+			free(data_path);
+			return -VMPT_ERR_NOMEM;
+		}
+		if (stat(pd->kcore_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+			free(pd->kcore_dir);
+			pd->kcore_dir = NULL;
+		}
+	}
+	err = vmpt_file_map(&pd->map, data_path ? data_path : path);
+	if (err < 0) {
+		snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: %s",
+			 data_path ? data_path : path,
+			 err == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(err));
+		free(data_path);
+		return err;
+	}
+	free(data_path);
+	if (pd->map.size < PERF_PIPE_HEADER_SIZE)
+		return pd_error(pd, pd->map.size, VMPT_ERR_FORMAT,
+				"file too short for a perf.data header (%zu bytes)",
+				pd->map.size);
+	if (pd_u64(pd->map.data) == PERF_MAGIC2_SWAPPED) {
+		pd->swapped = 1;
+		return pd_error(pd, 0, VMPT_ERR_UNSUPPORTED,
+				"perf.data of the other byte order");
+	}
+	if (pd_u64(pd->map.data) != PERF_MAGIC2)
+		return pd_error(pd, 0, VMPT_ERR_FORMAT,
+				"not a perf.data file (no PERFILE2 magic)");
+	err = read_file_header(pd);
+	if (err < 0)
+		return err;
+	if (pd->pipe)
+		return scan_pipe_headers(pd);
+	return 0;
+}
+
+static void free_env(struct vmpt_perf_env *env)
+{
+	free(env->hostname);
+	free(env->os_release);
+	free(env->version);
+	free(env->arch);
+	free(env->cpudesc);
+	free(env->cpuid);
+	for (uint32_t i = 0; i < env->nr_cmdline; i++)
+		free(env->cmdline[i]);
+	free(env->cmdline);
+	free(env->pmu_mappings);
+	for (size_t i = 0; i < env->nr_build_ids; i++)
+		free(env->build_ids[i].filename);
+	free(env->build_ids);
+}
+
+void vmpt_perf_close(struct vmpt_perf_data *pd)
+{
+	for (size_t i = 0; i < pd->nr_attrs; i++) {
+		free(pd->attrs[i].ids);
+		free(pd->attrs[i].name);
+	}
+	free(pd->attrs);
+	free_env(&pd->env);
+	free(pd->auxtrace_index);
+	free(pd->kcore_dir);
+	free(pd->path);
+	vmpt_file_unmap(&pd->map);
+	memset(pd, 0, sizeof(*pd));
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* List a perf.data's records the way `perf script -D` summarizes them, so
+ * tests can compare vmpt's reader with perf line by line:
+ *   [CPU TIME ]OFFSET [SIZE]: PERF_RECORD_NAME details
+ * (CPU TIME only for kernel records, which carry a sample_id.)
+ * With --attrs, the attrs and AUXTRACE_INFO fields are listed instead.
+ */
+#include "vmpt/perf_data.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static void print_details(const struct vmpt_perf_event *ev)
+{
+	switch (ev->type) {
+	case PERF_RECORD_MMAP:
+		printf(" %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64 "]: %c %s",
+		       (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start,
+		       ev->mmap.len, ev->mmap.pgoff,
+		       (ev->misc & PERF_RECORD_MISC_MMAP_DATA) ? 'r' : 'x',
+		       ev->mmap.filename);
+		break;
+	case PERF_RECORD_MMAP2:
+		printf(" %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64,
+		       (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start,
+		       ev->mmap.len, ev->mmap.pgoff);
+		if (ev->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+			printf(" <");
+			for (unsigned i = 0; i < ev->mmap.build_id_size; i++)
+				printf("%02x", ev->mmap.build_id[i]);
+			printf(">");
+		} else {
+			printf(" %02x:%02x %" PRIu64 " %" PRIu64, ev->mmap.maj,
+			       ev->mmap.min, ev->mmap.ino, ev->mmap.ino_generation);
+		}
+		printf("]: %c%c%c%c %s", (ev->mmap.prot & PROT_READ) ? 'r' : '-',
+		       (ev->mmap.prot & PROT_WRITE) ? 'w' : '-',
+		       (ev->mmap.prot & PROT_EXEC) ? 'x' : '-',
+		       (ev->mmap.flags & MAP_SHARED) ? 's' : 'p', ev->mmap.filename);
+		break;
+	case PERF_RECORD_COMM:
+		printf("%s: %s:%d/%d",
+		       (ev->misc & PERF_RECORD_MISC_COMM_EXEC) ? " exec" : "",
+		       ev->comm.comm, (int)ev->comm.pid, (int)ev->comm.tid);
+		break;
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		printf("(%d:%d):(%d:%d)", (int)ev->fork.pid, (int)ev->fork.tid,
+		       (int)ev->fork.ppid, (int)ev->fork.ptid);
+		break;
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE: {
+		const char *in_out = !ev->sw.out ? "IN         " :
+				     !ev->sw.preempt ? "OUT        " : "OUT preempt";
+
+		if (ev->type == PERF_RECORD_SWITCH)
+			printf(" %s", in_out);
+		else
+			printf(" %s  %s pid/tid: %5d/%-5d", in_out,
+			       ev->sw.out ? "next" : "prev", (int)ev->sw.next_prev_pid,
+			       (int)ev->sw.next_prev_tid);
+		break;
+	}
+	case PERF_RECORD_ITRACE_START:
+		printf(" pid: %u tid: %u", ev->itrace_start.pid, ev->itrace_start.tid);
+		break;
+	case PERF_RECORD_AUX:
+		printf(" offset: %#" PRIx64 " size: %#" PRIx64 " flags: %#" PRIx64 " [%s%s%s]",
+		       ev->aux.aux_offset, ev->aux.aux_size, ev->aux.flags,
+		       (ev->aux.flags & VMPT_PERF_AUX_TRUNCATED) ? "T" : "",
+		       (ev->aux.flags & VMPT_PERF_AUX_OVERWRITE) ? "O" : "",
+		       (ev->aux.flags & VMPT_PERF_AUX_PARTIAL) ? "P" : "");
+		break;
+	case PERF_RECORD_SAMPLE:
+		printf("(IP, %#x): %d/%d: %#" PRIx64 " period: %" PRIu64 " addr: %#" PRIx64,
+		       ev->misc, (int)ev->sid.pid, (int)ev->sid.tid, ev->sample.ip,
+		       ev->sample.period, ev->sample.addr);
+		break;
+	case VMPT_PERF_RECORD_AUXTRACE:
+		printf(" size: %#" PRIx64 "  offset: %#" PRIx64 "  ref: %#" PRIx64
+		       "  idx: %u  tid: %d  cpu: %d",
+		       ev->auxtrace.size, ev->auxtrace.offset, ev->auxtrace.reference,
+		       ev->auxtrace.idx, (int)ev->auxtrace.tid, (int)ev->auxtrace.cpu);
+		break;
+	case VMPT_PERF_RECORD_AUXTRACE_INFO:
+		printf(" type: %u", ev->auxtrace_info.type);
+		break;
+	case PERF_RECORD_LOST:
+		printf(" lost %" PRIu64, ev->lost.lost);
+		break;
+	default:
+		break;
+	}
+}
+
+static const char *const pt_names[VMPT_INTEL_PT_PRIV_MAX] = {
+	"PMU Type", "Time Shift", "Time Muliplier", "Time Zero", "Cap Time Zero",
+	"TSC bit", "NoRETComp bit", "Have sched_switch", "Snapshot mode",
+	"Per-cpu maps", "MTC bit", "MTC freq bits", "TSC:CTC numerator",
+	"TSC:CTC denominator", "CYC bit", "Max non-turbo ratio",
+	"Filter string len.",
+};
+
+static int list_info(struct vmpt_perf_data *pd)
+{
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	int ret;
+
+	for (size_t i = 0; i < pd->nr_attrs; i++) {
+		const struct vmpt_perf_attr *a = &pd->attrs[i];
+
+		printf("attr %zu: name %s type %u size %u config %#llx sample_type %#llx ids",
+		       i, a->name ? a->name : "-", a->attr.type, a->file_attr_size,
+		       (unsigned long long)a->attr.config,
+		       (unsigned long long)a->attr.sample_type);
+		for (size_t j = 0; j < a->nr_ids; j++)
+			printf(" %" PRIu64, a->ids[j]);
+		printf("\n");
+	}
+	vmpt_perf_cursor_init(pd, &cur);
+	while ((ret = vmpt_perf_next(pd, &cur, &ev)) > 0) {
+		struct vmpt_perf_intel_pt_info info;
+
+		if (ev.type != VMPT_PERF_RECORD_AUXTRACE_INFO ||
+		    vmpt_perf_intel_pt_info(&ev, &info) < 0)
+			continue;
+		for (unsigned i = 0; i < VMPT_INTEL_PT_PRIV_MAX; i++) {
+			int hex = i == VMPT_INTEL_PT_TSC_BIT || i == VMPT_INTEL_PT_NORETCOMP_BIT ||
+				  i == VMPT_INTEL_PT_MTC_BIT || i == VMPT_INTEL_PT_MTC_FREQ_BITS ||
+				  i == VMPT_INTEL_PT_CYC_BIT;
+
+			printf(hex ? "  %-20s%#" PRIx64 "\n" : "  %-20s%" PRIu64 "\n",
+			       pt_names[i], info.priv[i]);
+		}
+		printf("  %-20s%s\n", "Filter string", info.filter ? info.filter : "");
+	}
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct vmpt_perf_data pd;
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	int info = argc == 3 && !strcmp(argv[1], "--info");
+	int ret;
+
+	if (argc != 2 && !info) {
+		fprintf(stderr, "usage: pd-list [--info] PERF.DATA\n");
+		return 2;
+	}
+	ret = vmpt_perf_open(&pd, argv[argc - 1]);
+	if (ret < 0) {
+		fprintf(stderr, "%s\n", pd.errmsg);
+		vmpt_perf_close(&pd);
+		return 1;
+	}
+	if (info) {
+		ret = list_info(&pd);
+	} else {
+		vmpt_perf_cursor_init(&pd, &cur);
+		while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
+			if (ev.type < 64)
+				printf("%u %" PRIu64 " ",
+				       (ev.sid.present & PERF_SAMPLE_CPU) ? ev.sid.cpu : 0xffffffffu,
+				       ev.sid.time);
+			printf("%#" PRIx64 " [%#x]: PERF_RECORD_%s", ev.offset, ev.size,
+			       vmpt_perf_record_name(ev.type));
+			print_details(&ev);
+			printf("\n");
+		}
+	}
+	if (ret < 0)
+		fprintf(stderr, "%s\n", pd.errmsg);
+	vmpt_perf_close(&pd);
+	return ret < 0 ? 1 : 0;
+}
