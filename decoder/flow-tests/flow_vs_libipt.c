@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: MIT */
+/* Decode a trace with vmpt and with libipt's instruction flow decoder over
+ * the same page-cache image and compare the instruction streams.
+ *
+ * usage: flow_vs_libipt TRACE PAGECACHE_PREFIX FILTER_A FILTER_B [BYTE]
+ *
+ * BYTE is appended to the trace first (recorders leave a stray 0x55).
+ *
+ * libipt stops at an error and starts again at the next PSB; vmpt may get
+ * further there.  So libipt's output is cut into runs (sync to error) and
+ * each run must appear, in order and exactly, in vmpt's stream; vmpt may
+ * have more instructions only right after a libipt run that ended in an
+ * error.  Every vmpt error must fall into a PSB segment where libipt also
+ * reported one.
+ */
+#include "ipt_ref.h"
+#include "vmpt/error.h"
+#include "vmpt/file.h"
+#include "vmpt/flow.h"
+#include "vmpt/image.h"
+
+#include <intel-pt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vmpt_run {
+	uint64_t *ips;
+	size_t n, cap;
+	uint64_t *err_off;
+	int *err_code;
+	size_t n_errs;
+};
+
+static int push(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 4096;
+		uint64_t *p = realloc(*a, c * sizeof(*p));
+
+		if (!p)
+			return -1;
+		*a = p;
+		*cap = c;
+	}
+	(*a)[(*n)++] = v;
+	return 0;
+}
+
+static int run_vmpt(const struct vmpt_file *trace, const char *pagecache,
+		    uint64_t fa, uint64_t fb, struct vmpt_run *out)
+{
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	struct vmpt_flow_item it;
+	struct vmpt_flow *dec;
+	size_t ecap = 0;
+	int ret;
+
+	if (!img)
+		return -VMPT_ERR_NOMEM;
+	ret = vmpt_image_add_pagecache(img, pagecache, &any);
+	if (ret < 0) {
+		fprintf(stderr, "%s: %s\n", pagecache, vmpt_strerror(ret));
+		vmpt_image_free(img);
+		return ret;
+	}
+	cfg.begin = trace->data;
+	cfg.end = trace->data + trace->size;
+	cfg.image = img;
+	cfg.filter_a[0] = fa;
+	cfg.filter_b[0] = fb;
+	cfg.n_filters = 1;
+	dec = vmpt_flow_new(&cfg);
+	if (!dec) {
+		vmpt_image_free(img);
+		return -VMPT_ERR_NOMEM;
+	}
+	while ((ret = vmpt_flow_next(dec, &it)) == 0) {
+		if (it.kind == VMPT_FLOW_BLOCK) {
+			uint64_t ip = it.ip;
+
+			for (uint32_t i = 0; i < it.ninsn; i++) {
+				if (push(&out->ips, &out->n, &out->cap, ip) < 0)
+					return -VMPT_ERR_NOMEM;
+				ip += it.isize[i];
+			}
+		} else if (it.ev == VMPT_EV_ERROR) {
+			size_t n = out->n_errs, c = ecap;
+
+			if (push(&out->err_off, &n, &ecap, it.offset) < 0)
+				return -VMPT_ERR_NOMEM;
+			out->err_code = realloc(out->err_code, ecap * sizeof(int));
+			(void)c;
+			out->err_code[out->n_errs++] = it.err;
+		}
+	}
+	vmpt_flow_free(dec);
+	vmpt_image_free(img);
+	return ret == -VMPT_ERR_EOS ? 0 : ret;
+}
+
+/* The PSB segment an offset falls into: index of the last PSB at or before. */
+static size_t segment_of(const uint64_t *psbs, size_t n, uint64_t off)
+{
+	size_t s = 0;
+
+	while (s + 1 < n && psbs[s + 1] <= off)
+		s++;
+	return s;
+}
+
+int main(int argc, char **argv)
+{
+	struct vmpt_file trace;
+	struct ref_trace ref;
+	struct vmpt_run got = { 0 };
+	uint64_t fa, fb, *psbs;
+	size_t n_psbs, pos = 0, extra = 0, run_start = 0, e = 0;
+	int ret, fail = 0;
+	/* Sync points of libipt's runs: index in ref.ips where each starts. */
+
+	if (argc != 5 && argc != 6) {
+		fprintf(stderr, "usage: %s TRACE PAGECACHE FILTER_A FILTER_B [BYTE]\n",
+			argv[0]);
+		return 2;
+	}
+	fa = strtoull(argv[3], NULL, 0);
+	fb = strtoull(argv[4], NULL, 0);
+	ret = vmpt_file_map(&trace, argv[1]);
+	if (ret < 0) {
+		fprintf(stderr, "%s: %s\n", argv[1], vmpt_strerror(ret));
+		return 1;
+	}
+	if (argc == 6) {
+		uint8_t *copy = malloc(trace.size + 1);
+
+		if (!copy)
+			return 1;
+		memcpy(copy, trace.data, trace.size);
+		copy[trace.size] = (uint8_t)strtoul(argv[5], NULL, 0);
+		trace.data = copy;	/* leaked: the process ends soon */
+		trace.size++;
+	}
+	ret = ipt_ref_decode(trace.data, trace.size, argv[2], fa, fb, 1, &ref);
+	if (ret < 0) {
+		fprintf(stderr, "libipt: %s\n", pt_errstr(pt_errcode(ret)));
+		return 1;
+	}
+	ret = run_vmpt(&trace, argv[2], fa, fb, &got);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt: %s\n", vmpt_strerror(ret));
+		return 1;
+	}
+	vmpt_flow_psb_offsets(trace.data, trace.data + trace.size, &psbs, &n_psbs);
+
+	/* libipt's runs: ref.run_end[k] ends run k (an error or the end). */
+	for (size_t k = 0; k <= ref.n_errs; k++) {
+		size_t end = k < ref.n_errs ? ref.run_end[k] : ref.n_ips;
+		size_t len = end - run_start;
+
+		if (len) {
+			size_t at = pos;
+
+			/* After an error vmpt may have decoded what libipt
+			 * skipped: find where this run starts.
+			 */
+			if (k > 0 && ref.run_end[k - 1] == run_start) {
+				while (at < got.n &&
+				       (got.n - at < len ||
+					memcmp(&got.ips[at], &ref.ips[run_start],
+					       len * sizeof(uint64_t))))
+					at++;
+			}
+			if (at + len > got.n ||
+			    memcmp(&got.ips[at], &ref.ips[run_start], len * sizeof(uint64_t))) {
+				size_t i = 0;
+
+				while (at + i < got.n && i < len &&
+				       got.ips[at + i] == ref.ips[run_start + i])
+					i++;
+				printf("MISMATCH in libipt run %zu at libipt insn %zu: "
+				       "libipt %#" PRIx64 " vmpt %#" PRIx64 "\n", k,
+				       run_start + i, ref.ips[run_start + i],
+				       at + i < got.n ? got.ips[at + i] : 0);
+				fail = 1;
+				break;
+			}
+			extra += at - pos;
+			pos = at + len;
+		}
+		run_start = end;
+	}
+	if (!fail && pos != got.n) {
+		if (ref.n_errs && ref.run_end[ref.n_errs - 1] == ref.n_ips) {
+			extra += got.n - pos;
+		} else {
+			printf("MISMATCH: vmpt has %zu instructions after libipt's last\n",
+			       got.n - pos);
+			fail = 1;
+		}
+	}
+	/* Every vmpt error needs a libipt error in its PSB segment. */
+	for (e = 0; e < got.n_errs; e++) {
+		size_t seg = segment_of(psbs, n_psbs, got.err_off[e]), k;
+
+		for (k = 0; k < ref.n_errs; k++)
+			if (segment_of(psbs, n_psbs, ref.errs[k].offset) == seg)
+				break;
+		if (k == ref.n_errs) {
+			printf("vmpt error libipt does not report: offset %#" PRIx64 " %s\n",
+			       got.err_off[e], vmpt_strerror(got.err_code[e]));
+			fail = 1;
+		}
+	}
+	printf("%s: libipt %zu insns %zu errors; vmpt %zu insns %zu errors; "
+	       "vmpt decoded %zu more where libipt had errors: %s\n",
+	       argv[1], ref.n_ips, ref.n_errs, got.n, got.n_errs, extra,
+	       fail ? "FAIL" : "ok");
+	free(psbs);
+	ipt_ref_free(&ref);
+	if (argc == 5)
+		vmpt_file_unmap(&trace);
+	return fail;
+}

@@ -1,0 +1,851 @@
+/* SPDX-License-Identifier: MIT */
+/* The instruction flow decoder.
+ *
+ * It walks the code from the current IP, block by block, until it needs
+ * the trace to go on (a conditional branch needs a TNT bit, an indirect
+ * branch a TIP, an asynchronous event is due at a FUP's IP), and reads
+ * packets only then.  Packets that do not steer the flow (timing, PIP,
+ * VMCS, MODE, PTW...) are applied or queued as events on the way, so an
+ * event lands between the blocks around the point it was recorded.
+ */
+#include "vmpt/flow.h"
+#include "vmpt/error.h"
+#include "vmpt/packet.h"
+#include "vmpt_block_cache.h"
+#include "vmpt_time.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STACK_DEPTH 64		/* the return stack libipt and the CPU keep */
+/* Instructions walked without consuming trace: a loop of direct jumps
+ * that never ends means the trace and the code disagree.
+ */
+#define MAX_WALK (1u << 22)
+
+enum want { W_TNT, W_TIP, W_PGD, W_FUP };
+
+struct vmpt_flow {
+	struct vmpt_flow_config cfg;
+	struct vmpt_pkt_decoder pd;
+	struct vmpt_last_ip lip;
+	struct vmpt_bcache *bc;
+	struct vmpt_time time;
+	const struct vmpt_section *sec;	/* the last section hit */
+	struct vmpt_asid asid;
+	uint64_t ip;
+	uint64_t tnt_bits;
+	unsigned tnt_n;
+	/* The flow packet read but not yet used (TIP, TIP.PGE/PGD, FUP, OVF). */
+	struct vmpt_packet pkt;
+	uint64_t pkt_off, pkt_ip;
+	uint8_t have_pkt, pkt_ip_valid;
+	uint8_t synced, enabled, mode, after_ovf;
+	/* Bound to the next branch target (MODE.Exec, PIP, VMCS). */
+	uint8_t have_pend_mode, pend_mode;
+	uint8_t have_pend_pip, pend_nr;
+	uint8_t have_pend_vmcs;
+	uint64_t pend_cr3, pend_vmcs;
+	/* What the trace said so far: nr/cr3/vmcs. */
+	uint8_t have_nr, nr, have_vmcs;
+	uint64_t cr3, vmcs;
+	/* An event that waits for its FUP (MODE.TSX, PTW, EXSTOP). */
+	int fup_event;
+	uint64_t fup_payload;
+	uint64_t walked;
+	uint64_t stack[STACK_DEPTH];
+	unsigned sp, depth;
+	struct vmpt_flow_item *q;
+	size_t qh, qn, qcap;
+};
+
+static const char *const event_names[VMPT_EV_COUNT] = {
+	[VMPT_EV_ENABLED] = "enabled",
+	[VMPT_EV_DISABLED] = "disabled",
+	[VMPT_EV_ASYNC_DISABLED] = "async-disabled",
+	[VMPT_EV_ASYNC_BRANCH] = "async-branch",
+	[VMPT_EV_OVERFLOW] = "overflow",
+	[VMPT_EV_EXEC_MODE] = "exec-mode",
+	[VMPT_EV_PAGING] = "paging",
+	[VMPT_EV_VMCS] = "vmcs",
+	[VMPT_EV_TSX] = "tsx",
+	[VMPT_EV_PTWRITE] = "ptwrite",
+	[VMPT_EV_CBR] = "cbr",
+	[VMPT_EV_PWRE] = "pwre",
+	[VMPT_EV_PWRX] = "pwrx",
+	[VMPT_EV_EXSTOP] = "exstop",
+	[VMPT_EV_MWAIT] = "mwait",
+	[VMPT_EV_ERROR] = "error",
+};
+
+const char *vmpt_event_name(unsigned ev)
+{
+	return ev < VMPT_EV_COUNT ? event_names[ev] : "?";
+}
+
+struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
+{
+	struct vmpt_flow *dec = calloc(1, sizeof(*dec));
+
+	if (!dec)
+		return NULL;
+	dec->cfg = *config;
+	dec->bc = vmpt_bcache_new();
+	if (!dec->bc) {
+		free(dec);
+		return NULL;
+	}
+	vmpt_pkt_decoder_init(&dec->pd, config->begin,
+			      (size_t)(config->end - config->begin));
+	vmpt_last_ip_init(&dec->lip);
+	vmpt_time_init(&dec->time, config->tsc_ctc_ratio_n,
+		       config->tsc_ctc_ratio_d, config->mtc_period,
+		       config->max_nonturbo_ratio);
+	dec->asid = vmpt_asid_any();
+	dec->fup_event = -1;
+	return dec;
+}
+
+void vmpt_flow_free(struct vmpt_flow *dec)
+{
+	if (!dec)
+		return;
+	vmpt_bcache_free(dec->bc);
+	free(dec->q);
+	free(dec);
+}
+
+static struct vmpt_flow_item *emit(struct vmpt_flow *dec, unsigned kind)
+{
+	struct vmpt_flow_item *it;
+
+	if (dec->qh == dec->qn)
+		dec->qh = dec->qn = 0;
+	if (dec->qn == dec->qcap) {
+		size_t cap = dec->qcap ? dec->qcap * 2 : 64;
+		struct vmpt_flow_item *q = realloc(dec->q, cap * sizeof(*q));
+
+		if (!q)
+			return NULL;
+		dec->q = q;
+		dec->qcap = cap;
+	}
+	it = &dec->q[dec->qn++];
+	memset(it, 0, sizeof(*it));
+	it->kind = (uint8_t)kind;
+	it->mode = dec->mode;
+	it->offset = dec->pkt_off;
+	it->time = dec->time.tsc;
+	return it;
+}
+
+static int emit_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+		      int ip_valid, uint64_t payload)
+{
+	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+
+	if (!it)
+		return -VMPT_ERR_NOMEM;
+	it->ev = (uint8_t)ev;
+	it->ip = ip;
+	it->ip_valid = (uint8_t)ip_valid;
+	it->payload = payload;
+	it->nr = dec->nr;
+	return 0;
+}
+
+static void reset_flow_state(struct vmpt_flow *dec)
+{
+	dec->tnt_n = 0;
+	dec->have_pkt = 0;
+	dec->depth = 0;
+	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
+	dec->fup_event = -1;
+	dec->walked = 0;
+	dec->after_ovf = 0;
+}
+
+/* Report an error at the current packet and IP, then look for the next
+ * PSB, as perf's error events do.
+ */
+static int error_resync(struct vmpt_flow *dec, int err)
+{
+	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+
+	if (!it)
+		return -VMPT_ERR_NOMEM;
+	it->ev = VMPT_EV_ERROR;
+	it->err = err;
+	it->ip = dec->ip;
+	it->ip_valid = dec->enabled;
+	reset_flow_state(dec);
+	dec->synced = 0;
+	dec->enabled = 0;
+	return 0;
+}
+
+static void update_asid(struct vmpt_flow *dec)
+{
+	if (dec->have_nr)
+		dec->asid.machine = !dec->nr ? VMPT_MACHINE_HOST :
+				    dec->have_vmcs ? dec->vmcs : VMPT_MACHINE_GUEST;
+	dec->sec = NULL;
+}
+
+static unsigned exec_mode(const struct vmpt_packet *pkt)
+{
+	if (pkt->exec.csl)
+		return VMPT_MODE_64;
+	return pkt->exec.csd ? VMPT_MODE_32 : VMPT_MODE_16;
+}
+
+static int set_pip(struct vmpt_flow *dec, uint64_t cr3, uint8_t nr)
+{
+	int changed = !dec->have_nr || dec->nr != nr || dec->cr3 != cr3;
+
+	dec->have_nr = 1;
+	dec->nr = nr;
+	dec->cr3 = cr3;
+	dec->asid.cr3 = cr3;
+	update_asid(dec);
+	return changed ? emit_event(dec, VMPT_EV_PAGING, dec->ip, dec->enabled, cr3) : 0;
+}
+
+static int set_vmcs(struct vmpt_flow *dec, uint64_t vmcs)
+{
+	int changed = !dec->have_vmcs || dec->vmcs != vmcs;
+
+	dec->have_vmcs = 1;
+	dec->vmcs = vmcs;
+	update_asid(dec);
+	return changed ? emit_event(dec, VMPT_EV_VMCS, dec->ip, dec->enabled, vmcs) : 0;
+}
+
+static int set_mode(struct vmpt_flow *dec, unsigned mode)
+{
+	int changed = dec->mode != mode;
+
+	dec->mode = (uint8_t)mode;
+	return changed ? emit_event(dec, VMPT_EV_EXEC_MODE, dec->ip, dec->enabled, mode) : 0;
+}
+
+/* MODE.Exec, PIP and VMCS take effect at the next branch target. */
+static int apply_pending(struct vmpt_flow *dec)
+{
+	int ret = 0;
+
+	if (dec->have_pend_mode)
+		ret = set_mode(dec, dec->pend_mode);
+	if (!ret && dec->have_pend_vmcs)
+		ret = set_vmcs(dec, dec->pend_vmcs);
+	if (!ret && dec->have_pend_pip)
+		ret = set_pip(dec, dec->pend_cr3, dec->pend_nr);
+	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
+	return ret;
+}
+
+/* The PSB+ header: status, not flow.  The FUP in it (if any) is the IP
+ * of the next instruction when tracing is on.
+ */
+static int psb_plus(struct vmpt_flow *dec)
+{
+	struct vmpt_packet pkt;
+	int have_fup = 0, ret;
+
+	vmpt_last_ip_init(&dec->lip);
+	for (;;) {
+		uint64_t off = vmpt_pkt_offset(&dec->pd);
+
+		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret < 0) {
+			dec->pkt_off = off;
+			/* A buffer that fills up ends in a PSB+ often; status
+			 * only, so nothing of the flow is lost there.
+			 */
+			if (ret == -VMPT_ERR_EOS || ret == -VMPT_ERR_TRUNCATED)
+				return -VMPT_ERR_EOS;
+			return ret;
+		}
+		dec->pkt_off = off;
+		switch (pkt.type) {
+		case VMPT_PKT_PSBEND:
+			goto done;
+		case VMPT_PKT_FUP:
+			ret = vmpt_last_ip_update(&dec->lip, &pkt);
+			if (ret < 0)
+				return ret;
+			have_fup = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
+			break;
+		case VMPT_PKT_MODE_EXEC:
+			ret = set_mode(dec, exec_mode(&pkt));
+			break;
+		case VMPT_PKT_PIP:
+			ret = set_pip(dec, pkt.pip.cr3, pkt.pip.nr);
+			break;
+		case VMPT_PKT_VMCS:
+			ret = set_vmcs(dec, pkt.vmcs);
+			break;
+		case VMPT_PKT_TSC:
+		case VMPT_PKT_TMA:
+		case VMPT_PKT_MTC:
+		case VMPT_PKT_CYC:
+		case VMPT_PKT_CBR:
+			vmpt_time_update(&dec->time, &pkt);
+			break;
+		case VMPT_PKT_TNT8:
+		case VMPT_PKT_TNT64:
+		case VMPT_PKT_TIP:
+		case VMPT_PKT_TIP_PGE:
+		case VMPT_PKT_TIP_PGD:
+		case VMPT_PKT_PSB:
+			return -VMPT_ERR_BAD_PACKET;
+		default:
+			break;	/* PAD, MODE.TSX status, MNT... */
+		}
+		if (ret < 0)
+			return ret;
+	}
+done:
+	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
+	if (!dec->synced) {
+		dec->synced = 1;
+		reset_flow_state(dec);
+		dec->enabled = (uint8_t)have_fup;
+		if (have_fup) {
+			dec->ip = dec->pkt_ip;
+			return emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+		}
+		return 0;
+	}
+	if (!dec->enabled && have_fup) {
+		/* We missed the enable (an OVF without FUP, say). */
+		dec->enabled = 1;
+		dec->ip = dec->pkt_ip;
+		dec->after_ovf = 0;
+		return emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+	}
+	return 0;
+}
+
+/* Read packets up to the next one that steers the flow: TNT (bits loaded),
+ * or TIP/TIP.PGE/TIP.PGD/FUP/OVF (kept in dec->pkt).
+ */
+static int fetch(struct vmpt_flow *dec)
+{
+	struct vmpt_packet pkt;
+	int ret;
+
+	for (;;) {
+		uint64_t off = vmpt_pkt_offset(&dec->pd);
+
+		if (dec->cfg.stop_offset && off >= dec->cfg.stop_offset &&
+		    dec->pd.pos < dec->pd.end && *dec->pd.pos == 0x02 &&
+		    vmpt_pkt_find_psb(dec->pd.pos, dec->pd.end) == dec->pd.pos)
+			return -VMPT_ERR_EOS;
+		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret < 0)
+			return ret;
+		dec->pkt_off = off;
+		ret = 0;
+		switch (pkt.type) {
+		case VMPT_PKT_PSB:
+			ret = psb_plus(dec);
+			break;
+		case VMPT_PKT_TNT8:
+		case VMPT_PKT_TNT64:
+			if (!pkt.tnt.count)
+				break;
+			dec->tnt_bits = pkt.tnt.bits;
+			dec->tnt_n = pkt.tnt.count;
+			return 0;
+		case VMPT_PKT_TIP:
+		case VMPT_PKT_TIP_PGE:
+		case VMPT_PKT_TIP_PGD:
+		case VMPT_PKT_FUP:
+			ret = vmpt_last_ip_update(&dec->lip, &pkt);
+			if (ret < 0)
+				return ret;
+			dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
+			/* fall through */
+		case VMPT_PKT_OVF:
+			dec->pkt = pkt;
+			dec->have_pkt = 1;
+			return 0;
+		case VMPT_PKT_MODE_EXEC:
+			dec->have_pend_mode = 1;
+			dec->pend_mode = (uint8_t)exec_mode(&pkt);
+			break;
+		case VMPT_PKT_PIP:
+			dec->have_pend_pip = 1;
+			dec->pend_cr3 = pkt.pip.cr3;
+			dec->pend_nr = pkt.pip.nr;
+			break;
+		case VMPT_PKT_VMCS:
+			dec->have_pend_vmcs = 1;
+			dec->pend_vmcs = pkt.vmcs;
+			break;
+		case VMPT_PKT_MODE_TSX:
+			dec->fup_event = VMPT_EV_TSX;
+			dec->fup_payload = (uint64_t)(pkt.tsx.intx | (pkt.tsx.abrt << 1));
+			break;
+		case VMPT_PKT_PTW:
+			if (pkt.ptw.ip) {
+				dec->fup_event = VMPT_EV_PTWRITE;
+				dec->fup_payload = pkt.ptw.payload;
+			} else {
+				ret = emit_event(dec, VMPT_EV_PTWRITE, dec->ip, 0,
+						 pkt.ptw.payload);
+			}
+			break;
+		case VMPT_PKT_EXSTOP:
+			if (pkt.exstop.ip) {
+				dec->fup_event = VMPT_EV_EXSTOP;
+				dec->fup_payload = 0;
+			} else {
+				ret = emit_event(dec, VMPT_EV_EXSTOP, dec->ip, 0, 0);
+			}
+			break;
+		case VMPT_PKT_MWAIT:
+			ret = emit_event(dec, VMPT_EV_MWAIT, dec->ip, 0,
+					 pkt.mwait.hints | (uint64_t)pkt.mwait.ext << 32);
+			break;
+		case VMPT_PKT_PWRE:
+			ret = emit_event(dec, VMPT_EV_PWRE, dec->ip, 0,
+					 pkt.pwre.state | (uint64_t)pkt.pwre.sub_state << 8);
+			break;
+		case VMPT_PKT_PWRX:
+			ret = emit_event(dec, VMPT_EV_PWRX, dec->ip, 0,
+					 pkt.pwrx.last | (uint64_t)pkt.pwrx.deepest << 8);
+			break;
+		case VMPT_PKT_CBR:
+			vmpt_time_update(&dec->time, &pkt);
+			ret = emit_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
+			break;
+		case VMPT_PKT_TSC:
+		case VMPT_PKT_TMA:
+		case VMPT_PKT_MTC:
+		case VMPT_PKT_CYC:
+			vmpt_time_update(&dec->time, &pkt);
+			break;
+		default:
+			break;	/* PAD, PSBEND, MNT, STOP, block packets */
+		}
+		if (ret < 0)
+			return ret;
+	}
+}
+
+static int in_filter(const struct vmpt_flow *dec, uint64_t ip)
+{
+	if (!dec->cfg.n_filters)
+		return 1;
+	for (unsigned i = 0; i < dec->cfg.n_filters; i++)
+		if (ip >= dec->cfg.filter_a[i] && ip <= dec->cfg.filter_b[i])
+			return 1;
+	return 0;
+}
+
+/* Did the branch ending b switch tracing off (the pending TIP.PGD)?  With
+ * an IP, it is the branch that goes there; suppressed, a far transfer, or
+ * (with a filter) a branch whose target leaves the filter.
+ */
+static int pgd_binds(const struct vmpt_flow *dec, const struct vmpt_block *b)
+{
+	int known = dec->pkt_ip_valid;
+
+	switch (b->iclass) {
+	case VMPT_IC_JMP:
+	case VMPT_IC_CALL:
+		if (known)
+			return b->target == dec->pkt_ip;
+		return dec->cfg.n_filters && !in_filter(dec, b->target);
+	case VMPT_IC_JCC:
+		if (known)
+			return 1;
+		return dec->cfg.n_filters && !in_filter(dec, b->target);
+	case VMPT_IC_OTHER:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+static void push_ret(struct vmpt_flow *dec, uint64_t ip)
+{
+	dec->stack[dec->sp] = ip;
+	dec->sp = (dec->sp + 1) % STACK_DEPTH;
+	if (dec->depth < STACK_DEPTH)
+		dec->depth++;
+}
+
+static int pop_ret(struct vmpt_flow *dec, uint64_t *ip)
+{
+	if (!dec->depth)
+		return -VMPT_ERR_NO_MATCH;
+	dec->sp = (dec->sp + STACK_DEPTH - 1) % STACK_DEPTH;
+	dec->depth--;
+	*ip = dec->stack[dec->sp];
+	return 0;
+}
+
+static int lookup_block(struct vmpt_flow *dec, const struct vmpt_block **b)
+{
+	const struct vmpt_section *s = dec->sec;
+
+	if (!s || dec->ip - s->vaddr >= s->size) {
+		s = vmpt_image_find(dec->cfg.image, &dec->asid, dec->ip);
+		if (!s)
+			return -VMPT_ERR_NO_IMAGE;
+		dec->sec = s;
+	}
+	return vmpt_bcache_get(dec->bc, dec->cfg.image, s, &dec->asid, dec->ip,
+			       dec->mode, b);
+}
+
+static struct vmpt_flow_item *emit_block(struct vmpt_flow *dec,
+					 const struct vmpt_block *b,
+					 uint32_t ninsn)
+{
+	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_BLOCK);
+
+	if (!it)
+		return NULL;
+	it->ip = b->ip;
+	it->ninsn = ninsn;
+	it->isize = b->isize;
+	it->sec = b->sec;
+	it->mode = b->mode;
+	if (ninsn == b->ninsn) {
+		it->iclass = b->iclass;
+		it->end_ip = b->end_ip;
+		it->to = b->next_ip;
+	} else {
+		uint64_t ip = b->ip;
+
+		for (uint32_t i = 0; i + 1 < ninsn; i++)
+			ip += b->isize[i];
+		it->iclass = VMPT_IC_OTHER;
+		it->end_ip = ip;
+		it->to = ip + b->isize[ninsn - 1];
+	}
+	dec->walked += ninsn;
+	return it;
+}
+
+/* The walk reached the IP of a FUP. */
+static int fup_reached(struct vmpt_flow *dec)
+{
+	uint64_t at = dec->ip;
+	int ev = dec->fup_event, ret;
+
+	dec->have_pkt = 0;
+	dec->walked = 0;
+	if (ev >= 0) {
+		dec->fup_event = -1;
+		ret = emit_event(dec, (unsigned)ev, at, 1, dec->fup_payload);
+		if (ret < 0 || !(ev == VMPT_EV_TSX && (dec->fup_payload & 2)))
+			return ret;
+	}
+	/* An asynchronous event: a TIP says where it went, a TIP.PGD that
+	 * tracing stopped here.
+	 */
+	ret = fetch(dec);
+	if (ret < 0)
+		return ret == -VMPT_ERR_EOS ? 0 : ret;
+	if (dec->tnt_n || !dec->have_pkt)
+		return -VMPT_ERR_NO_MATCH;
+	switch (dec->pkt.type) {
+	case VMPT_PKT_TIP:
+		if (!dec->pkt_ip_valid)
+			return -VMPT_ERR_NO_MATCH;
+		dec->have_pkt = 0;
+		ret = apply_pending(dec);
+		if (ret < 0)
+			return ret;
+		struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+
+		if (!it)
+			return -VMPT_ERR_NOMEM;
+		it->ev = VMPT_EV_ASYNC_BRANCH;
+		it->ip = at;
+		it->ip_valid = 1;
+		it->to = dec->pkt_ip;
+		dec->ip = dec->pkt_ip;
+		return 0;
+	case VMPT_PKT_TIP_PGD:
+		dec->have_pkt = 0;
+		dec->enabled = 0;
+		ret = apply_pending(dec);
+		if (ret < 0)
+			return ret;
+		return emit_event(dec, VMPT_EV_ASYNC_DISABLED, at, 1, 0);
+	default:
+		return -VMPT_ERR_NO_MATCH;
+	}
+}
+
+/* Take the way out of block b the trace gives; `want` is what is pending. */
+static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
+		       struct vmpt_flow_item *it, enum want want)
+{
+	uint64_t to;
+	int ret;
+
+	if (want == W_PGD && pgd_binds(dec, b)) {
+		dec->have_pkt = 0;
+		dec->enabled = 0;
+		if (dec->pkt_ip_valid) {
+			it->taken = b->iclass != VMPT_IC_JCC || dec->pkt_ip != b->next_ip;
+			it->to = dec->pkt_ip;
+		}
+		ret = apply_pending(dec);
+		if (ret < 0)
+			return ret;
+		dec->walked = 0;
+		return emit_event(dec, VMPT_EV_DISABLED, dec->pkt_ip,
+				  dec->pkt_ip_valid, 0);
+	}
+	switch (b->iclass) {
+	case VMPT_IC_OTHER:
+		dec->ip = b->next_ip;
+		return 0;
+	case VMPT_IC_CALL:
+		if (!b->zero_call)
+			push_ret(dec, b->next_ip);
+		/* fall through */
+	case VMPT_IC_JMP:
+		it->taken = 1;
+		it->to = dec->ip = b->target;
+		return 0;
+	case VMPT_IC_JCC:
+		if (want != W_TNT)
+			return -VMPT_ERR_NO_MATCH;
+		dec->tnt_n--;
+		dec->walked = 0;
+		it->taken = (dec->tnt_bits >> dec->tnt_n) & 1;
+		it->to = dec->ip = it->taken ? b->target : b->next_ip;
+		return 0;
+	case VMPT_IC_RET:
+		if (want == W_TNT) {
+			/* A compressed return: a taken bit, the address from
+			 * our call stack.
+			 */
+			dec->tnt_n--;
+			dec->walked = 0;
+			if (!dec->cfg.retcomp || !((dec->tnt_bits >> dec->tnt_n) & 1))
+				return -VMPT_ERR_NO_MATCH;
+			ret = pop_ret(dec, &to);
+			if (ret < 0)
+				return ret;
+			it->taken = 1;
+			it->to = dec->ip = to;
+			return 0;
+		}
+		break;
+	default:
+		break;
+	}
+	/* Indirect: the TIP has the target. */
+	if (want != W_TIP)
+		return -VMPT_ERR_NO_MATCH;
+	if (!dec->pkt_ip_valid)
+		return -VMPT_ERR_IP_SUPPRESSED;
+	if (b->iclass == VMPT_IC_CALL_IND)
+		push_ret(dec, b->next_ip);
+	dec->have_pkt = 0;
+	dec->walked = 0;
+	it->taken = 1;
+	it->to = dec->ip = dec->pkt_ip;
+	return apply_pending(dec);
+}
+
+/* One block toward what the trace asks for next. */
+static int walk(struct vmpt_flow *dec, enum want want)
+{
+	const struct vmpt_block *b;
+	struct vmpt_flow_item *it;
+	int ret;
+
+	if (want == W_FUP && dec->ip == dec->pkt_ip)
+		return fup_reached(dec);
+	if (dec->walked > MAX_WALK)
+		return -VMPT_ERR_NO_MATCH;
+	ret = lookup_block(dec, &b);
+	if (ret < 0)
+		return ret;
+	if (want == W_FUP && dec->pkt_ip - b->ip < b->next_ip - b->ip) {
+		/* The event comes in the middle of this block: the
+		 * instructions before it ran, the one at it did not.
+		 */
+		uint64_t ip = b->ip;
+		uint32_t n = 0;
+
+		while (ip != dec->pkt_ip && n < b->ninsn)
+			ip += b->isize[n++];
+		if (ip != dec->pkt_ip)
+			return -VMPT_ERR_NO_MATCH;
+		if (n && !emit_block(dec, b, n))
+			return -VMPT_ERR_NOMEM;
+		dec->ip = ip;
+		return fup_reached(dec);
+	}
+	it = emit_block(dec, b, b->ninsn);
+	if (!it)
+		return -VMPT_ERR_NOMEM;
+	return leave_block(dec, b, it, want);
+}
+
+static int enable_at(struct vmpt_flow *dec, uint64_t ip)
+{
+	int ret;
+
+	dec->have_pkt = 0;
+	dec->enabled = 1;
+	dec->after_ovf = 0;
+	dec->walked = 0;
+	dec->ip = ip;
+	ret = apply_pending(dec);
+	if (ret < 0)
+		return ret;
+	return emit_event(dec, VMPT_EV_ENABLED, ip, 1, 0);
+}
+
+static int overflow(struct vmpt_flow *dec)
+{
+	int ret = emit_event(dec, VMPT_EV_OVERFLOW, dec->ip, dec->enabled, 0);
+
+	dec->have_pkt = 0;
+	dec->tnt_n = 0;
+	dec->depth = 0;
+	dec->fup_event = -1;
+	dec->enabled = 0;
+	dec->after_ovf = 1;
+	return ret;
+}
+
+/* Handle the pending flow packet while tracing is off. */
+static int step_disabled(struct vmpt_flow *dec)
+{
+	if (dec->tnt_n) {
+		dec->tnt_n = 0;
+		return -VMPT_ERR_NO_MATCH;
+	}
+	switch (dec->pkt.type) {
+	case VMPT_PKT_TIP_PGE:
+		if (!dec->pkt_ip_valid)
+			return -VMPT_ERR_IP_SUPPRESSED;
+		return enable_at(dec, dec->pkt_ip);
+	case VMPT_PKT_FUP:
+		/* After an overflow the FUP says where tracing goes on. */
+		if (dec->after_ovf && dec->pkt_ip_valid)
+			return enable_at(dec, dec->pkt_ip);
+		dec->have_pkt = 0;
+		dec->fup_event = -1;
+		return 0;
+	case VMPT_PKT_TIP_PGD:
+		dec->have_pkt = 0;
+		return 0;
+	case VMPT_PKT_OVF:
+		return overflow(dec);
+	default:
+		dec->have_pkt = 0;
+		return -VMPT_ERR_NO_MATCH;
+	}
+}
+
+static int step(struct vmpt_flow *dec)
+{
+	struct vmpt_packet pkt;
+	int ret;
+
+	if (!dec->synced) {
+		if (vmpt_pkt_sync_forward(&dec->pd) < 0)
+			return -VMPT_ERR_EOS;
+		dec->pkt_off = vmpt_pkt_offset(&dec->pd);
+		if (dec->cfg.stop_offset && dec->pkt_off >= dec->cfg.stop_offset)
+			return -VMPT_ERR_EOS;
+		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret < 0)
+			return error_resync(dec, ret);
+		ret = psb_plus(dec);
+		if (ret == -VMPT_ERR_EOS)
+			return ret;
+		return ret < 0 ? error_resync(dec, ret) : 0;
+	}
+	if (!dec->tnt_n && !dec->have_pkt) {
+		ret = fetch(dec);
+		if (ret == -VMPT_ERR_EOS)
+			return ret;
+		if (ret < 0)
+			return error_resync(dec, ret);
+		return 0;
+	}
+	if (!dec->enabled)
+		ret = step_disabled(dec);
+	else if (dec->tnt_n)
+		ret = walk(dec, W_TNT);
+	else if (dec->pkt.type == VMPT_PKT_TIP)
+		ret = walk(dec, W_TIP);
+	else if (dec->pkt.type == VMPT_PKT_TIP_PGD)
+		ret = walk(dec, W_PGD);
+	else if (dec->pkt.type == VMPT_PKT_FUP)
+		ret = dec->pkt_ip_valid ? walk(dec, W_FUP) : -VMPT_ERR_IP_SUPPRESSED;
+	else if (dec->pkt.type == VMPT_PKT_OVF)
+		ret = overflow(dec);
+	else	/* TIP.PGE while on: tracing restarted there (a VM entry) */
+		ret = dec->pkt_ip_valid ? enable_at(dec, dec->pkt_ip) :
+					  -VMPT_ERR_IP_SUPPRESSED;
+	if (ret == -VMPT_ERR_EOS)
+		return ret;
+	return ret < 0 ? error_resync(dec, ret) : 0;
+}
+
+int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset)
+{
+	if (vmpt_pkt_seek(&dec->pd, offset) < 0)
+		return -VMPT_ERR_EOS;
+	dec->pd.sync = NULL;
+	dec->synced = 0;
+	dec->enabled = 0;
+	reset_flow_state(dec);
+	return 0;
+}
+
+int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
+{
+	while (dec->qh == dec->qn) {
+		int ret = step(dec);
+
+		if (ret < 0 && dec->qh == dec->qn)
+			return ret;
+	}
+	*item = dec->q[dec->qh++];
+	return 0;
+}
+
+int vmpt_flow_psb_offsets(const uint8_t *begin, const uint8_t *end,
+			  uint64_t **offsets, size_t *n)
+{
+	const uint8_t *p = begin;
+	uint64_t *o = NULL;
+	size_t cnt = 0, cap = 0;
+
+	while ((p = vmpt_pkt_find_psb(p, end))) {
+		if (cnt == cap) {
+			uint64_t *t;
+
+			cap = cap ? cap * 2 : 64;
+			t = realloc(o, cap * sizeof(*t));
+			if (!t) {
+				free(o);
+				return -VMPT_ERR_NOMEM;
+			}
+			o = t;
+		}
+		o[cnt++] = (uint64_t)(p - begin);
+		p++;
+	}
+	*offsets = o;
+	*n = cnt;
+	return 0;
+}

@@ -1,0 +1,576 @@
+/* SPDX-License-Identifier: MIT */
+/* The memory image: sections of code keyed by address space. */
+#include "vmpt/image.h"
+#include "vmpt/error.h"
+#include "vmpt/file.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct vmpt_image {
+	struct vmpt_section **secs;	/* by id */
+	struct vmpt_section **sorted;	/* by vaddr, then id */
+	size_t n, cap;
+	uint64_t max_size;		/* bounds the overlap scan in find */
+	/* Everything the sections point into. */
+	struct vmpt_file **files;	/* pointers: sections keep them */
+	size_t n_files;
+	void **owned;
+	size_t n_owned;
+};
+
+struct vmpt_image *vmpt_image_new(void)
+{
+	return calloc(1, sizeof(struct vmpt_image));
+}
+
+void vmpt_image_free(struct vmpt_image *img)
+{
+	if (!img)
+		return;
+	for (size_t i = 0; i < img->n; i++)
+		free(img->secs[i]);
+	for (size_t i = 0; i < img->n_files; i++) {
+		vmpt_file_unmap(img->files[i]);
+		free(img->files[i]);
+	}
+	for (size_t i = 0; i < img->n_owned; i++)
+		free(img->owned[i]);
+	free(img->secs);
+	free(img->sorted);
+	free(img->files);
+	free(img->owned);
+	free(img);
+}
+
+/* Keep p alive as long as the image; frees it on failure. */
+static int own(struct vmpt_image *img, void *p)
+{
+	void **o;
+
+	if (!p)
+		return -VMPT_ERR_NOMEM;
+	o = realloc(img->owned, (img->n_owned + 1) * sizeof(*o));
+	if (!o) {
+		free(p);
+		return -VMPT_ERR_NOMEM;
+	}
+	img->owned = o;
+	img->owned[img->n_owned++] = p;
+	return 0;
+}
+
+static const char *own_str(struct vmpt_image *img, const char *s)
+{
+	char *d = strdup(s);
+
+	return own(img, d) < 0 ? NULL : d;
+}
+
+static int map_file(struct vmpt_image *img, const char *path,
+		    const struct vmpt_file **out)
+{
+	struct vmpt_file **a, *f;
+	int ret;
+
+	a = realloc(img->files, (img->n_files + 1) * sizeof(*a));
+	if (!a)
+		return -VMPT_ERR_NOMEM;
+	img->files = a;
+	f = malloc(sizeof(*f));
+	if (!f)
+		return -VMPT_ERR_NOMEM;
+	ret = vmpt_file_map(f, path);
+	if (ret < 0) {
+		free(f);
+		return ret;
+	}
+	img->files[img->n_files++] = f;
+	*out = f;
+	return 0;
+}
+
+static int add_section(struct vmpt_image *img, const uint8_t *data,
+		       uint64_t size, uint64_t vaddr, const char *name,
+		       uint64_t file_offset, const struct vmpt_asid *asid,
+		       struct vmpt_section **out)
+{
+	struct vmpt_section *sec;
+	size_t pos;
+
+	if (!size || vaddr + size < vaddr)
+		return -VMPT_ERR_INVAL;
+	if (img->n == img->cap) {
+		size_t cap = img->cap ? img->cap * 2 : 16;
+		struct vmpt_section **a = realloc(img->secs, cap * sizeof(*a));
+
+		if (!a)
+			return -VMPT_ERR_NOMEM;
+		img->secs = a;
+		a = realloc(img->sorted, cap * sizeof(*a));
+		if (!a)
+			return -VMPT_ERR_NOMEM;
+		img->sorted = a;
+		img->cap = cap;
+	}
+	sec = calloc(1, sizeof(*sec));
+	if (!sec)
+		return -VMPT_ERR_NOMEM;
+	sec->vaddr = vaddr;
+	sec->size = size;
+	sec->data = data;
+	sec->asid = asid ? *asid : vmpt_asid_any();
+	sec->name = name;
+	sec->file_offset = file_offset;
+	sec->id = (unsigned)img->n;
+	img->secs[img->n] = sec;
+	/* Sorted by vaddr; equal starts keep insertion order. */
+	pos = img->n;
+	while (pos > 0 && img->sorted[pos - 1]->vaddr > vaddr) {
+		img->sorted[pos] = img->sorted[pos - 1];
+		pos--;
+	}
+	img->sorted[pos] = sec;
+	img->n++;
+	if (size > img->max_size)
+		img->max_size = size;
+	if (out)
+		*out = sec;
+	return 0;
+}
+
+const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
+					   const struct vmpt_asid *asid,
+					   uint64_t vaddr)
+{
+	const struct vmpt_section *best = NULL;
+	size_t lo = 0, hi = img->n;
+
+	/* First section starting above vaddr. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (img->sorted[mid]->vaddr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	while (lo-- > 0) {
+		const struct vmpt_section *s = img->sorted[lo];
+
+		if (vaddr - s->vaddr >= img->max_size)
+			break;
+		if (vaddr - s->vaddr < s->size && vmpt_asid_match(&s->asid, asid) &&
+		    (!best || s->id > best->id))
+			best = s;
+	}
+	return best;
+}
+
+int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
+		    uint64_t vaddr, uint8_t *buf, size_t size)
+{
+	size_t done = 0;
+
+	while (done < size) {
+		const struct vmpt_section *s = vmpt_image_find(img, asid, vaddr + done);
+		uint64_t off, n;
+
+		if (!s)
+			break;
+		off = vaddr + done - s->vaddr;
+		n = s->size - off;
+		if (n > size - done)
+			n = size - done;
+		memcpy(buf + done, s->data + off, n);
+		done += n;
+	}
+	return done ? (int)done : -VMPT_ERR_NO_IMAGE;
+}
+
+size_t vmpt_image_count(const struct vmpt_image *img)
+{
+	return img->n;
+}
+
+const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,
+					      unsigned id)
+{
+	return id < img->n ? img->secs[id] : NULL;
+}
+
+const struct vmpt_symbol *vmpt_section_symbol(const struct vmpt_section *sec,
+					      uint64_t vaddr)
+{
+	size_t lo = 0, hi = sec->n_syms;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (sec->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	if (vaddr - sec->syms[lo - 1].addr < sec->syms[lo - 1].size)
+		return &sec->syms[lo - 1];
+	return NULL;
+}
+
+int vmpt_image_add_buffer(struct vmpt_image *img, const uint8_t *buf,
+			  uint64_t size, uint64_t vaddr, const char *name,
+			  const struct vmpt_asid *asid)
+{
+	uint8_t *copy = malloc(size ? size : 1);
+	const char *nm;
+	int ret;
+
+	ret = own(img, copy);
+	if (ret < 0)
+		return ret;
+	memcpy(copy, buf, size);
+	nm = own_str(img, name ? name : "[buffer]");
+	if (!nm)
+		return -VMPT_ERR_NOMEM;
+	return add_section(img, copy, size, vaddr, nm, 0, asid, NULL);
+}
+
+int vmpt_image_add_raw(struct vmpt_image *img, const char *path,
+		       uint64_t offset, uint64_t size, uint64_t vaddr,
+		       const struct vmpt_asid *asid)
+{
+	const struct vmpt_file *f;
+	int ret = map_file(img, path, &f);
+
+	if (ret < 0)
+		return ret;
+	if (offset >= f->size)
+		return -VMPT_ERR_INVAL;
+	if (!size || size > f->size - offset)
+		size = f->size - offset;
+	return add_section(img, f->data + offset, size, vaddr, f->path, offset,
+			   asid, NULL);
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct vmpt_symbol *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Give each section the symbols inside it (syms sorted by addr). */
+static void attach_symbols(struct vmpt_section *const *secs, size_t n,
+			   const struct vmpt_symbol *syms, size_t n_syms)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct vmpt_section *s = secs[i];
+		size_t a = 0, b;
+
+		while (a < n_syms && syms[a].addr < s->vaddr)
+			a++;
+		b = a;
+		while (b < n_syms && syms[b].addr - s->vaddr < s->size)
+			b++;
+		s->syms = syms + a;
+		s->n_syms = b - a;
+	}
+}
+
+/* Function symbols of .symtab (or .dynsym), moved by bias; names point
+ * into the mapped file.
+ */
+static int elf_symbols(struct vmpt_image *img, Elf *elf,
+		       const struct vmpt_file *f, uint64_t bias,
+		       struct vmpt_symbol **out, size_t *n_out)
+{
+	Elf_Scn *scn = NULL, *use = NULL;
+	struct vmpt_symbol *syms;
+	GElf_Shdr sh, strsh;
+	size_t n = 0, count;
+	Elf_Data *data;
+	int ret;
+
+	*out = NULL;
+	*n_out = 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			return -VMPT_ERR_FORMAT;
+		if (sh.sh_type == SHT_SYMTAB || (sh.sh_type == SHT_DYNSYM && !use))
+			use = scn;
+	}
+	if (!use || !gelf_getshdr(use, &sh) || !sh.sh_entsize)
+		return 0;
+	if (!gelf_getshdr(elf_getscn(elf, sh.sh_link), &strsh) ||
+	    strsh.sh_offset > f->size || strsh.sh_size > f->size - strsh.sh_offset)
+		return -VMPT_ERR_FORMAT;
+	data = elf_getdata(use, NULL);
+	if (!data)
+		return -VMPT_ERR_FORMAT;
+	count = sh.sh_size / sh.sh_entsize;
+	syms = malloc((count ? count : 1) * sizeof(*syms));
+	ret = own(img, syms);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Sym s;
+
+		if (!gelf_getsym(data, (int)i, &s))
+			return -VMPT_ERR_FORMAT;
+		if (GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value ||
+		    s.st_name >= strsh.sh_size)
+			continue;
+		syms[n].addr = s.st_value + bias;
+		syms[n].size = s.st_size ? s.st_size : 1;
+		syms[n].name = (const char *)f->data + strsh.sh_offset + s.st_name;
+		n++;
+	}
+	qsort(syms, n, sizeof(*syms), cmp_sym);
+	*out = syms;
+	*n_out = n;
+	return 0;
+}
+
+/* PT_LOAD segments of an ELF file (exec/dyn or core) as sections. */
+static int add_elf_segments(struct vmpt_image *img, const char *path,
+			    uint64_t base, int core, const struct vmpt_asid *asid,
+			    const char *name, struct vmpt_section ***added,
+			    size_t *n_added)
+{
+	const struct vmpt_file *f;
+	struct vmpt_section **list = NULL;
+	struct vmpt_symbol *syms = NULL;
+	size_t n_phdr, n_syms = 0, n = 0;
+	uint64_t lowest = UINT64_MAX, bias = 0;
+	Elf *elf;
+	int ret;
+
+	ret = map_file(img, path, &f);
+	if (ret < 0)
+		return ret;
+	if (!name)
+		name = f->path;
+	elf_version(EV_CURRENT);
+	elf = elf_memory((char *)f->data, f->size);
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &n_phdr)) {
+		ret = -VMPT_ERR_FORMAT;
+		goto out;
+	}
+	list = calloc(n_phdr ? n_phdr : 1, sizeof(*list));
+	if (!list) {
+		ret = -VMPT_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n_phdr; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph)) {
+			ret = -VMPT_ERR_FORMAT;
+			goto out;
+		}
+		if (ph.p_type == PT_LOAD && (ph.p_vaddr & ~0xfffull) < lowest)
+			lowest = ph.p_vaddr & ~0xfffull;
+	}
+	if (base != VMPT_ELF_LINK_ADDR && lowest != UINT64_MAX)
+		bias = base - lowest;
+	for (size_t i = 0; i < n_phdr; i++) {
+		GElf_Phdr ph;
+
+		gelf_getphdr(elf, (int)i, &ph);
+		if (ph.p_type != PT_LOAD || !ph.p_filesz)
+			continue;
+		/* Code lives in executable segments; a core has no flags
+		 * worth trusting (kcore marks all RWX).
+		 */
+		if (!core && !(ph.p_flags & PF_X))
+			continue;
+		if (ph.p_offset > f->size || ph.p_filesz > f->size - ph.p_offset) {
+			ret = -VMPT_ERR_FORMAT;
+			goto out;
+		}
+		ret = add_section(img, f->data + ph.p_offset, ph.p_filesz,
+				  ph.p_vaddr + bias, name, ph.p_offset, asid,
+				  &list[n]);
+		if (ret < 0)
+			goto out;
+		n++;
+	}
+	if (!core) {
+		ret = elf_symbols(img, elf, f, bias, &syms, &n_syms);
+		if (ret < 0)
+			goto out;
+		attach_symbols(list, n, syms, n_syms);
+	}
+	ret = 0;
+out:
+	if (elf)
+		elf_end(elf);
+	if (ret == 0 && added) {
+		*added = list;
+		*n_added = n;
+	} else {
+		free(list);
+	}
+	return ret;
+}
+
+int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
+		       const struct vmpt_asid *asid)
+{
+	return add_elf_segments(img, path, base, 0, asid, NULL, NULL, NULL);
+}
+
+int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
+			 const struct vmpt_asid *asid)
+{
+	return add_elf_segments(img, path, VMPT_ELF_LINK_ADDR, 1, asid, NULL,
+				NULL, NULL);
+}
+
+/* kallsyms lines: "ffffffff81000000 T _stext [module]". */
+static int read_kallsyms(struct vmpt_image *img, const char *path,
+			 struct vmpt_symbol **out, size_t *n_out)
+{
+	struct vmpt_symbol *syms = NULL;
+	size_t n = 0, cap = 0;
+	char line[512];
+	FILE *f = fopen(path, "r");
+
+	*out = NULL;
+	*n_out = 0;
+	if (!f)
+		return -VMPT_ERR_IO;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, name[256];
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 ||
+		    (type != 't' && type != 'T' && type != 'w' && type != 'W'))
+			continue;
+		if (n == cap) {
+			struct vmpt_symbol *s;
+
+			cap = cap ? cap * 2 : 4096;
+			s = realloc(syms, cap * sizeof(*s));
+			if (!s) {
+				free(syms);
+				fclose(f);
+				return -VMPT_ERR_NOMEM;
+			}
+			syms = s;
+		}
+		syms[n].addr = addr;
+		syms[n].size = 0;
+		syms[n].name = own_str(img, name);
+		if (!syms[n].name) {
+			free(syms);
+			fclose(f);
+			return -VMPT_ERR_NOMEM;
+		}
+		n++;
+	}
+	fclose(f);
+	if (own(img, syms ? syms : malloc(1)) < 0)
+		return -VMPT_ERR_NOMEM;
+	qsort(syms, n, sizeof(*syms), cmp_sym);
+	/* kallsyms has no sizes: a symbol ends where the next begins. */
+	for (size_t i = 0; i < n; i++)
+		syms[i].size = i + 1 < n && syms[i + 1].addr > syms[i].addr ?
+			       syms[i + 1].addr - syms[i].addr : 1;
+	*out = syms;
+	*n_out = n;
+	return 0;
+}
+
+int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
+			     const struct vmpt_asid *asid)
+{
+	struct vmpt_section **list = NULL;
+	struct vmpt_symbol *syms;
+	size_t n = 0, n_syms;
+	char path[4096];
+	int ret;
+
+	snprintf(path, sizeof(path), "%s/kcore", dir);
+	ret = add_elf_segments(img, path, VMPT_ELF_LINK_ADDR, 1, asid,
+			       "[kernel.kallsyms]", &list, &n);
+	if (ret < 0)
+		return ret;
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	ret = read_kallsyms(img, path, &syms, &n_syms);
+	if (ret == 0)
+		attach_symbols(list, n, syms, n_syms);
+	free(list);
+	return ret;
+}
+
+static int cmp_page(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+int vmpt_image_add_pagecache(struct vmpt_image *img, const char *prefix,
+			     const struct vmpt_asid *asid)
+{
+	const struct vmpt_file *af, *df;
+	char path[4096];
+	uint64_t (*pages)[2];	/* address, index in .dump */
+	size_t n;
+	const char *name;
+	int ret;
+
+	snprintf(path, sizeof(path), "%s.addr", prefix);
+	ret = map_file(img, path, &af);
+	if (ret < 0)
+		return ret;
+	snprintf(path, sizeof(path), "%s.dump", prefix);
+	ret = map_file(img, path, &df);
+	if (ret < 0)
+		return ret;
+	n = af->size / 8;
+	if (af->size % 8 || df->size < n * 4096)
+		return -VMPT_ERR_FORMAT;
+	name = own_str(img, prefix);
+	if (!name)
+		return -VMPT_ERR_NOMEM;
+	pages = malloc((n ? n : 1) * sizeof(*pages));
+	if (!pages)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(&pages[i][0], af->data + i * 8, 8);
+		pages[i][1] = i;
+	}
+	qsort(pages, n, sizeof(*pages), cmp_page);
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		uint8_t *run;
+
+		/* A run of adjacent pages; a repeated address keeps the last. */
+		while (j < n && pages[j][0] <= pages[j - 1][0] + 4096)
+			j++;
+		run = malloc((size_t)(pages[j - 1][0] - pages[i][0] + 4096));
+		ret = own(img, run);
+		if (ret < 0)
+			break;
+		for (size_t k = i; k < j; k++)
+			memcpy(run + (pages[k][0] - pages[i][0]),
+			       df->data + pages[k][1] * 4096, 4096);
+		ret = add_section(img, run, pages[j - 1][0] - pages[i][0] + 4096,
+				  pages[i][0], name, pages[i][1] * 4096, asid, NULL);
+		if (ret < 0)
+			break;
+		i = j;
+	}
+	free(pages);
+	return ret;
+}

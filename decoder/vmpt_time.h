@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* Trace time from TSC, TMA, MTC and CYC packets (Intel SDM 32.3.7). */
+#ifndef VMPT_TIME_H
+#define VMPT_TIME_H
+
+#include "vmpt/packet.h"
+
+#include <stdint.h>
+
+struct vmpt_time {
+	uint64_t tsc;		/* the current estimate */
+	uint64_t base;		/* TSC at the last TSC/MTC */
+	uint64_t cyc;		/* cycles since base */
+	uint32_t ratio_n, ratio_d;	/* TSC:CTC */
+	uint32_t max_nonturbo;	/* for CYC: TSC ticks per cycle = max / cbr */
+	uint8_t mtc_shift;
+	uint8_t cbr;
+	uint8_t have_tsc, have_tma;
+	uint8_t last_mtc;
+};
+
+void vmpt_time_init(struct vmpt_time *t, uint32_t ratio_n, uint32_t ratio_d,
+		    uint8_t mtc_period, uint32_t max_nonturbo);
+
+/* Feed a timing packet (TSC, TMA, MTC, CYC, CBR); others are ignored. */
+void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt);
+
+#endif

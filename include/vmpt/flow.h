@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* The instruction flow decoder: Intel PT packets + a memory image ->
+ * the executed instructions, as runs of straight-line code ("blocks") and
+ * events in between.
+ *
+ * Code is disassembled once per (section, address, mode) into a cached
+ * block ending at the first branch; the trace then only picks the way out of
+ * each block (a TNT bit, a TIP target), so decoding costs cache lookups.
+ */
+#ifndef VMPT_FLOW_H
+#define VMPT_FLOW_H
+
+#include "vmpt/image.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum vmpt_exec_mode {
+	VMPT_MODE_64,
+	VMPT_MODE_32,
+	VMPT_MODE_16,
+};
+
+/* How the last instruction of a block leaves it. */
+enum vmpt_iclass {
+	VMPT_IC_OTHER,		/* no branch: the block was cut (size, section end) */
+	VMPT_IC_JCC,		/* conditional jump, loop, jcxz: a TNT bit */
+	VMPT_IC_JMP,		/* direct jump: no trace */
+	VMPT_IC_JMP_IND,	/* indirect jump: TIP */
+	VMPT_IC_CALL,		/* direct call: no trace */
+	VMPT_IC_CALL_IND,	/* indirect call: TIP */
+	VMPT_IC_RET,		/* near return: TIP, or a TNT bit compressed */
+	VMPT_IC_FAR_CALL,	/* far call, int n, syscall, sysenter, vmcall...: TIP */
+	VMPT_IC_FAR_RET,	/* far ret, iret, sysret, sysexit: TIP */
+	VMPT_IC_FAR_JMP,	/* far jmp: TIP */
+};
+
+enum vmpt_flow_kind {
+	VMPT_FLOW_BLOCK,
+	VMPT_FLOW_EVENT,
+};
+
+enum vmpt_event {
+	VMPT_EV_ENABLED,	/* tracing (re)starts at ip */
+	VMPT_EV_DISABLED,	/* tracing stops after the last block */
+	VMPT_EV_ASYNC_DISABLED,	/* stops before ip (VM exit, interrupt out of range) */
+	VMPT_EV_ASYNC_BRANCH,	/* interrupt/exception at ip, to `to` */
+	VMPT_EV_OVERFLOW,	/* trace lost; resumes at ip when ip_valid */
+	VMPT_EV_EXEC_MODE,	/* payload: enum vmpt_exec_mode */
+	VMPT_EV_PAGING,		/* payload: CR3; nr: non-root */
+	VMPT_EV_VMCS,		/* payload: VMCS base */
+	VMPT_EV_TSX,		/* payload: bit 0 in transaction, bit 1 abort */
+	VMPT_EV_PTWRITE,	/* payload: the value written */
+	VMPT_EV_CBR,		/* payload: core:bus ratio */
+	VMPT_EV_PWRE,
+	VMPT_EV_PWRX,
+	VMPT_EV_EXSTOP,
+	VMPT_EV_MWAIT,
+	VMPT_EV_ERROR,		/* err; decoding resumes at the next PSB */
+	VMPT_EV_COUNT
+};
+
+/* One item of the flow: a block of executed instructions or an event. */
+struct vmpt_flow_item {
+	uint8_t kind;		/* enum vmpt_flow_kind */
+	uint8_t mode;		/* enum vmpt_exec_mode of the block */
+	uint8_t iclass;		/* block: enum vmpt_iclass of its last insn */
+	uint8_t taken;		/* block: the last insn branched (to `to`) */
+	uint8_t ev;		/* event: enum vmpt_event */
+	uint8_t ip_valid;	/* event: ip is known */
+	uint8_t nr;		/* paging: non-root (guest) */
+	int err;		/* error event: negative vmpt_err */
+	uint32_t ninsn;		/* block: instructions */
+	const uint8_t *isize;	/* block: size of each instruction */
+	const struct vmpt_section *sec;	/* block: where the code came from */
+	uint64_t ip;		/* block: first insn; event: where it happened */
+	uint64_t end_ip;	/* block: last insn */
+	uint64_t to;		/* block: next ip; async branch: target */
+	uint64_t payload;
+	uint64_t offset;	/* trace offset of the packet behind it */
+	uint64_t time;		/* TSC estimate; 0 without timing packets */
+};
+
+struct vmpt_flow_config {
+	const uint8_t *begin, *end;	/* the trace */
+	const struct vmpt_image *image;
+	/* Return compression: when 0 a TNT bit on a ret is an error. */
+	int retcomp;
+	/* IP filter ranges the trace was recorded with ([a, b], inclusive),
+	 * n_filters 0: none.  They tell which branch a suppressed TIP.PGD
+	 * left on.
+	 */
+	uint64_t filter_a[4], filter_b[4];
+	unsigned n_filters;
+	/* Timing (from CPUID 0x15 / perf's AUXTRACE_INFO); 0 = unknown, then
+	 * only TSC packets give time.
+	 */
+	uint32_t tsc_ctc_ratio_n, tsc_ctc_ratio_d;
+	uint8_t mtc_period;
+	uint32_t max_nonturbo_ratio;
+	/* Stop at this offset (for segment-parallel decoding); 0: end. */
+	uint64_t stop_offset;
+};
+
+struct vmpt_flow;
+
+/* Allocate a decoder; it shares config->image (read only).  NULL: no memory. */
+struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config);
+void vmpt_flow_free(struct vmpt_flow *dec);
+
+/* Start at the PSB at or after offset. 0 or -VMPT_ERR_EOS. */
+int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset);
+
+/* The next item.  Returns 0, or -VMPT_ERR_EOS at the end of the trace.
+ * Errors in the trace come as VMPT_EV_ERROR items, never as return values.
+ * The item's isize stays valid until the decoder is freed.
+ */
+int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item);
+
+/* Instruction i of a block item. */
+static inline uint64_t vmpt_block_insn_ip(const struct vmpt_flow_item *b, uint32_t i)
+{
+	uint64_t ip = b->ip;
+
+	for (uint32_t k = 0; k < i; k++)
+		ip += b->isize[k];
+	return ip;
+}
+
+const char *vmpt_event_name(unsigned ev);
+
+/* Offsets of all PSBs in a trace (for splitting into segments). */
+int vmpt_flow_psb_offsets(const uint8_t *begin, const uint8_t *end,
+			  uint64_t **offsets, size_t *n);
+
+#endif

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/* The memory image a trace ran on: which code bytes were at which virtual
+ * address, in which address space of which machine.
+ *
+ * A trace tells address spaces apart by what its packets carry: PIP.NR says
+ * host (root) or guest (non-root), VMCS packets say which guest, PIP.CR3 which
+ * process.  An address space id (vmpt_asid) is exactly that triple, and every
+ * section of code is added under one, with wildcards: a host kernel section
+ * is {host, any cr3}, a guest's user process {vmcs, its cr3}, a page cache
+ * from a guest recording {any, any}.  A lookup takes the decoder's current
+ * asid and finds the section covering the address whose asid matches.
+ */
+#ifndef VMPT_IMAGE_H
+#define VMPT_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Wildcard for any asid field. */
+#define VMPT_ASID_ANY UINT64_MAX
+/* The machine key of the host (root operation).  Guests are keyed by their
+ * VMCS base address, which is 4 KiB aligned, so 1 never clashes.
+ */
+#define VMPT_MACHINE_HOST 1ull
+/* A guest whose VMCS the trace has not named (yet). */
+#define VMPT_MACHINE_GUEST 2ull
+
+struct vmpt_asid {
+	uint64_t machine;	/* VMPT_MACHINE_HOST, a VMCS base, or ANY */
+	uint64_t cr3;		/* CR3 from PIP (low bits clear), or ANY */
+};
+
+static inline struct vmpt_asid vmpt_asid_any(void)
+{
+	struct vmpt_asid a = { VMPT_ASID_ANY, VMPT_ASID_ANY };
+
+	return a;
+}
+
+/* Does a section added under `want` serve a decoder in `cur`? */
+static inline int vmpt_asid_match(const struct vmpt_asid *want,
+				  const struct vmpt_asid *cur)
+{
+	return (want->machine == VMPT_ASID_ANY || cur->machine == VMPT_ASID_ANY ||
+		want->machine == cur->machine) &&
+	       (want->cr3 == VMPT_ASID_ANY || cur->cr3 == VMPT_ASID_ANY ||
+		want->cr3 == cur->cr3);
+}
+
+struct vmpt_symbol {
+	uint64_t addr, size;
+	const char *name;
+};
+
+/* A contiguous run of code bytes at a virtual address. */
+struct vmpt_section {
+	uint64_t vaddr, size;
+	const uint8_t *data;
+	struct vmpt_asid asid;
+	const char *name;	/* the dso: file path, "[kernel.kallsyms]"... */
+	uint64_t file_offset;	/* of data in the named file */
+	unsigned id;		/* index in the image, stable */
+	const struct vmpt_symbol *syms;	/* sorted by addr, may be NULL */
+	size_t n_syms;
+};
+
+struct vmpt_image;
+
+struct vmpt_image *vmpt_image_new(void);
+void vmpt_image_free(struct vmpt_image *img);
+
+/* Base for vmpt_image_add_elf meaning "at the addresses the file says". */
+#define VMPT_ELF_LINK_ADDR UINT64_MAX
+
+/* Add the loadable segments of an ELF file.  With a base, the lowest
+ * PT_LOAD (page aligned) lands at base, the way a loader places a PIE or a
+ * shared object; otherwise at its p_vaddr.  Symbols come from .symtab or
+ * .dynsym.  Errors: -VMPT_ERR_IO (errno kept), -VMPT_ERR_FORMAT.
+ */
+int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
+		       const struct vmpt_asid *asid);
+
+/* Add size bytes (0: to the end) at offset of a raw file at vaddr. */
+int vmpt_image_add_raw(struct vmpt_image *img, const char *path,
+		       uint64_t offset, uint64_t size, uint64_t vaddr,
+		       const struct vmpt_asid *asid);
+
+/* Add a copy of a memory buffer (synthesized code, tests). */
+int vmpt_image_add_buffer(struct vmpt_image *img, const uint8_t *buf,
+			  uint64_t size, uint64_t vaddr, const char *name,
+			  const struct vmpt_asid *asid);
+
+/* Add the PT_LOAD segments of an ELF core file (/proc/kcore or a copy). */
+int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
+			 const struct vmpt_asid *asid);
+
+/* Add perf's kcore_dir (DIR/kcore, symbols from DIR/kallsyms). */
+int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
+			     const struct vmpt_asid *asid);
+
+/* Add a page cache: PREFIX.addr holds little-endian u64 page addresses,
+ * PREFIX.dump the 4 KiB pages in the same order.  Adjacent pages merge
+ * into one section.
+ */
+int vmpt_image_add_pagecache(struct vmpt_image *img, const char *prefix,
+			     const struct vmpt_asid *asid);
+
+/* The section covering vaddr in asid, or NULL.  Later additions win over
+ * earlier ones where they overlap.
+ */
+const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
+					   const struct vmpt_asid *asid,
+					   uint64_t vaddr);
+
+/* Copy up to size bytes at vaddr, crossing section boundaries.  Returns the
+ * bytes read (> 0) or -VMPT_ERR_NO_IMAGE.
+ */
+int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
+		    uint64_t vaddr, uint8_t *buf, size_t size);
+
+size_t vmpt_image_count(const struct vmpt_image *img);
+const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,
+					      unsigned id);
+
+/* The symbol containing vaddr in sec, or NULL. */
+const struct vmpt_symbol *vmpt_section_symbol(const struct vmpt_section *sec,
+					      uint64_t vaddr);
+
+#endif
