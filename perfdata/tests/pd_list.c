@@ -120,6 +120,32 @@ static int list_info(struct vmpt_perf_data *pd)
 			printf(" %" PRIu64, a->ids[j]);
 		printf("\n");
 	}
+	printf("hostname %s\nos release %s\narch %s\ncpuid %s\ncpudesc %s\n"
+	       "nrcpus online %u avail %u\ntotal memory %llu kB\npmu mappings %s\n",
+	       pd->env.hostname ? pd->env.hostname : "-",
+	       pd->env.os_release ? pd->env.os_release : "-",
+	       pd->env.arch ? pd->env.arch : "-",
+	       pd->env.cpuid ? pd->env.cpuid : "-",
+	       pd->env.cpudesc ? pd->env.cpudesc : "-",
+	       pd->env.nr_cpus_online, pd->env.nr_cpus_avail,
+	       (unsigned long long)pd->env.total_mem_kb,
+	       pd->env.pmu_mappings ? pd->env.pmu_mappings : "-");
+	printf("cmdline :");
+	for (uint32_t i = 0; i < pd->env.nr_cmdline; i++)
+		printf(" %s", pd->env.cmdline[i]);
+	printf("\n");
+	for (size_t i = 0; i < pd->env.nr_build_ids; i++) {
+		const struct vmpt_perf_build_id *b = &pd->env.build_ids[i];
+
+		printf("build id ");
+		for (unsigned j = 0; j < b->size; j++)
+			printf("%02x", b->id[j]);
+		printf(" %s\n", b->filename);
+	}
+	for (size_t i = 0; i < pd->nr_auxtrace_index; i++)
+		printf("auxtrace index %#llx %#llx\n",
+		       (unsigned long long)pd->auxtrace_index[i].file_offset,
+		       (unsigned long long)pd->auxtrace_index[i].size);
 	vmpt_perf_cursor_init(pd, &cur);
 	while ((ret = vmpt_perf_next(pd, &cur, &ev)) > 0) {
 		struct vmpt_perf_intel_pt_info info;

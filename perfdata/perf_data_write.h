@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* The perf.data writer's state, shared by its two files. */
+#ifndef VMPT_PERF_DATA_WRITE_H
+#define VMPT_PERF_DATA_WRITE_H
+
+#include "perf_data_priv.h"
+
+#define MAX_RECORD 0xffff
+#define WBUF_SIZE (256 * 1024)
+
+struct pw_attr {
+	struct perf_event_attr attr;
+	char *name;
+	uint64_t *ids;
+	size_t nr_ids;
+};
+
+struct vmpt_perf_writer {
+	int fd;
+	char *path;		/* the file written (PATH or PATH/data) */
+	char *kcore_dir;	/* directory form only */
+	struct pw_attr *attrs;
+	size_t nr_attrs;
+	struct vmpt_perf_env env;
+	struct vmpt_perf_auxtrace_index *index;
+	size_t nr_index, cap_index;
+	uint64_t pos;		/* file offset of the next byte written */
+	uint64_t data_offset;
+	int started;
+	int err;		/* sticky: the first write error */
+	size_t wlen;
+	uint8_t wbuf[WBUF_SIZE];
+};
+
+int pw_flush(struct vmpt_perf_writer *w);
+int pw_write(struct vmpt_perf_writer *w, const void *buf, size_t size);
+int pw_zero(struct vmpt_perf_writer *w, size_t size);
+/* Write header placeholder, ids and attrs before the first record. */
+int pw_start(struct vmpt_perf_writer *w);
+
+#endif
