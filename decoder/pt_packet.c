@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Decoding single Intel PT packets, opcode by opcode as the SDM lays them out
- * (Vol. 3C, "Packet Definitions").  Called once per packet: no allocation,
- * one switch on the first byte, one on the extended opcode.
+ * (Vol. 3C, "Packet Definitions").  Called once per packet: no allocation.
+ * The common one-opcode-byte packets go through a table (pt_packet_fast.h);
+ * the rest through one switch on the first byte, one on the extended opcode.
  */
 #include "vmpt/packet.h"
 #include "vmpt/error.h"
+#include "pt_packet_fast.h"
 
 #include <string.h>
 
@@ -139,7 +141,8 @@ static int decode_ext(const uint8_t *pos, const uint8_t *end, unsigned ctx,
 		if (need(pos, end, 8))
 			return -VMPT_ERR_TRUNCATED;
 		v = read_le(pos + 2, 6);
-		if (!v)
+		/* A stop bit alone carries no branch: libipt rejects it too. */
+		if (v <= 1)
 			return -VMPT_ERR_BAD_PACKET;
 		pkt->type = VMPT_PKT_TNT64;
 		pkt->tnt.count = 63 - __builtin_clzll(v);
@@ -168,15 +171,21 @@ static int decode_ext(const uint8_t *pos, const uint8_t *end, unsigned ctx,
 	case 0x73:
 		if (need(pos, end, 7))
 			return -VMPT_ERR_TRUNCATED;
+		/* Byte 4 and FC's top byte above bit 0 are reserved (zero in
+		 * every hardware trace); like libipt, take others for garbage. */
+		if (pos[4] || (pos[6] & 0xfe))
+			return -VMPT_ERR_BAD_PACKET;
 		pkt->type = VMPT_PKT_TMA;
 		pkt->tma.ctc = (uint16_t)read_le(pos + 2, 2);
 		pkt->tma.fc = (uint16_t)(read_le(pos + 5, 2) & 0x1ff);
 		return 7;
 	case 0xc3:
-		if (need(pos, end, 11))
+		if (need(pos, end, 3))
 			return -VMPT_ERR_TRUNCATED;
 		if (pos[2] != 0x88)
 			return -VMPT_ERR_BAD_OPC;
+		if (need(pos, end, 11))
+			return -VMPT_ERR_TRUNCATED;
 		pkt->type = VMPT_PKT_MNT;
 		pkt->mnt = read_le(pos + 3, 8);
 		return 11;
@@ -239,8 +248,8 @@ static int decode_ext(const uint8_t *pos, const uint8_t *end, unsigned ctx,
 	return -VMPT_ERR_BAD_OPC;
 }
 
-int vmpt_pkt_decode(const uint8_t *pos, const uint8_t *end, unsigned ctx,
-		    struct vmpt_packet *pkt)
+static int decode_slow(const uint8_t *pos, const uint8_t *end, unsigned ctx,
+		       struct vmpt_packet *pkt)
 {
 	uint8_t byte;
 
@@ -334,6 +343,65 @@ int vmpt_pkt_decode(const uint8_t *pos, const uint8_t *end, unsigned ctx,
 	return -VMPT_ERR_BAD_OPC;
 }
 
+struct vmpt_pkt_fast vmpt_pkt_fast_table[256];
+
+/* Derive the fast table from the full decoder, so the two cannot disagree:
+ * a byte is fast when the full decoder, outside a block, gives it one of the
+ * types below with a size that depends on that byte alone.  Until this runs
+ * the table is all zero, which sends every byte to the full decoder.
+ */
+__attribute__((constructor)) static void fill_fast_table(void)
+{
+	for (unsigned b = 0; b < 256; b++) {
+		uint8_t bytes[VMPT_PKT_FAST_READ] = { (uint8_t)b };
+		struct vmpt_pkt_fast *e = &vmpt_pkt_fast_table[b];
+		struct vmpt_packet pkt;
+		int n = decode_slow(bytes, bytes + sizeof(bytes), VMPT_CTX_NONE, &pkt);
+
+		if (n <= 0)
+			continue;
+		switch (pkt.type) {
+		case VMPT_PKT_PAD:
+			break;
+		case VMPT_PKT_TNT8:
+			e->bits = pkt.tnt.bits;
+			e->aux = pkt.tnt.count;
+			break;
+		case VMPT_PKT_CYC:
+			if (n != 1)
+				continue;	/* multi-byte: size depends on the payload */
+			e->bits = pkt.cyc;
+			break;
+		case VMPT_PKT_TIP:
+		case VMPT_PKT_TIP_PGE:
+		case VMPT_PKT_TIP_PGD:
+		case VMPT_PKT_FUP:
+			e->aux = pkt.ip.ipc;
+			/* fall through */
+		case VMPT_PKT_TSC:
+		case VMPT_PKT_MTC:
+			e->mask = n > 1 ? ~0ull >> (64 - 8 * (n - 1)) : 0;
+			break;
+		default:
+			continue;
+		}
+		e->type = pkt.type;
+		e->size = (uint8_t)n;
+	}
+}
+
+int vmpt_pkt_decode(const uint8_t *pos, const uint8_t *end, unsigned ctx,
+		    struct vmpt_packet *pkt)
+{
+	if (ctx == VMPT_CTX_NONE && end - pos >= VMPT_PKT_FAST_READ) {
+		int n = vmpt_pkt_decode_fast(pos, pkt);
+
+		if (n)
+			return n;
+	}
+	return decode_slow(pos, end, ctx, pkt);
+}
+
 unsigned vmpt_pkt_next_ctx(unsigned ctx, const struct vmpt_packet *pkt)
 {
 	switch (pkt->type) {
@@ -358,10 +426,15 @@ unsigned vmpt_pkt_next_ctx(unsigned ctx, const struct vmpt_packet *pkt)
 	}
 }
 
+/* Like libipt, take the last 16 bytes of a longer run of the PSB pattern:
+ * the bytes before a real PSB can end in 02 82 (an IP payload, say), but the
+ * packet after it never starts with 02 82 (that would be another PSB).
+ */
 const uint8_t *vmpt_pkt_find_psb(const uint8_t *pos, const uint8_t *end)
 {
 	while ((size_t)(end - pos) >= VMPT_PKT_MAX_SIZE) {
 		const uint8_t *p = memchr(pos, 0x82, (size_t)(end - pos));
+		const uint8_t *run_end;
 
 		if (!p)
 			return NULL;
@@ -371,9 +444,14 @@ const uint8_t *vmpt_pkt_find_psb(const uint8_t *pos, const uint8_t *end)
 		}
 		if ((size_t)(end - (p - 1)) < VMPT_PKT_MAX_SIZE)
 			return NULL;
-		if (memcmp(p - 1, psb_pattern, VMPT_PKT_MAX_SIZE) == 0)
-			return p - 1;
-		pos = p + 1;
+		if (memcmp(p - 1, psb_pattern, VMPT_PKT_MAX_SIZE) != 0) {
+			pos = p + 1;
+			continue;
+		}
+		run_end = p - 1 + VMPT_PKT_MAX_SIZE;
+		while (end - run_end >= 2 && run_end[0] == 0x02 && run_end[1] == 0x82)
+			run_end += 2;
+		return run_end - VMPT_PKT_MAX_SIZE;
 	}
 	return NULL;
 }

@@ -2,6 +2,7 @@
 /* Walking the packets of one trace buffer, with sync to PSBs. */
 #include "vmpt/packet.h"
 #include "vmpt/error.h"
+#include "pt_packet_fast.h"
 
 void vmpt_pkt_decoder_init(struct vmpt_pkt_decoder *dec, const uint8_t *buf,
 			   size_t size)
@@ -41,8 +42,18 @@ int vmpt_pkt_seek(struct vmpt_pkt_decoder *dec, uint64_t offset)
 
 int vmpt_pkt_next(struct vmpt_pkt_decoder *dec, struct vmpt_packet *pkt)
 {
-	int n = vmpt_pkt_decode(dec->pos, dec->end, dec->ctx, pkt);
+	const uint8_t *pos = dec->pos;
+	int n;
 
+	/* Fast packets keep the context at none: no update needed. */
+	if (dec->ctx == VMPT_CTX_NONE && dec->end - pos >= VMPT_PKT_FAST_READ) {
+		n = vmpt_pkt_decode_fast(pos, pkt);
+		if (n) {
+			dec->pos = pos + n;
+			return n;
+		}
+	}
+	n = vmpt_pkt_decode(pos, dec->end, dec->ctx, pkt);
 	if (n < 0)
 		return n;
 	dec->pos += n;

@@ -64,7 +64,7 @@ int vmpt_pkt_encode(uint8_t *buf, size_t cap, const struct vmpt_packet *pkt)
 		n = 1;
 		break;
 	case VMPT_PKT_TNT64:
-		if (pkt->tnt.count > 47)
+		if (pkt->tnt.count < 1 || pkt->tnt.count > 47)
 			return -VMPT_ERR_INVAL;
 		ext(b, 0xa3);
 		write_le(b + 2, (pkt->tnt.bits & ((1ull << pkt->tnt.count) - 1)) |

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The decoder's fast path (internal to decoder/): most packets of a real
+ * trace (PAD, TNT-8, TIP/FUP, short CYC, MTC, TSC) are fully described by
+ * their first byte, so one table lookup and one unaligned 8-byte load
+ * decode them without a data-dependent branch.
+ */
+#ifndef VMPT_PT_PACKET_FAST_H
+#define VMPT_PT_PACKET_FAST_H
+
+#include "vmpt/packet.h"
+
+#include <string.h>
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the fast path stores payloads as little-endian words");
+
+struct vmpt_pkt_fast {
+	uint64_t mask;		/* payload bits taken from the bytes after the opcode */
+	uint64_t bits;		/* payload bits encoded in the opcode itself */
+	uint8_t type;
+	uint8_t size;		/* 0: not a fast packet, take the full decoder */
+	uint8_t aux;		/* TNT bit count or IPBytes */
+};
+
+/* Bytes the fast path may read from pos on (opcode + an 8-byte load). */
+#define VMPT_PKT_FAST_READ 9
+
+extern struct vmpt_pkt_fast vmpt_pkt_fast_table[256];
+
+/* Decode a fast packet outside of a block context with at least
+ * VMPT_PKT_FAST_READ bytes left.  Returns its size, or 0 if the byte at pos
+ * needs the full decoder.  Every fast packet type keeps its payload in a
+ * 64-bit first member and its count/ipc in the byte after it (the common
+ * initial sequence of the tnt and ip structs; tsc, cyc and mtc alias the
+ * first word), so one store pattern fits them all.
+ */
+static inline int vmpt_pkt_decode_fast(const uint8_t *pos, struct vmpt_packet *pkt)
+{
+	const struct vmpt_pkt_fast *e = &vmpt_pkt_fast_table[pos[0]];
+	uint64_t word;
+
+	pkt->type = e->type;
+	pkt->tnt.count = e->aux;
+	/* A separate, predicted branch for the one-byte packets (PAD, TNT-8,
+	 * short CYC): the next position then does not wait for the table. */
+	if (__builtin_expect(e->size == 1, 1)) {
+		pkt->size = 1;
+		pkt->tnt.bits = e->bits;
+		return 1;
+	}
+	memcpy(&word, pos + 1, sizeof(word));
+	pkt->size = e->size;
+	pkt->tnt.bits = word & e->mask;
+	return e->size;
+}
+
+#endif

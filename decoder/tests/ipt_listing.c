@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* The reference side of the real-trace tests: libipt's packet decoder over a
+ * raw Intel PT file, resyncing at the next PSB after an error the way
+ * libipt's ptdump does.  Output matches `vmpt dump` so the test can diff:
+ *
+ *   ipt-listing FILE           "OFFSET  NAME" per packet, "[OFFSET: error]"
+ *   ipt-listing --stats FILE   "NAME COUNT" per type seen, "errors COUNT"
+ *
+ * It links libipt only, never libvmpt: an independent opinion.
+ */
+#include <intel-pt.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *packet_name(const struct pt_packet *pkt)
+{
+	switch (pkt->type) {
+	case ppt_pad: return "pad";
+	case ppt_psb: return "psb";
+	case ppt_psbend: return "psbend";
+	case ppt_fup: return "fup";
+	case ppt_tip: return "tip";
+	case ppt_tip_pge: return "tip.pge";
+	case ppt_tip_pgd: return "tip.pgd";
+	case ppt_tnt_8: return "tnt.8";
+	case ppt_tnt_64: return "tnt.64";
+	case ppt_mode:
+		return pkt->payload.mode.leaf == pt_mol_tsx ? "mode.tsx" : "mode.exec";
+	case ppt_pip: return "pip";
+	case ppt_vmcs: return "vmcs";
+	case ppt_cbr: return "cbr";
+	case ppt_tsc: return "tsc";
+	case ppt_tma: return "tma";
+	case ppt_mtc: return "mtc";
+	case ppt_cyc: return "cyc";
+	case ppt_stop: return "stop";
+	case ppt_ovf: return "ovf";
+	case ppt_mnt: return "mnt";
+	case ppt_exstop: return "exstop";
+	case ppt_mwait: return "mwait";
+	case ppt_pwre: return "pwre";
+	case ppt_pwrx: return "pwrx";
+	case ppt_ptw: return "ptw";
+	default: return NULL;
+	}
+}
+
+/* Names in the order vmpt prints its stats. */
+static const char *const stats_order[] = {
+	"pad", "psb", "psbend", "tnt.8", "tnt.64", "tip", "tip.pge", "tip.pgd",
+	"fup", "mode.exec", "mode.tsx", "pip", "vmcs", "tsc", "mtc", "tma", "cyc",
+	"cbr", "ovf", "stop", "mnt", "exstop", "mwait", "pwre", "pwrx", "ptw",
+};
+#define NTYPES (sizeof(stats_order) / sizeof(stats_order[0]))
+
+static unsigned stats_index(const char *name)
+{
+	unsigned i = 0;
+
+	while (i < NTYPES && strcmp(stats_order[i], name) != 0)
+		i++;
+	return i;
+}
+
+static uint8_t *read_file(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	if (fseek(f, 0, SEEK_END) == 0 && (len = ftell(f)) >= 0 &&
+	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len + 1)) &&
+	    fread(buf, 1, (size_t)len, f) == (size_t)len) {
+		*size = (size_t)len;
+		fclose(f);
+		return buf;
+	}
+	free(buf);
+	fclose(f);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int stats = argc == 3 && strcmp(argv[1], "--stats") == 0;
+	uint64_t count[NTYPES + 1] = { 0 }, errors = 0;
+	struct pt_packet_decoder *dec;
+	struct pt_config cfg;
+	const char *path;
+	uint8_t *buf;
+	size_t size;
+
+	if (argc != 2 + stats) {
+		fprintf(stderr, "usage: ipt-listing [--stats] FILE\n");
+		return 2;
+	}
+	path = argv[argc - 1];
+	buf = read_file(path, &size);
+	if (!buf) {
+		fprintf(stderr, "ipt-listing: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	pt_config_init(&cfg);
+	cfg.begin = buf;
+	cfg.end = buf + size;
+	dec = pt_pkt_alloc_decoder(&cfg);
+	if (!dec) {
+		fprintf(stderr, "ipt-listing: cannot allocate a decoder\n");
+		return 1;
+	}
+	while (pt_pkt_sync_forward(dec) >= 0) {
+		for (;;) {
+			struct pt_packet pkt;
+			uint64_t offset;
+			const char *name;
+			int n;
+
+			pt_pkt_get_offset(dec, &offset);
+			n = pt_pkt_next(dec, &pkt, sizeof(pkt));
+			/* libipt says pte_eos both at the end and for a packet
+			 * cut off by it; vmpt counts the latter as an error
+			 * (truncated), so count it here too. */
+			if (n == -pte_eos && offset == size)
+				goto done;
+			if (n < 0) {
+				errors++;
+				if (!stats)
+					printf("[%016" PRIx64 ": error]\n", offset);
+				if (n == -pte_eos)
+					goto done;
+				break;
+			}
+			name = packet_name(&pkt);
+			if (!name) {
+				fprintf(stderr, "ipt-listing: unexpected type %d\n",
+					pkt.type);
+				return 1;
+			}
+			if (stats)
+				count[stats_index(name)]++;
+			else
+				printf("%016" PRIx64 "  %s\n", offset, name);
+		}
+	}
+done:
+	if (stats) {
+		for (unsigned i = 0; i < NTYPES; i++)
+			if (count[i])
+				printf("%s %" PRIu64 "\n", stats_order[i], count[i]);
+		printf("errors %" PRIu64 "\n", errors);
+	}
+	pt_pkt_free_decoder(dec);
+	free(buf);
+	return 0;
+}
