@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/* vmpt-synth: an Intel PT "processor" in software.  It walks real machine
+ * code and emits the packets the hardware would (Intel SDM Vol. 3C,
+ * "Intel Processor Trace"), with the ground truth of what ran.
+ *
+ * synth_image.c  code images (ELF segments, function symbols)
+ * synth_insn.c   instruction classes from capstone, cached per address
+ * synth_pt.c     the trace unit: TNT, IP compression, PSB+, timing packets
+ * synth_walk.c   the CPU: branch outcomes, calls/returns, rings, VMX
+ * synth_truth.c  the ground truth files
+ * synth_perf.c   perf.data output
+ */
+#ifndef VMPT_SYNTH_H
+#define VMPT_SYNTH_H
+
+#include "vmpt/packet.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ---- images ---- */
+
+struct synth_seg {
+	uint64_t vaddr, size;
+	uint8_t *data;
+	uint64_t file_offset;	/* for perf's MMAP2 pgoff */
+};
+
+struct synth_image {
+	char *path;
+	uint64_t base;		/* load bias added to the file's addresses */
+	uint64_t lo, hi;	/* extent of the executable segments */
+	struct synth_seg *segs;
+	size_t n_segs;
+	uint64_t *funcs;	/* function entries inside executable code */
+	size_t n_funcs;
+	uint64_t entry;
+	int is_dyn;		/* ET_DYN: placed at base */
+};
+
+/* Load the executable PT_LOAD segments of an ELF.  base is where a PIE
+ * (ET_DYN) is placed; it is ignored for ET_EXEC.  Errors go to err (a
+ * message naming the file) and return a negative vmpt_err.
+ */
+int synth_image_load(struct synth_image *img, const char *path, uint64_t base,
+		     char *err, size_t errlen);
+void synth_image_free(struct synth_image *img);
+
+/* Code bytes at va (up to *avail bytes), or NULL when unmapped. */
+const uint8_t *synth_image_code(const struct synth_image *img, uint64_t va,
+				size_t *avail);
+
+/* The address of a function symbol by name, or 0. */
+uint64_t synth_image_symbol(const struct synth_image *img, const char *name);
+
+/* ---- instructions ---- */
+
+enum synth_kind {
+	SK_OTHER,	/* no control flow */
+	SK_JCC,		/* conditional: jcc, loop, jrcxz (TNT) */
+	SK_JMP,		/* direct jump */
+	SK_JMP_IND,	/* indirect jump (TIP) */
+	SK_CALL,	/* direct call */
+	SK_CALL_IND,	/* indirect call (TIP) */
+	SK_RET,		/* near return (TNT when compressed, else TIP) */
+	SK_SYSCALL,	/* to the kernel */
+	SK_SYSRET,	/* sysret/sysexit/iret: back to user */
+	SK_VMENTRY,	/* vmlaunch/vmresume */
+	SK_VMPTRLD,	/* loads a VMCS: a VMCS packet */
+	SK_EXITING,	/* in a guest, exits to the host: cpuid, hlt, in/out, vmcall, rdmsr, wrmsr */
+	SK_STOP,	/* cannot be modelled (ud2, int3, far jumps, undecodable) */
+};
+
+struct synth_insn {
+	uint64_t ip;
+	uint64_t target;	/* direct branches */
+	uint8_t size;
+	uint8_t kind;		/* enum synth_kind */
+	uint8_t vmlaunch;	/* SK_VMENTRY: 1 = vmlaunch, 0 = vmresume */
+	uint8_t valid;
+};
+
+struct synth_insn_cache;
+
+struct synth_insn_cache *synth_insn_cache_new(void);
+void synth_insn_cache_free(struct synth_insn_cache *c);
+
+/* Decode (once) the instruction at ip in img.  Returns NULL when ip is not
+ * in img's code.  An undecodable instruction comes back as SK_STOP.
+ */
+const struct synth_insn *synth_insn_get(struct synth_insn_cache *c,
+					const struct synth_image *img,
+					uint64_t ip);
+
+/* ---- the trace unit ---- */
+
+struct synth_pt_config {
+	unsigned retcomp : 1;	/* return compression (not noretcomp) */
+	unsigned tsc : 1;	/* TSCEn */
+	unsigned mtc : 1;	/* MTCEn */
+	unsigned cyc : 1;	/* CYCEn */
+	unsigned tnt64 : 1;	/* pack TNT-64 packets (else TNT-8) */
+	unsigned psb_period;	/* bytes between PSBs */
+	unsigned mtc_freq;	/* MTC every 2^mtc_freq CTC ticks */
+	unsigned cyc_thresh;	/* CYC threshold (0: every packet) */
+	uint32_t tsc_ctc_n, tsc_ctc_d;	/* TSC/CTC ratio (CPUID.15H) */
+	unsigned cbr;		/* core:bus ratio, also max non-turbo */
+};
+
+/* Hardware return-compression stack depth (the SDM leaves it to the
+ * implementation; entries beyond it are dropped oldest first).
+ */
+#define SYNTH_RETCOMP_DEPTH 64
+
+struct synth_pt {
+	struct synth_pt_config cfg;
+	uint8_t *buf;
+	size_t len, cap;
+	int oom;
+	struct vmpt_last_ip lip;
+	uint64_t tnt_bits;	/* pending branches, oldest in the highest bit */
+	unsigned tnt_count;
+	uint64_t next_psb;	/* emit PSB+ once len reaches this */
+	/* time: TSC ticks (host) */
+	uint64_t tsc;
+	uint64_t cyc_last;	/* TSC at the last CYC */
+	uint64_t mtc_last;	/* CTC >> mtc_freq at the last MTC */
+	/* the hardware's return compression stack */
+	uint64_t rstack[SYNTH_RETCOMP_DEPTH];
+	unsigned rtop, rcount;
+	/* state for PSB+ */
+	int packet_en;		/* tracing is on for the current context */
+	int vmx;		/* in VMX operation: VMCS goes into PSB+ */
+	uint64_t vmcs;		/* current VMCS base */
+	uint64_t cr3;
+	int nr;			/* in VMX non-root operation (guest) */
+	int64_t tsc_offset;	/* guest TSC offset, applied to TSC packets in non-root */
+	uint64_t tsc_mult;	/* TSC scaling (VMX): 48.16 fixed point, 1<<48 = 1.0 */
+	uint64_t psb_count;
+};
+
+void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
+		   uint64_t tsc0);
+void synth_pt_fini(struct synth_pt *pt);
+
+/* Advance time by cycles (1 cycle = max_non_turbo/cbr TSC ticks, here 1). */
+void synth_pt_tick(struct synth_pt *pt, uint64_t cycles);
+
+/* PSB+ if psb_period bytes have gone by; ip is the next instruction. */
+void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip);
+
+void synth_pt_tnt(struct synth_pt *pt, int taken);
+void synth_pt_flush_tnt(struct synth_pt *pt);
+void synth_pt_ip(struct synth_pt *pt, unsigned type, uint64_t ip);
+void synth_pt_ip_suppressed(struct synth_pt *pt, unsigned type);
+void synth_pt_pip(struct synth_pt *pt, uint64_t cr3, int nr);
+void synth_pt_mode_exec(struct synth_pt *pt);
+void synth_pt_vmcs(struct synth_pt *pt, uint64_t vmcs);
+void synth_pt_tsc(struct synth_pt *pt);
+void synth_pt_ovf(struct synth_pt *pt);
+
+/* Return compression: push at a call, and at a return ask whether the
+ * hardware compresses it (and pop either way).
+ */
+void synth_pt_call(struct synth_pt *pt, uint64_t ret_ip);
+int synth_pt_ret(struct synth_pt *pt, uint64_t target);
+
+/* The guest's view of the TSC now (offset and scaling applied). */
+uint64_t synth_pt_guest_tsc(const struct synth_pt *pt);
+
+/* ---- ground truth ---- */
+
+/* perf's branch flags (the letters of perf script -F flags). */
+enum synth_flag {
+	SF_CALL = 1 << 0,
+	SF_RETURN = 1 << 1,
+	SF_CONDITIONAL = 1 << 2,
+	SF_SYSCALLRET = 1 << 3,
+	SF_ASYNC = 1 << 4,
+	SF_INTERRUPT = 1 << 5,
+	SF_TRACE_BEGIN = 1 << 6,
+	SF_TRACE_END = 1 << 7,
+	SF_VMENTRY = 1 << 8,
+	SF_VMEXIT = 1 << 9,
+};
+
+struct synth_truth {
+	FILE *insn;		/* one IP per executed (and traced) instruction */
+	FILE *branch;		/* from to flags time machine */
+	uint64_t n_insn, n_branch, n_lost;
+};
+
+void synth_truth_insn(struct synth_truth *t, uint64_t ip, uint64_t tsc,
+		      int guest);
+void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
+			unsigned flags, uint64_t tsc, int guest);
+void synth_truth_lost(struct synth_truth *t, uint64_t n);
+const char *synth_flags_name(unsigned flags);
+
+/* ---- the walk ---- */
+
+#define SYNTH_MAX_VCPUS 16
+
+struct synth_vcpu {
+	uint64_t vmcs;		/* VMCS base (4 KiB aligned) */
+	int64_t tsc_offset;
+	uint64_t tsc_mult;	/* 48.16 fixed point */
+	uint64_t guest_ip;	/* where the guest resumes */
+	uint64_t guest_cr3;
+	int launched;
+	/* a mid-trace TSC offset change (KVM writes the VMCS field) */
+	uint64_t change_at_insn;
+	int64_t new_offset;
+	uint64_t *stack;	/* the guest's return addresses */
+	size_t sp, stack_cap;
+};
+
+struct synth_walk_config {
+	uint64_t seed;
+	uint64_t max_branches;	/* stop after this many branches */
+	uint64_t start;		/* first IP (0: a function of the code image) */
+	struct synth_image *user;	/* ring 3 code (may be NULL) */
+	struct synth_image *kernel;	/* ring 0 code of the host (may be NULL) */
+	int trace_user, trace_kernel;
+	uint64_t user_cr3, kernel_cr3;
+	uint64_t irq_period;	/* mean instructions between interrupts, 0 none */
+	uint64_t ovf_at;	/* instruction at which the buffer overflows, 0 none */
+	uint64_t ovf_lost;	/* instructions whose packets it loses */
+	/* virtualization */
+	int vm;
+	struct synth_image *guest;	/* the guest's code */
+	unsigned n_vcpus;
+	struct synth_vcpu vcpus[SYNTH_MAX_VCPUS];
+	uint64_t guest_period;	/* mean guest instructions before an async exit */
+	uint64_t entries_per_vcpu;	/* VM entries before switching vCPU */
+	uint64_t guest_start;	/* guest entry point */
+};
+
+struct synth_stats {
+	uint64_t insns, branches, tnt_bits, tips, psbs, syscalls, irqs;
+	uint64_t vmentries, vmexits, lost;
+};
+
+/* Walk and trace.  Returns 0 or a negative vmpt_err (err says why). */
+int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
+	       struct synth_truth *truth, struct synth_stats *st,
+	       char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/* perf.data output of a synthesized trace (libvmpt's perf.data writer). */
+#ifndef VMPT_SYNTH_PERF_H
+#define VMPT_SYNTH_PERF_H
+
+#include "synth.h"
+
+struct synth_perf_params {
+	uint32_t pid;		/* the traced process (thread id = pid) */
+	uint64_t tsc0;		/* TSC when the trace starts */
+	int vm, guest_code;
+};
+
+/* The PMU type perf record found for intel_pt (any free dynamic type). */
+#define SYNTH_PERF_PMU_TYPE 8
+
+/* Time conversion: TSC at cbr * 100 MHz, so ns = tsc * 10 / cbr. */
+#define SYNTH_PERF_TIME_SHIFT 31
+
+int synth_perf_write(const char *path, const struct synth_perf_params *pp,
+		     const struct synth_pt_config *cfg,
+		     const struct synth_walk_config *w,
+		     const struct synth_pt *pt, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/* The trace unit: turns what the walk executes into packets the way the
+ * processor does (Intel SDM Vol. 3C, ch. "Intel Processor Trace"):
+ * conditional branches and compressed returns collect in TNT packets that
+ * are flushed before any IP packet and before PSB; IPs are compressed
+ * against the last IP, which PSB resets; PSB+ repeats the state every
+ * psb_period bytes; TSC/TMA/MTC/CYC carry time, with the guest's TSC
+ * offset (and scaling) applied to TSC packets in VMX non-root operation.
+ */
+#include "synth.h"
+#include "vmpt/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TNT8_MAX 6
+#define TNT64_MAX 47
+
+void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
+		   uint64_t tsc0)
+{
+	memset(pt, 0, sizeof(*pt));
+	pt->cfg = *cfg;
+	vmpt_last_ip_init(&pt->lip);
+	pt->tsc = tsc0;
+	pt->cyc_last = tsc0;
+	pt->tsc_mult = 1ull << 48;
+	pt->next_psb = 0;
+}
+
+void synth_pt_fini(struct synth_pt *pt)
+{
+	free(pt->buf);
+	pt->buf = NULL;
+}
+
+static void put(struct synth_pt *pt, const struct vmpt_packet *pkt)
+{
+	uint8_t b[VMPT_PKT_MAX_SIZE];
+	int n = vmpt_pkt_encode(b, sizeof(b), pkt);
+
+	if (n <= 0) {
+		pt->oom = 1;	/* cannot happen for packets built here */
+		return;
+	}
+	if (pt->len + (size_t)n > pt->cap) {
+		size_t ncap = pt->cap ? pt->cap * 2 : 1 << 16;
+		uint8_t *nb = realloc(pt->buf, ncap);
+
+		if (!nb) {
+			pt->oom = 1;
+			return;
+		}
+		pt->buf = nb;
+		pt->cap = ncap;
+	}
+	memcpy(pt->buf + pt->len, b, (size_t)n);
+	pt->len += (size_t)n;
+}
+
+static uint64_t ctc_now(const struct synth_pt *pt)
+{
+	/* CTC = TSC * d / n: the crystal clock runs at TSC / (n/d). */
+	return pt->tsc / (pt->cfg.tsc_ctc_n / pt->cfg.tsc_ctc_d);
+}
+
+/* A CYC before a packet that the cycle counter times (SDM: CYC packets
+ * accompany other packets when cycles have passed and the threshold is met).
+ */
+static void cyc(struct synth_pt *pt)
+{
+	uint64_t n;
+	struct vmpt_packet p = { .type = VMPT_PKT_CYC };
+
+	if (!pt->cfg.cyc)
+		return;
+	n = pt->tsc - pt->cyc_last;	/* CBR == max non-turbo: 1 cycle per tick */
+	if (!n || (pt->cfg.cyc_thresh && n < (1ull << (pt->cfg.cyc_thresh - 1))))
+		return;
+	p.cyc = n;
+	put(pt, &p);
+	pt->cyc_last = pt->tsc;
+}
+
+static void put_timed(struct synth_pt *pt, const struct vmpt_packet *pkt)
+{
+	cyc(pt);
+	put(pt, pkt);
+}
+
+uint64_t synth_pt_guest_tsc(const struct synth_pt *pt)
+{
+	unsigned __int128 scaled = (unsigned __int128)pt->tsc * pt->tsc_mult;
+
+	return (uint64_t)(scaled >> 48) + (uint64_t)pt->tsc_offset;
+}
+
+static void tsc_tma(struct synth_pt *pt)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_TSC };
+	uint64_t mult = pt->cfg.tsc_ctc_n / pt->cfg.tsc_ctc_d;
+	uint64_t ctc = ctc_now(pt);
+
+	p.tsc = (pt->nr ? synth_pt_guest_tsc(pt) : pt->tsc) &
+		((1ull << 56) - 1);
+	put(pt, &p);
+	if (!pt->cfg.mtc)
+		return;
+	/* TMA: the CTC and the TSC ticks since its last edge (host clocks:
+	 * neither the CTC nor the fast counter is offset).
+	 */
+	memset(&p, 0, sizeof(p));
+	p.type = VMPT_PKT_TMA;
+	p.tma.ctc = (uint16_t)ctc;
+	p.tma.fc = (uint16_t)(pt->tsc - ctc * mult);
+	put(pt, &p);
+	pt->mtc_last = ctc >> pt->cfg.mtc_freq;
+}
+
+void synth_pt_tsc(struct synth_pt *pt)
+{
+	if (!pt->cfg.tsc)
+		return;
+	cyc(pt);
+	tsc_tma(pt);
+}
+
+void synth_pt_tick(struct synth_pt *pt, uint64_t cycles)
+{
+	uint64_t mtc;
+
+	pt->tsc += cycles;
+	if (!pt->cfg.mtc || !pt->packet_en)
+		return;
+	mtc = ctc_now(pt) >> pt->cfg.mtc_freq;
+	if (mtc != pt->mtc_last) {
+		struct vmpt_packet p = { .type = VMPT_PKT_MTC };
+
+		p.mtc = (uint8_t)mtc;
+		put_timed(pt, &p);
+		pt->mtc_last = mtc;
+	}
+}
+
+static void put_tnt(struct synth_pt *pt)
+{
+	struct vmpt_packet p = { 0 };
+
+	if (!pt->tnt_count)
+		return;
+	p.type = pt->tnt_count <= TNT8_MAX ? VMPT_PKT_TNT8 : VMPT_PKT_TNT64;
+	p.tnt.bits = pt->tnt_bits;
+	p.tnt.count = (uint8_t)pt->tnt_count;
+	put_timed(pt, &p);
+	pt->tnt_bits = 0;
+	pt->tnt_count = 0;
+}
+
+void synth_pt_flush_tnt(struct synth_pt *pt)
+{
+	put_tnt(pt);
+}
+
+void synth_pt_tnt(struct synth_pt *pt, int taken)
+{
+	pt->tnt_bits = (pt->tnt_bits << 1) | (taken ? 1 : 0);
+	pt->tnt_count++;
+	if (pt->tnt_count == (pt->cfg.tnt64 ? TNT64_MAX : TNT8_MAX))
+		put_tnt(pt);
+}
+
+void synth_pt_ip(struct synth_pt *pt, unsigned type, uint64_t ip)
+{
+	struct vmpt_packet p = { .type = (uint8_t)type };
+	uint64_t payload;
+
+	put_tnt(pt);
+	p.ip.ipc = (uint8_t)vmpt_last_ip_compress(&pt->lip, ip, &payload);
+	p.ip.ip = payload;
+	put_timed(pt, &p);
+	vmpt_last_ip_update(&pt->lip, &p);
+}
+
+void synth_pt_ip_suppressed(struct synth_pt *pt, unsigned type)
+{
+	struct vmpt_packet p = { .type = (uint8_t)type };
+
+	put_tnt(pt);
+	p.ip.ipc = VMPT_IPC_SUPPRESSED;
+	put_timed(pt, &p);
+}
+
+void synth_pt_pip(struct synth_pt *pt, uint64_t cr3, int nr)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_PIP };
+
+	pt->cr3 = cr3;
+	pt->nr = nr;
+	p.pip.cr3 = cr3;
+	p.pip.nr = (uint8_t)nr;
+	put_timed(pt, &p);
+}
+
+void synth_pt_mode_exec(struct synth_pt *pt)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_MODE_EXEC };
+
+	p.exec.csl = 1;		/* the walk runs 64-bit code only */
+	put_timed(pt, &p);
+}
+
+void synth_pt_vmcs(struct synth_pt *pt, uint64_t vmcs)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_VMCS };
+
+	pt->vmcs = vmcs;
+	p.vmcs = vmcs;
+	put_timed(pt, &p);
+}
+
+void synth_pt_ovf(struct synth_pt *pt)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_OVF };
+
+	/* What was pending when the buffer overflowed is lost with it. */
+	pt->tnt_bits = 0;
+	pt->tnt_count = 0;
+	put(pt, &p);
+	pt->cyc_last = pt->tsc;
+}
+
+void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
+{
+	struct vmpt_packet p;
+
+	if (pt->len < pt->next_psb)
+		return;
+	put_tnt(pt);
+	memset(&p, 0, sizeof(p));
+	p.type = VMPT_PKT_PSB;
+	put(pt, &p);
+	pt->next_psb = pt->len - VMPT_PKT_MAX_SIZE + pt->cfg.psb_period;
+	pt->psb_count++;
+	/* PSB resets the last IP and the return compression stack. */
+	vmpt_last_ip_init(&pt->lip);
+	pt->rcount = 0;
+	if (pt->cfg.tsc)
+		tsc_tma(pt);
+	memset(&p, 0, sizeof(p));
+	p.type = VMPT_PKT_CBR;
+	p.cbr = (uint8_t)pt->cfg.cbr;
+	put(pt, &p);
+	if (pt->vmx) {
+		memset(&p, 0, sizeof(p));
+		p.type = VMPT_PKT_VMCS;
+		p.vmcs = pt->vmcs;
+		put(pt, &p);
+	}
+	if (pt->vmx || pt->cr3) {
+		memset(&p, 0, sizeof(p));
+		p.type = VMPT_PKT_PIP;
+		p.pip.cr3 = pt->cr3;
+		p.pip.nr = (uint8_t)pt->nr;
+		put(pt, &p);
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = VMPT_PKT_MODE_EXEC;
+	p.exec.csl = 1;
+	put(pt, &p);
+	if (pt->packet_en) {
+		uint64_t payload;
+
+		memset(&p, 0, sizeof(p));
+		p.type = VMPT_PKT_FUP;
+		p.ip.ipc = (uint8_t)vmpt_last_ip_compress(&pt->lip, ip, &payload);
+		p.ip.ip = payload;
+		put(pt, &p);
+		vmpt_last_ip_update(&pt->lip, &p);
+	}
+	memset(&p, 0, sizeof(p));
+	p.type = VMPT_PKT_PSBEND;
+	put(pt, &p);
+}
+
+void synth_pt_call(struct synth_pt *pt, uint64_t ret_ip)
+{
+	pt->rtop = (pt->rtop + 1) % SYNTH_RETCOMP_DEPTH;
+	pt->rstack[pt->rtop] = ret_ip;
+	if (pt->rcount < SYNTH_RETCOMP_DEPTH)
+		pt->rcount++;
+}
+
+int synth_pt_ret(struct synth_pt *pt, uint64_t target)
+{
+	int match;
+
+	if (!pt->rcount)
+		return 0;
+	match = pt->rstack[pt->rtop] == target;
+	pt->rtop = (pt->rtop + SYNTH_RETCOMP_DEPTH - 1) % SYNTH_RETCOMP_DEPTH;
+	pt->rcount--;
+	return match && pt->cfg.retcomp;
+}

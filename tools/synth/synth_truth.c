@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* Ground truth: what the synthetic processor really executed.  Formats
+ * (docs/synthesizer.md): OUT.insn has one hex IP per traced instruction
+ * (as `perf script --itrace=i0ns -F ip` prints them); OUT.branches has
+ * "FROM TO TSC MACHINE FLAGS" per taken branch and trace start/end, with
+ * perf's flag names.
+ */
+#include "synth.h"
+
+void synth_truth_insn(struct synth_truth *t, uint64_t ip, uint64_t tsc,
+		      int guest)
+{
+	(void)tsc;
+	(void)guest;
+	t->n_insn++;
+	if (t->insn)
+		fprintf(t->insn, "%llx\n", (unsigned long long)ip);
+}
+
+const char *synth_flags_name(unsigned f)
+{
+	/* The names perf script prints for -F flags (perf's sample_flags). */
+	if (f & SF_VMENTRY)
+		return "vmentry";
+	if (f & SF_VMEXIT)
+		return "vmexit";
+	if ((f & SF_TRACE_BEGIN) && (f & SF_SYSCALLRET))
+		return "tr strt sysret";
+	if ((f & SF_TRACE_END) && (f & SF_SYSCALLRET))
+		return "tr end  syscall";
+	if ((f & SF_TRACE_END) && (f & SF_ASYNC))
+		return "tr end  async";
+	if (f & SF_TRACE_BEGIN)
+		return "tr strt";
+	if (f & SF_TRACE_END)
+		return "tr end";
+	if (f & SF_ASYNC)
+		return "hw int";
+	if (f & SF_SYSCALLRET)
+		return (f & SF_CALL) ? "syscall" : "sysret";
+	if (f & SF_CALL)
+		return "call";
+	if (f & SF_RETURN)
+		return "return";
+	if (f & SF_CONDITIONAL)
+		return "jcc";
+	return "jmp";
+}
+
+void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
+			unsigned flags, uint64_t tsc, int guest)
+{
+	t->n_branch++;
+	if (t->branch)
+		fprintf(t->branch, "%llx %llx %llu %s %s\n",
+			(unsigned long long)from, (unsigned long long)to,
+			(unsigned long long)tsc, guest ? "guest" : "host",
+			synth_flags_name(flags));
+}
+
+void synth_truth_lost(struct synth_truth *t, uint64_t n)
+{
+	t->n_lost += n;
+	if (t->insn)
+		fprintf(t->insn, "# lost %llu\n", (unsigned long long)n);
+	if (t->branch)
+		fprintf(t->branch, "# lost %llu\n", (unsigned long long)n);
+}

@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT */
+/* The synthetic CPU: executes real code one instruction at a time,
+ * choosing what data would decide (conditional outcomes from the seed,
+ * indirect targets among real function entries), and tells the trace unit
+ * what happened the way the hardware reports it:
+ *
+ *   jcc                 TNT bit
+ *   direct jmp/call     nothing (a call feeds return compression)
+ *   indirect jmp/call   TIP
+ *   ret                 TNT bit when compressed, else TIP
+ *   syscall/sysret      TIP.PGD (IP suppressed) into an untraced ring,
+ *                       TIP.PGE when the traced ring runs again
+ *   interrupt           FUP + TIP.PGD (user-only) ... TIP.PGE
+ *   vmlaunch/vmresume   PIP(NR=1), MODE.Exec, TIP(guest IP)
+ *   VM exit             FUP(guest IP), PIP(NR=0), MODE.Exec, TIP(host RIP)
+ *   vmptrld             VMCS
+ */
+#include "synth.h"
+#include "vmpt/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum ctx { CTX_USER, CTX_KERNEL, CTX_GUEST };
+
+struct stack {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+struct cpu {
+	struct synth_walk_config *cfg;
+	struct synth_pt *pt;
+	struct synth_truth *truth;
+	struct synth_stats *st;
+	struct synth_insn_cache *cache_user, *cache_kernel, *cache_guest;
+	uint64_t rng;
+	uint64_t ip;
+	enum ctx ctx;
+	struct stack ustack, kstack;
+	unsigned vcpu;
+	uint64_t entries_on_vcpu;
+	uint64_t next_irq, guest_exit_at;
+	uint64_t ovf_end;	/* instruction count where the lost window ends */
+	size_t ovf_len;		/* trace length when the buffer overflowed */
+	int oom;
+};
+
+static uint64_t rnd(struct cpu *c)
+{
+	/* xorshift64*: deterministic per seed, fast. */
+	c->rng ^= c->rng >> 12;
+	c->rng ^= c->rng << 25;
+	c->rng ^= c->rng >> 27;
+	return c->rng * 0x2545f4914f6cdd1dull;
+}
+
+/* Roughly geometric with the given mean (at least 1). */
+static uint64_t rnd_period(struct cpu *c, uint64_t mean)
+{
+	return mean / 2 + rnd(c) % (mean + 1);
+}
+
+static void push(struct cpu *c, struct stack *s, uint64_t v)
+{
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 256;
+		uint64_t *nv = realloc(s->v, ncap * sizeof(*nv));
+
+		if (!nv) {
+			c->oom = 1;
+			return;
+		}
+		s->v = nv;
+		s->cap = ncap;
+	}
+	s->v[s->n++] = v;
+}
+
+static struct synth_vcpu *cur_vcpu(struct cpu *c)
+{
+	return &c->cfg->vcpus[c->vcpu];
+}
+
+static struct stack *arch_stack(struct cpu *c, struct stack *tmp)
+{
+	struct synth_vcpu *v;
+
+	switch (c->ctx) {
+	case CTX_USER:
+		return &c->ustack;
+	case CTX_KERNEL:
+		return &c->kstack;
+	case CTX_GUEST:
+	default:
+		v = cur_vcpu(c);
+		tmp->v = v->stack;
+		tmp->n = v->sp;
+		tmp->cap = v->stack_cap;
+		return tmp;
+	}
+}
+
+static void sync_guest_stack(struct cpu *c, const struct stack *tmp)
+{
+	struct synth_vcpu *v;
+
+	if (c->ctx != CTX_GUEST)
+		return;
+	v = cur_vcpu(c);
+	v->stack = tmp->v;
+	v->sp = tmp->n;
+	v->stack_cap = tmp->cap;
+}
+
+static struct synth_image *cur_image(struct cpu *c)
+{
+	switch (c->ctx) {
+	case CTX_USER: return c->cfg->user;
+	case CTX_KERNEL: return c->cfg->kernel;
+	case CTX_GUEST: default: return c->cfg->guest;
+	}
+}
+
+static struct synth_insn_cache *cur_cache(struct cpu *c)
+{
+	switch (c->ctx) {
+	case CTX_USER: return c->cache_user;
+	case CTX_KERNEL: return c->cache_kernel;
+	case CTX_GUEST: default: return c->cache_guest;
+	}
+}
+
+static int traced(struct cpu *c)
+{
+	switch (c->ctx) {
+	case CTX_USER: return c->cfg->trace_user;
+	case CTX_KERNEL: return c->cfg->trace_kernel;
+	case CTX_GUEST: default: return c->cfg->trace_kernel; /* guest ring 0 */
+	}
+}
+
+static int guest(struct cpu *c)
+{
+	return c->ctx == CTX_GUEST;
+}
+
+static uint64_t random_func(struct cpu *c)
+{
+	struct synth_image *img = cur_image(c);
+
+	return img->funcs[rnd(c) % img->n_funcs];
+}
+
+static int losing(struct cpu *c)
+{
+	return c->ovf_end != 0;
+}
+
+static void branch(struct cpu *c, uint64_t from, uint64_t to, unsigned flags)
+{
+	c->st->branches++;
+	if (!losing(c))
+		synth_truth_branch(c->truth, from, to, flags, c->pt->tsc, guest(c));
+}
+
+/* Tracing stops here (an event with no traced target). */
+static void disable_async(struct cpu *c)
+{
+	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+	synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
+	c->pt->packet_en = 0;
+	if (!losing(c))
+		synth_truth_branch(c->truth, c->ip, 0, SF_ASYNC | SF_TRACE_END,
+				   c->pt->tsc, guest(c));
+}
+
+/* Tracing (re)starts at c->ip. */
+static void enable(struct cpu *c, unsigned flags)
+{
+	c->pt->packet_en = 1;
+	synth_pt_tsc(c->pt);
+	synth_pt_mode_exec(c->pt);
+	synth_pt_ip(c->pt, VMPT_PKT_TIP_PGE, c->ip);
+	if (!losing(c))
+		synth_truth_branch(c->truth, 0, c->ip, SF_TRACE_BEGIN | flags,
+				   c->pt->tsc, guest(c));
+}
+
+/* Time in an untraced context: only the clock moves. */
+static void untraced_time(struct cpu *c, uint64_t mean)
+{
+	synth_pt_tick(c->pt, rnd_period(c, mean));
+}
+
+static void vm_exit(struct cpu *c, uint64_t resume_ip)
+{
+	struct synth_vcpu *v = cur_vcpu(c);
+	uint64_t host_rip = synth_image_symbol(c->cfg->kernel, "vmx_vmexit");
+
+	v->guest_ip = resume_ip;
+	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+	synth_pt_pip(c->pt, c->cfg->kernel_cr3, 0);
+	synth_pt_mode_exec(c->pt);
+	synth_pt_ip(c->pt, VMPT_PKT_TIP, host_rip);
+	branch(c, c->ip, host_rip, SF_VMEXIT);
+	c->st->vmexits++;
+	c->ctx = CTX_KERNEL;
+	c->ip = host_rip;
+}
+
+static void vm_entry(struct cpu *c, const struct synth_insn *in)
+{
+	struct synth_vcpu *v = cur_vcpu(c);
+
+	if (in->vmlaunch == v->launched) {
+		/* VMfailValid: VMLAUNCH of a launched VMCS (or the reverse)
+		 * falls through to the next instruction. */
+		c->ip += in->size;
+		return;
+	}
+	v->launched = 1;
+	synth_pt_pip(c->pt, v->guest_cr3, 1);
+	synth_pt_mode_exec(c->pt);
+	synth_pt_ip(c->pt, VMPT_PKT_TIP, v->guest_ip);
+	branch(c, c->ip, v->guest_ip, SF_VMENTRY);
+	c->st->vmentries++;
+	c->entries_on_vcpu++;
+	c->ctx = CTX_GUEST;
+	c->ip = v->guest_ip;
+	c->guest_exit_at = c->st->insns + rnd_period(c, c->cfg->guest_period);
+}
+
+static void vmptrld(struct cpu *c)
+{
+	if (c->entries_on_vcpu >= c->cfg->entries_per_vcpu) {
+		c->vcpu = (c->vcpu + 1) % c->cfg->n_vcpus;
+		c->entries_on_vcpu = 0;
+	}
+	synth_pt_vmcs(c->pt, cur_vcpu(c)->vmcs);
+	c->pt->tsc_offset = cur_vcpu(c)->tsc_offset;
+	c->pt->tsc_mult = cur_vcpu(c)->tsc_mult;
+}
+
+/* A user-mode interrupt or an instruction the model cannot execute: the
+ * kernel runs (untraced) and user code resumes at resume_ip.
+ */
+static void user_event(struct cpu *c, uint64_t resume_ip)
+{
+	disable_async(c);
+	c->st->irqs++;
+	untraced_time(c, 2000);
+	c->ip = resume_ip;
+	enable(c, 0);
+}
+
+/* The host kernel returns to user space and comes back with a system call. */
+static void kernel_to_user_and_back(struct cpu *c)
+{
+	synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
+	c->pt->packet_en = 0;
+	if (!losing(c))
+		synth_truth_branch(c->truth, c->ip, 0,
+				   SF_SYSCALLRET | SF_TRACE_END, c->pt->tsc, 0);
+	c->st->branches++;
+	c->st->syscalls++;
+	c->ctx = CTX_KERNEL;
+	c->kstack.n = 0;
+	untraced_time(c, 5000);
+	c->ip = synth_image_symbol(c->cfg->kernel, "entry_SYSCALL_64");
+	synth_pt_pip(c->pt, c->cfg->kernel_cr3, 0);
+	enable(c, 0);
+}
+
+static void overflow_begin(struct cpu *c)
+{
+	c->ovf_len = c->pt->len;
+	c->ovf_end = c->st->insns + c->cfg->ovf_lost;
+	synth_truth_lost(c->truth, c->cfg->ovf_lost);
+}
+
+static void overflow_end(struct cpu *c)
+{
+	/* Everything generated while the buffer was full is gone; the
+	 * hardware then reports OVF and where it resumed (full IP: the
+	 * decoder's last IP is unknown), and return compression restarts.
+	 */
+	c->pt->len = c->ovf_len;
+	c->ovf_end = 0;
+	c->st->lost += c->cfg->ovf_lost;
+	synth_pt_ovf(c->pt);
+	vmpt_last_ip_init(&c->pt->lip);
+	c->pt->rcount = 0;
+	synth_pt_tsc(c->pt);
+	if (c->pt->packet_en)
+		synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+}
+
+static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
+{
+	const struct synth_insn *t, *f;
+
+	/* vmx_vmenter: VMRESUME once the VMCS is launched, else VMLAUNCH. */
+	if (c->ctx == CTX_KERNEL && c->cfg->vm) {
+		f = synth_insn_get(cur_cache(c), cur_image(c), in->ip + in->size);
+		t = synth_insn_get(cur_cache(c), cur_image(c), in->target);
+		if (f && t && f->kind == SK_VMENTRY && t->kind == SK_VMENTRY)
+			return t->vmlaunch != !cur_vcpu(c)->launched ? 0 : 1;
+	}
+	return (int)(rnd(c) & 1);
+}
+
+/* Execute one instruction (c->ip is traced and mapped). */
+static void step(struct cpu *c, const struct synth_insn *in)
+{
+	struct stack tmp, *s = arch_stack(c, &tmp);
+	uint64_t next = in->ip + in->size, to;
+	int taken;
+
+	switch (in->kind) {
+	case SK_OTHER:
+		c->ip = next;
+		break;
+	case SK_JCC:
+		taken = jcc_outcome(c, in);
+		synth_pt_tnt(c->pt, taken);
+		c->st->tnt_bits++;
+		c->ip = taken ? in->target : next;
+		if (taken)
+			branch(c, in->ip, in->target, SF_CONDITIONAL);
+		else
+			c->st->branches++;
+		break;
+	case SK_JMP:
+		branch(c, in->ip, in->target, 0);
+		c->ip = in->target;
+		break;
+	case SK_CALL:
+		/* call next-instruction is the get-IP idiom: its return
+		 * address is popped as data, and no decoder stacks it. */
+		if (in->target != next) {
+			push(c, s, next);
+			synth_pt_call(c->pt, next);
+		}
+		branch(c, in->ip, in->target, SF_CALL);
+		c->ip = in->target;
+		break;
+	case SK_CALL_IND:
+		to = random_func(c);
+		push(c, s, next);
+		synth_pt_call(c->pt, next);
+		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+		c->st->tips++;
+		branch(c, in->ip, to, SF_CALL);
+		c->ip = to;
+		break;
+	case SK_JMP_IND:
+		to = random_func(c);
+		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+		c->st->tips++;
+		branch(c, in->ip, to, 0);
+		c->ip = to;
+		break;
+	case SK_RET:
+		to = s->n ? s->v[--s->n] : random_func(c);
+		if (synth_pt_ret(c->pt, to)) {
+			synth_pt_tnt(c->pt, 1);
+			c->st->tnt_bits++;
+		} else {
+			synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+			c->st->tips++;
+		}
+		branch(c, in->ip, to, SF_RETURN);
+		c->ip = to;
+		break;
+	case SK_SYSCALL:
+		/* User-only tracing: the kernel is not traced. */
+		synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
+		c->pt->packet_en = 0;
+		branch(c, in->ip, 0, SF_SYSCALLRET | SF_CALL | SF_TRACE_END);
+		c->st->syscalls++;
+		untraced_time(c, 3000);
+		c->ip = next;
+		enable(c, 0);
+		break;
+	case SK_SYSRET:
+		kernel_to_user_and_back(c);
+		break;
+	case SK_VMENTRY:
+		vm_entry(c, in);
+		break;
+	case SK_VMPTRLD:
+		vmptrld(c);
+		c->ip = next;
+		break;
+	case SK_EXITING:
+		if (guest(c)) {
+			vm_exit(c, next);
+			break;
+		}
+		c->ip = next;	/* the host runs it (ring 0 model code) */
+		break;
+	default:
+		break;
+	}
+	sync_guest_stack(c, s);
+}
+
+/* Instructions the model cannot execute end up here: an asynchronous event
+ * that leaves for a real function entry.
+ */
+static void cannot_execute(struct cpu *c)
+{
+	uint64_t to = random_func(c);
+
+	if (guest(c)) {
+		vm_exit(c, to);
+		return;
+	}
+	if (c->ctx == CTX_USER) {
+		user_event(c, to);
+		return;
+	}
+	/* ring 0: an interrupt whose handler is traced */
+	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+	synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+	branch(c, c->ip, to, SF_ASYNC);
+	c->ip = to;
+}
+
+static int check_image(struct synth_image *img, const char *what, char *err,
+		       size_t errlen)
+{
+	if (img && img->n_funcs)
+		return 0;
+	snprintf(err, errlen, "no %s code to walk", what);
+	return -VMPT_ERR_INVAL;
+}
+
+static int setup(struct cpu *c, char *err, size_t errlen)
+{
+	struct synth_walk_config *cfg = c->cfg;
+	int ret;
+
+	c->rng = cfg->seed * 0x9e3779b97f4a7c15ull + 0x1234567;
+	if (!c->rng)
+		c->rng = 1;
+	c->cache_user = synth_insn_cache_new();
+	c->cache_kernel = synth_insn_cache_new();
+	c->cache_guest = synth_insn_cache_new();
+	if (!c->cache_user || !c->cache_kernel || !c->cache_guest)
+		return -VMPT_ERR_NOMEM;
+	if (cfg->vm) {
+		if ((ret = check_image(cfg->kernel, "host kernel", err, errlen)) ||
+		    (ret = check_image(cfg->guest, "guest", err, errlen)))
+			return ret;
+		if (!synth_image_symbol(cfg->kernel, "entry_SYSCALL_64") ||
+		    !synth_image_symbol(cfg->kernel, "vmx_vmexit")) {
+			snprintf(err, errlen, "%s: no entry_SYSCALL_64/vmx_vmexit "
+				 "symbols (not a VMM model)", cfg->kernel->path);
+			return -VMPT_ERR_INVAL;
+		}
+		if (cfg->guest == cfg->user) {
+			synth_insn_cache_free(c->cache_guest);
+			c->cache_guest = c->cache_user;
+		}
+		for (unsigned i = 0; i < cfg->n_vcpus; i++)
+			cfg->vcpus[i].guest_ip = cfg->guest_start ?
+				cfg->guest_start : cfg->guest->entry;
+		c->ctx = CTX_KERNEL;
+		c->ip = synth_image_symbol(cfg->kernel, "entry_SYSCALL_64");
+		c->pt->vmx = 1;
+		c->pt->vmcs = cfg->vcpus[0].vmcs;
+		c->pt->tsc_offset = cfg->vcpus[0].tsc_offset;
+		c->pt->tsc_mult = cfg->vcpus[0].tsc_mult;
+		c->pt->cr3 = cfg->kernel_cr3;
+	} else {
+		if ((ret = check_image(cfg->user, "user", err, errlen)))
+			return ret;
+		c->ctx = CTX_USER;
+		c->ip = cfg->start ? cfg->start : cfg->user->entry;
+		c->pt->cr3 = 0;
+	}
+	if (cfg->irq_period)
+		c->next_irq = rnd_period(c, cfg->irq_period);
+	return 0;
+}
+
+static void teardown(struct cpu *c)
+{
+	if (c->cache_guest != c->cache_user)
+		synth_insn_cache_free(c->cache_guest);
+	synth_insn_cache_free(c->cache_user);
+	synth_insn_cache_free(c->cache_kernel);
+	free(c->ustack.v);
+	free(c->kstack.v);
+	for (unsigned i = 0; i < c->cfg->n_vcpus; i++) {
+		free(c->cfg->vcpus[i].stack);
+		c->cfg->vcpus[i].stack = NULL;
+	}
+}
+
+static void timed_events(struct cpu *c)
+{
+	struct synth_walk_config *cfg = c->cfg;
+
+	for (unsigned i = 0; cfg->vm && i < cfg->n_vcpus; i++) {
+		struct synth_vcpu *v = &cfg->vcpus[i];
+
+		if (v->change_at_insn && c->st->insns >= v->change_at_insn) {
+			v->tsc_offset = v->new_offset;
+			v->change_at_insn = 0;
+			if (i == c->vcpu)
+				c->pt->tsc_offset = v->tsc_offset;
+		}
+	}
+	if (cfg->ovf_at && c->st->insns == cfg->ovf_at && !losing(c))
+		overflow_begin(c);
+	if (losing(c) && c->st->insns >= c->ovf_end)
+		overflow_end(c);
+}
+
+int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
+	       struct synth_truth *truth, struct synth_stats *st,
+	       char *err, size_t errlen)
+{
+	struct cpu c = { .cfg = cfg, .pt = pt, .truth = truth, .st = st };
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	ret = setup(&c, err, errlen);
+	if (ret)
+		goto out;
+	/* Tracing is switched on before the traced code runs: PSB+ without
+	 * FUP, then TIP.PGE where it starts. */
+	synth_pt_maybe_psb(pt, c.ip);
+	enable(&c, 0);
+	while (st->branches < cfg->max_branches && !c.oom && !pt->oom) {
+		const struct synth_insn *in;
+
+		synth_pt_maybe_psb(pt, c.ip);
+		timed_events(&c);
+		if (c.ctx == CTX_USER && cfg->irq_period &&
+		    st->insns >= c.next_irq) {
+			c.next_irq = st->insns + rnd_period(&c, cfg->irq_period);
+			user_event(&c, c.ip);
+			continue;
+		}
+		if (guest(&c) && st->insns >= c.guest_exit_at) {
+			vm_exit(&c, c.ip);	/* external interrupt */
+			continue;
+		}
+		in = synth_insn_get(cur_cache(&c), cur_image(&c), c.ip);
+		if (!in || in->kind == SK_STOP ||
+		    (in->kind == SK_EXITING && c.ctx == CTX_USER) ||
+		    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
+		     c.ctx != CTX_KERNEL) ||
+		    (in->kind == SK_SYSCALL && c.ctx != CTX_USER) ||
+		    (in->kind == SK_SYSRET && c.ctx != CTX_KERNEL) ||
+		    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
+		     !synth_insn_get(cur_cache(&c), cur_image(&c), in->target))) {
+			cannot_execute(&c);
+			continue;
+		}
+		if (traced(&c) && !losing(&c))
+			synth_truth_insn(truth, in->ip, pt->tsc, guest(&c));
+		st->insns++;
+		synth_pt_tick(pt, 1 + (rnd(&c) & 1));
+		step(&c, in);
+	}
+	if (c.oom || pt->oom) {
+		ret = -VMPT_ERR_NOMEM;
+		goto out;
+	}
+	if (losing(&c))
+		overflow_end(&c);
+	/* The end: an event takes the CPU away from the traced code. */
+	disable_async(&c);
+	synth_pt_flush_tnt(pt);
+	st->psbs = pt->psb_count;
+out:
+	teardown(&c);
+	return ret;
+}

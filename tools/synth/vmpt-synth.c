@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/* vmpt-synth: synthesize an Intel PT trace of real code with its ground
+ * truth.  See docs/synthesizer.md.
+ */
+#include "synth.h"
+#include "synth_perf.h"
+#include "vmpt/error.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PIE_BASE 0x555555554000ull
+
+static const char usage[] =
+"usage: vmpt-synth [options] -o PREFIX\n"
+"Writes PREFIX.pt (raw Intel PT), PREFIX.images (code image list),\n"
+"PREFIX.insn and PREFIX.branches (ground truth), PREFIX.tsc (VM TSC offsets)\n"
+"and PREFIX.perf.data (unless --no-perf).\n"
+"\n"
+"Code:\n"
+"  --elf FILE[@BASE]      user program (a PIE goes at BASE, default 0x555555554000)\n"
+"  --start SYM|ADDR       first instruction (default: main, else the entry)\n"
+"  --vm                   VM scenario: host kernel model + guest\n"
+"  --host-kernel FILE     host kernel (VMM model, vmx_vmenter/vmx_vmexit)\n"
+"  --guest-elf FILE[@BASE] guest kernel image\n"
+"  --guest-code           the guest runs --elf's own code (KVM selftests)\n"
+"  --guest-start SYM      guest entry (default guest_code, else the entry)\n"
+"Walk:\n"
+"  --seed N               branch outcomes and targets (default 1)\n"
+"  --branches N           stop after N branches (default 10000)\n"
+"  --irq-period N         mean instructions between interrupts (user)\n"
+"  --vcpus N              vCPUs, one VMCS each (default 1)\n"
+"  --tsc-offset V[,V..]   guest TSC offset per vCPU (default -0x1000000000)\n"
+"  --tsc-offset-change INSN:VCPU:V  change an offset mid-trace\n"
+"  --tsc-scale M          guest TSC multiplier (48.16 fixed point as a float)\n"
+"  --guest-period N       mean guest instructions per VM entry (default 3000)\n"
+"  --entries-per-vcpu N   VM entries before another vCPU is loaded (default 4)\n"
+"Trace unit:\n"
+"  --noretcomp            no return compression\n"
+"  --no-timing            no TSC/MTC/CYC\n"
+"  --cyc / --no-mtc       cycle-accurate mode / no MTC\n"
+"  --cyc-thresh N  --mtc-freq N  --psb-period BYTES\n"
+"  --tnt64                pack branches into TNT-64 packets\n"
+"  --ovf-at INSN[:LOST]   internal buffer overflow at an instruction\n"
+"  --corrupt OFF[,OFF..]  flip the bits of trace bytes at these offsets\n"
+"Output:\n"
+"  -o PREFIX  --no-perf  --tsc0 N  --pid N  -q\n";
+
+struct opts {
+	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
+	const char *offsets, *offset_change, *corrupt, *ovf;
+	int vm, guest_code, no_perf, quiet, vcpus;
+	double tsc_scale;
+	uint64_t seed, branches, irq_period, guest_period, entries_per_vcpu;
+	uint64_t tsc0, pid;
+	struct synth_pt_config pt;
+};
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return errno || end == s || *end ? -1 : 0;
+}
+
+static int parse_s64(const char *s, int64_t *v)
+{
+	char *end;
+	int neg = *s == '-';
+	uint64_t u;
+
+	errno = 0;
+	u = strtoull(s + neg, &end, 0);
+	if (errno || end == s + neg || (*end && *end != ',' && *end != ':'))
+		return -1;
+	*v = neg ? -(int64_t)u : (int64_t)u;
+	return 0;
+}
+
+static int load_elf(struct synth_image *img, const char *spec, uint64_t def_base)
+{
+	char err[512], *path = strdup(spec), *at;
+	uint64_t base = def_base;
+	int ret;
+
+	if (!path)
+		return -VMPT_ERR_NOMEM;
+	at = strrchr(path, '@');
+	if (at) {
+		*at = 0;
+		if (parse_u64(at + 1, &base)) {
+			fprintf(stderr, "vmpt-synth: bad base in '%s'\n", spec);
+			free(path);
+			return -VMPT_ERR_INVAL;
+		}
+	}
+	ret = synth_image_load(img, path, base, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "vmpt-synth: %s\n", err);
+	free(path);
+	return ret;
+}
+
+static uint64_t resolve(const struct synth_image *img, const char *s,
+			const char *fallback)
+{
+	uint64_t v;
+
+	if (s && !parse_u64(s, &v))
+		return v;
+	if (s)
+		return synth_image_symbol(img, s);
+	v = synth_image_symbol(img, fallback);
+	return v ? v : img->entry;
+}
+
+static FILE *open_out(const char *prefix, const char *ext)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s%s", prefix, ext);
+	f = fopen(path, "w");
+	if (!f)
+		fprintf(stderr, "vmpt-synth: %s: %s\n", path, strerror(errno));
+	return f;
+}
+
+static int setup_vcpus(struct synth_walk_config *w, const struct opts *o)
+{
+	const char *p = o->offsets;
+	int64_t last = -0x1000000000ll;
+
+	w->n_vcpus = (unsigned)o->vcpus;
+	for (unsigned i = 0; i < w->n_vcpus; i++) {
+		struct synth_vcpu *v = &w->vcpus[i];
+
+		if (p && *p) {
+			if (parse_s64(p, &last)) {
+				fprintf(stderr, "vmpt-synth: bad --tsc-offset '%s'\n", p);
+				return -1;
+			}
+			p = strchr(p, ',');
+			p = p ? p + 1 : NULL;
+		}
+		v->vmcs = 0x1c0000ull + 0x3000ull * i;
+		v->tsc_offset = last;
+		v->tsc_mult = (uint64_t)(o->tsc_scale * (double)(1ull << 48));
+		v->guest_cr3 = 0x7000000ull + 0x10000ull * i;
+	}
+	if (o->offset_change) {
+		uint64_t insn, vcpu;
+		int64_t off;
+		char *a = strdup(o->offset_change), *b, *c;
+
+		b = a ? strchr(a, ':') : NULL;
+		c = b ? strchr(b + 1, ':') : NULL;
+		if (!c) {
+			free(a);
+			fprintf(stderr, "vmpt-synth: --tsc-offset-change INSN:VCPU:OFFSET\n");
+			return -1;
+		}
+		*b = *c = 0;
+		if (parse_u64(a, &insn) || parse_u64(b + 1, &vcpu) ||
+		    parse_s64(c + 1, &off) || vcpu >= w->n_vcpus) {
+			free(a);
+			fprintf(stderr, "vmpt-synth: bad --tsc-offset-change\n");
+			return -1;
+		}
+		free(a);
+		w->vcpus[vcpu].change_at_insn = insn;
+		w->vcpus[vcpu].new_offset = off;
+	}
+	return 0;
+}
+
+static void corrupt(struct synth_pt *pt, const char *list)
+{
+	while (list && *list) {
+		uint64_t off = strtoull(list, NULL, 0);
+
+		if (off < pt->len)
+			pt->buf[off] ^= 0xff;
+		list = strchr(list, ',');
+		list = list ? list + 1 : NULL;
+	}
+}
+
+static int write_raw(const char *prefix, const struct synth_pt *pt)
+{
+	FILE *f = open_out(prefix, ".pt");
+
+	if (!f)
+		return -1;
+	if (fwrite(pt->buf, 1, pt->len, f) != pt->len) {
+		fclose(f);
+		return -1;
+	}
+	return fclose(f);
+}
+
+static void write_image(FILE *f, const char *role, const struct synth_image *img)
+{
+	if (img)
+		fprintf(f, "%s %s 0x%" PRIx64 "\n", role, img->path, img->base);
+}
+
+static int write_images(const char *prefix, const struct synth_walk_config *w)
+{
+	FILE *f = open_out(prefix, ".images");
+
+	if (!f)
+		return -1;
+	/* ROLE PATH BASE: where each ELF's file addresses are shifted to. */
+	write_image(f, "user", w->user);
+	write_image(f, "host-kernel", w->kernel);
+	if (w->vm)
+		write_image(f, "guest", w->guest);
+	return fclose(f);
+}
+
+static int write_tsc(const char *prefix, const struct synth_walk_config *w,
+		     const struct opts *o)
+{
+	FILE *f = open_out(prefix, ".tsc");
+
+	if (!f)
+		return -1;
+	/* VMCS TSC-OFFSET: the truth perf inject --vm-time-correlation
+	 * should find (as perf prints it: the offset as a u64). */
+	for (unsigned i = 0; i < w->n_vcpus; i++) {
+		const struct synth_vcpu *v = &w->vcpus[i];
+		int64_t first = v->change_at_insn ? v->tsc_offset : v->tsc_offset;
+
+		fprintf(f, "0x%" PRIx64 " 0x%" PRIx64 "\n", v->vmcs, (uint64_t)first);
+	}
+	(void)o;
+	return fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "elf", 1, 0, 'e' }, { "start", 1, 0, 's' }, { "vm", 0, 0, 'V' },
+		{ "host-kernel", 1, 0, 'K' }, { "guest-elf", 1, 0, 'G' },
+		{ "guest-code", 0, 0, 'C' }, { "guest-start", 1, 0, 'S' },
+		{ "seed", 1, 0, 'r' }, { "branches", 1, 0, 'b' },
+		{ "irq-period", 1, 0, 'I' }, { "vcpus", 1, 0, 'v' },
+		{ "tsc-offset", 1, 0, 'O' }, { "tsc-offset-change", 1, 0, 'X' },
+		{ "tsc-scale", 1, 0, 'M' }, { "guest-period", 1, 0, 'g' },
+		{ "entries-per-vcpu", 1, 0, 'E' }, { "noretcomp", 0, 0, 'n' },
+		{ "no-timing", 0, 0, 'T' }, { "cyc", 0, 0, 'c' },
+		{ "no-mtc", 0, 0, 'm' }, { "cyc-thresh", 1, 0, 'h' },
+		{ "mtc-freq", 1, 0, 'f' }, { "psb-period", 1, 0, 'p' },
+		{ "tnt64", 0, 0, '6' }, { "ovf-at", 1, 0, 'F' },
+		{ "corrupt", 1, 0, 'x' }, { "no-perf", 0, 0, 'N' },
+		{ "tsc0", 1, 0, 't' }, { "pid", 1, 0, 'P' }, { "help", 0, 0, 'H' },
+		{ 0, 0, 0, 0 }
+	};
+	struct opts o = {
+		.seed = 1, .branches = 10000, .vcpus = 1, .tsc_scale = 1.0,
+		.guest_period = 3000, .entries_per_vcpu = 4,
+		.tsc0 = 0x2a00000000ull, .pid = 4242,
+		.pt = { .retcomp = 1, .tsc = 1, .mtc = 1, .psb_period = 4096,
+			.mtc_freq = 3, .tsc_ctc_n = 84, .tsc_ctc_d = 2, .cbr = 32 },
+	};
+	struct synth_image user = { 0 }, kernel = { 0 }, guest_img = { 0 };
+	struct synth_walk_config w = { 0 };
+	struct synth_truth truth = { 0 };
+	struct synth_stats st;
+	struct synth_pt pt;
+	char err[512];
+	int opt, ret = 1;
+	uint64_t v;
+
+	while ((opt = getopt_long(argc, argv, "o:qh", lopts, NULL)) != -1) {
+		switch (opt) {
+		case 'o': o.out = optarg; break;
+		case 'q': o.quiet = 1; break;
+		case 'e': o.elf = optarg; break;
+		case 's': o.start = optarg; break;
+		case 'V': o.vm = 1; break;
+		case 'K': o.host_kernel = optarg; break;
+		case 'G': o.guest_elf = optarg; break;
+		case 'C': o.guest_code = 1; o.vm = 1; break;
+		case 'S': o.guest_start = optarg; break;
+		case 'O': o.offsets = optarg; break;
+		case 'X': o.offset_change = optarg; break;
+		case 'M': o.tsc_scale = strtod(optarg, NULL); break;
+		case 'n': o.pt.retcomp = 0; break;
+		case 'T': o.pt.tsc = o.pt.mtc = o.pt.cyc = 0; break;
+		case 'c': o.pt.cyc = 1; break;
+		case 'm': o.pt.mtc = 0; break;
+		case '6': o.pt.tnt64 = 1; break;
+		case 'F': o.ovf = optarg; break;
+		case 'x': o.corrupt = optarg; break;
+		case 'N': o.no_perf = 1; break;
+		case 'H': fputs(usage, stdout); return 0;
+		case 'r': case 'b': case 'I': case 'v': case 'g': case 'E':
+		case 'h': case 'f': case 'p': case 't': case 'P':
+			if (parse_u64(optarg, &v)) {
+				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
+				return 2;
+			}
+			switch (opt) {
+			case 'r': o.seed = v; break;
+			case 'b': o.branches = v; break;
+			case 'I': o.irq_period = v; break;
+			case 'v': o.vcpus = (int)v; break;
+			case 'g': o.guest_period = v; break;
+			case 'E': o.entries_per_vcpu = v; break;
+			case 'h': o.pt.cyc_thresh = (unsigned)v; break;
+			case 'f': o.pt.mtc_freq = (unsigned)v; break;
+			case 'p': o.pt.psb_period = (unsigned)v; break;
+			case 't': o.tsc0 = v; break;
+			case 'P': o.pid = v; break;
+			}
+			break;
+		default:
+			fputs(usage, stderr);
+			return 2;
+		}
+	}
+	if (!o.out || optind != argc || (!o.elf && !o.vm) ||
+	    (o.vm && (!o.host_kernel || (!o.guest_elf && !o.guest_code))) ||
+	    (o.guest_code && !o.elf) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
+	    o.pt.psb_period < 256 || o.pt.mtc_freq > 15 ||
+	    o.pt.cyc_thresh > 15) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	if (o.elf && load_elf(&user, o.elf, PIE_BASE))
+		goto out;
+	if (o.host_kernel && load_elf(&kernel, o.host_kernel, 0))
+		goto out;
+	if (o.guest_elf && load_elf(&guest_img, o.guest_elf, 0))
+		goto out;
+
+	w.seed = o.seed;
+	w.max_branches = o.branches;
+	w.user = o.elf ? &user : NULL;
+	w.kernel = o.host_kernel ? &kernel : NULL;
+	w.irq_period = o.irq_period;
+	w.user_cr3 = 0x5a000ull;
+	w.kernel_cr3 = 0x1e0d000ull;
+	if (o.ovf) {
+		char *colon;
+
+		w.ovf_at = strtoull(o.ovf, &colon, 0);
+		w.ovf_lost = *colon == ':' ? strtoull(colon + 1, NULL, 0) : 1000;
+	}
+	if (o.vm) {
+		w.vm = 1;
+		w.trace_kernel = 1;
+		w.guest = o.guest_code ? &user : &guest_img;
+		w.guest_start = resolve(w.guest, o.guest_start, "guest_code");
+		w.guest_period = o.guest_period;
+		w.entries_per_vcpu = o.entries_per_vcpu;
+		if (setup_vcpus(&w, &o))
+			goto out;
+	} else {
+		w.trace_user = 1;
+		w.start = resolve(&user, o.start, "main");
+		if (!w.start) {
+			fprintf(stderr, "vmpt-synth: %s: no symbol '%s'\n",
+				o.elf, o.start);
+			goto out;
+		}
+	}
+	truth.insn = open_out(o.out, ".insn");
+	truth.branch = open_out(o.out, ".branches");
+	if (!truth.insn || !truth.branch)
+		goto out;
+
+	synth_pt_init(&pt, &o.pt, o.tsc0);
+	ret = synth_walk(&w, &pt, &truth, &st, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "vmpt-synth: %s\n", ret == -VMPT_ERR_NOMEM ?
+			vmpt_strerror(ret) : err);
+		synth_pt_fini(&pt);
+		ret = 1;
+		goto out;
+	}
+	corrupt(&pt, o.corrupt);
+	ret = write_raw(o.out, &pt) || write_images(o.out, &w) ||
+	      (o.vm && write_tsc(o.out, &w, &o));
+	if (!ret && !o.no_perf) {
+		struct synth_perf_params pp = {
+			.pid = (uint32_t)o.pid, .tsc0 = o.tsc0, .vm = o.vm,
+			.guest_code = o.guest_code,
+		};
+		char path[4096];
+
+		snprintf(path, sizeof(path), "%s.perf.data", o.out);
+		ret = synth_perf_write(path, &pp, &o.pt, &w, &pt, err,
+				       sizeof(err));
+		if (ret)
+			fprintf(stderr, "vmpt-synth: %s\n", err);
+	}
+	if (!o.quiet)
+		printf("%" PRIu64 " instructions, %" PRIu64 " branches "
+		       "(%" PRIu64 " TNT bits, %" PRIu64 " TIPs), %" PRIu64
+		       " PSBs, %" PRIu64 " syscalls, %" PRIu64 " interrupts, "
+		       "%" PRIu64 " VM entries, %" PRIu64 " VM exits, %zu bytes\n",
+		       st.insns, st.branches, st.tnt_bits, st.tips, st.psbs,
+		       st.syscalls, st.irqs, st.vmentries, st.vmexits, pt.len);
+	synth_pt_fini(&pt);
+out:
+	if (truth.insn)
+		fclose(truth.insn);
+	if (truth.branch)
+		fclose(truth.branch);
+	synth_image_free(&user);
+	synth_image_free(&kernel);
+	synth_image_free(&guest_img);
+	return ret ? 1 : 0;
+}
