@@ -12,6 +12,7 @@ struct command {
 
 static const struct command commands[] = {
 	{ "dump", cmd_dump, "list the Intel PT packets of a raw trace or perf.data" },
+	{ "guest", cmd_guest, "collect guest sideband, kcore and binaries over SSH" },
 };
 
 static void usage(FILE *out)

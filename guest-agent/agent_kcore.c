@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/* A compact /proc/kcore: an ELF core file with only the kernel text and
+ * the module area, the way perf's kcore_dir keeps it (perf record
+ * --kcore), so guest kernel code can be decoded after the guest is gone.
+ */
+#include "agent.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PAGE 4096ull
+
+struct range {
+	uint64_t start, end;
+};
+
+static uint64_t sym_addr(const char *kallsyms, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = kallsyms; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : p) {
+		char *end;
+		uint64_t addr = strtoull(p, &end, 16);
+
+		/* "ffffffff81000000 T _stext" */
+		if (end[0] != ' ' || !end[1] || end[2] != ' ')
+			continue;
+		if (!strncmp(end + 3, name, n) && (end[3 + n] == '\n' || !end[3 + n]))
+			return addr;
+	}
+	return 0;
+}
+
+/* NUL-terminate a buffer from agent_read_file (freed on failure). */
+static int terminate(uint8_t **data, size_t size)
+{
+	uint8_t *s = realloc(*data, size + 1);
+
+	if (!s) {
+		free(*data);
+		return -ENOMEM;
+	}
+	s[size] = 0;
+	*data = s;
+	return 0;
+}
+
+/* The kernel text [_stext, _etext) and the span of all modules. */
+static int wanted_ranges(struct range r[2], size_t *nr, const char **why)
+{
+	uint8_t *ks, *mods;
+	size_t ks_size, mods_size;
+	int ret;
+
+	ret = agent_read_file("/proc/kallsyms", &ks, &ks_size);
+	if (ret) {
+		*why = "reading /proc/kallsyms";
+		return ret;
+	}
+	ret = terminate(&ks, ks_size);
+	if (ret)
+		return ret;
+	r[0].start = sym_addr((char *)ks, "_stext");
+	r[0].end = sym_addr((char *)ks, "_etext");
+	free(ks);
+	if (!r[0].start || r[0].end <= r[0].start) {
+		*why = "no _stext/_etext addresses in /proc/kallsyms (kptr_restrict, not root?)";
+		return -EPERM;
+	}
+	r[0].start &= ~(PAGE - 1);
+	r[0].end = (r[0].end + PAGE - 1) & ~(PAGE - 1);
+	*nr = 1;
+
+	ret = agent_read_file("/proc/modules", &mods, &mods_size);
+	if (ret)	/* a kernel without modules */
+		return 0;
+	ret = terminate(&mods, mods_size);
+	if (ret)
+		return ret;
+	r[1].start = UINT64_MAX;
+	r[1].end = 0;
+	/* "name size refs deps state 0xffffffffc0000000" */
+	for (char *line = (char *)mods, *next; line && *line; line = next) {
+		unsigned long long size, addr;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = 0;
+		if (sscanf(line, "%*s %llu %*s %*s %*s %llx", &size, &addr) != 2 ||
+		    !addr)
+			continue;
+		if (addr < r[1].start)
+			r[1].start = addr;
+		if (addr + size > r[1].end)
+			r[1].end = addr + size;
+	}
+	free(mods);
+	if (r[1].end > r[1].start) {
+		r[1].start &= ~(PAGE - 1);
+		r[1].end = (r[1].end + PAGE - 1) & ~(PAGE - 1);
+		*nr = 2;
+	}
+	return 0;
+}
+
+static int pread_all(int fd, void *buf, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t got = pread(fd, buf, n, (off_t)off);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -EIO;
+		buf = (uint8_t *)buf + got;
+		n -= (size_t)got;
+		off += (uint64_t)got;
+	}
+	return 0;
+}
+
+int agent_kcore_build(uint8_t **data, size_t *size, const char **why)
+{
+	struct range want[2];
+	size_t nr_want = 0, nr_out = 0, total;
+	Elf64_Ehdr eh;
+	Elf64_Phdr *ph = NULL, out_ph[8];
+	uint8_t *buf = NULL;
+	uint64_t off;
+	int fd, ret;
+
+	ret = wanted_ranges(want, &nr_want, why);
+	if (ret)
+		return ret;
+	fd = open("/proc/kcore", O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*why = "opening /proc/kcore";
+		return -errno;
+	}
+	*why = "reading /proc/kcore";
+	ret = pread_all(fd, &eh, sizeof(eh), 0);
+	if (ret)
+		goto out;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr) || !eh.e_phnum) {
+		*why = "/proc/kcore is not a 64-bit ELF core file";
+		ret = -EINVAL;
+		goto out;
+	}
+	ph = calloc(eh.e_phnum, sizeof(*ph));
+	if (!ph) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = pread_all(fd, ph, eh.e_phnum * sizeof(*ph), eh.e_phoff);
+	if (ret)
+		goto out;
+	/* The parts of the PT_LOAD segments inside the wanted ranges. */
+	for (size_t w = 0; w < nr_want; w++) {
+		for (unsigned i = 0; i < eh.e_phnum && nr_out < 8; i++) {
+			uint64_t s = ph[i].p_vaddr, e = s + ph[i].p_filesz;
+
+			if (ph[i].p_type != PT_LOAD)
+				continue;
+			if (s < want[w].start)
+				s = want[w].start;
+			if (e > want[w].end)
+				e = want[w].end;
+			if (s >= e)
+				continue;
+			out_ph[nr_out] = ph[i];
+			out_ph[nr_out].p_offset = ph[i].p_offset + (s - ph[i].p_vaddr);
+			out_ph[nr_out].p_paddr = ph[i].p_paddr ?
+				ph[i].p_paddr + (s - ph[i].p_vaddr) : 0;
+			out_ph[nr_out].p_vaddr = s;
+			out_ph[nr_out].p_filesz = out_ph[nr_out].p_memsz = e - s;
+			nr_out++;
+		}
+	}
+	if (!nr_out) {
+		*why = "no /proc/kcore segment holds the kernel text";
+		ret = -ENOENT;
+		goto out;
+	}
+	total = sizeof(eh) + nr_out * sizeof(Elf64_Phdr);
+	for (size_t i = 0; i < nr_out; i++)
+		total += out_ph[i].p_filesz;
+	buf = malloc(total);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	off = sizeof(eh) + nr_out * sizeof(Elf64_Phdr);
+	for (size_t i = 0; i < nr_out; i++) {
+		ret = pread_all(fd, buf + off, out_ph[i].p_filesz, out_ph[i].p_offset);
+		if (ret)
+			goto out;
+		out_ph[i].p_offset = off;
+		out_ph[i].p_align = PAGE;
+		off += out_ph[i].p_filesz;
+	}
+	eh.e_phoff = sizeof(eh);
+	eh.e_phnum = (Elf64_Half)nr_out;
+	eh.e_shoff = 0;
+	eh.e_shnum = 0;
+	eh.e_shstrndx = 0;
+	memcpy(buf, &eh, sizeof(eh));
+	memcpy(buf + sizeof(eh), out_ph, nr_out * sizeof(Elf64_Phdr));
+	*data = buf;
+	*size = total;
+	buf = NULL;
+out:
+	free(buf);
+	free(ph);
+	close(fd);
+	return ret;
+}
+
+static int write_file(int dirfd, const char *name, const void *data, size_t size)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	const uint8_t *p = data;
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (size) {
+		ssize_t n = write(fd, p, size);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		p += n;
+		size -= (size_t)n;
+	}
+	if (close(fd) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* kcore DIR: perf's kcore_dir layout, for use inside the guest. */
+int agent_kcore(int argc, char **argv)
+{
+	static const struct { const char *file, *proc; } copies[] = {
+		{ "kallsyms", "/proc/kallsyms" },
+		{ "modules", "/proc/modules" },
+	};
+	const char *why = "";
+	uint8_t *data;
+	size_t size;
+	int dirfd, ret;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: vmpt-agent kcore DIR\n");
+		return 2;
+	}
+	if (mkdir(argv[1], 0700) && errno != EEXIST) {
+		fprintf(stderr, "vmpt-agent: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	dirfd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		fprintf(stderr, "vmpt-agent: %s: %s\n", argv[1], strerror(errno));
+		return 1;
+	}
+	ret = agent_kcore_build(&data, &size, &why);
+	if (!ret) {
+		why = "writing kcore";
+		ret = write_file(dirfd, "kcore", data, size);
+		free(data);
+	}
+	for (size_t i = 0; !ret && i < sizeof(copies) / sizeof(copies[0]); i++) {
+		why = copies[i].proc;
+		ret = agent_read_file(copies[i].proc, &data, &size);
+		if (!ret) {
+			why = copies[i].file;
+			ret = write_file(dirfd, copies[i].file, data, size);
+			free(data);
+		}
+	}
+	close(dirfd);
+	if (ret) {
+		fprintf(stderr, "vmpt-agent: kcore: %s: %s\n", why, strerror(-ret));
+		return 1;
+	}
+	return 0;
+}

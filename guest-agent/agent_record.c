@@ -1,0 +1,489 @@
+/* SPDX-License-Identifier: MIT */
+/* Guest sideband: a software dummy event on every CPU reporting mmap2,
+ * comm, task and cpu-wide context switches, with a sample_id trailer
+ * (tid, time, cpu, identifier) on each record, written as a perf.data
+ * with TIME_CONV so guest perf time can be turned into guest TSC.
+ */
+#include "agent.h"
+#include "guest_pack.h"
+#include "vmpt/error.h"
+#include "vmpt/perf_data.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_CPUS 1024
+
+struct ring {
+	int fd;
+	uint64_t id;
+	struct perf_event_mmap_page *page;
+	uint8_t *data;
+	uint64_t size;
+};
+
+struct recorder {
+	struct ring rings[MAX_CPUS];
+	int cpus[MAX_CPUS];
+	size_t nr;
+	size_t map_pages;
+	struct perf_event_attr attr;
+	struct vmpt_perf_writer *w;
+	uint8_t *rec;		/* one record, unwrapped */
+	uint64_t lost;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+/* "0-3,5" from /sys/devices/system/cpu/online. */
+static int online_cpus(int *cpus, size_t *nr)
+{
+	uint8_t *data;
+	size_t size;
+	char *p, *s;
+	int ret = agent_read_file("/sys/devices/system/cpu/online", &data, &size);
+
+	if (ret)
+		return ret;
+	s = realloc(data, size + 1);
+	if (!s) {
+		free(data);
+		return -ENOMEM;
+	}
+	s[size] = 0;
+	*nr = 0;
+	for (p = s; *p && *p != '\n';) {
+		char *end;
+		long lo = strtol(p, &end, 10), hi = lo;
+
+		if (end == p)
+			break;
+		if (*end == '-')
+			hi = strtol(end + 1, &end, 10);
+		for (long c = lo; c <= hi && *nr < MAX_CPUS; c++)
+			cpus[(*nr)++] = (int)c;
+		p = *end == ',' ? end + 1 : end;
+	}
+	free(s);
+	return *nr ? 0 : -ENOENT;
+}
+
+static int open_rings(struct recorder *r)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; i < r->nr; i++) {
+		struct ring *ring = &r->rings[i];
+		size_t len = (r->map_pages + 1) * (size_t)page;
+		void *map;
+
+		ring->fd = (int)syscall(SYS_perf_event_open, &r->attr, -1, r->cpus[i],
+				       -1, PERF_FLAG_FD_CLOEXEC);
+		if (ring->fd < 0) {
+			fprintf(stderr, "vmpt-agent: perf_event_open(dummy, cpu %d): %s%s\n",
+				r->cpus[i], strerror(errno),
+				errno == EACCES || errno == EPERM ?
+				" (run as root or through sudo -n)" : "");
+			return -errno;
+		}
+		if (ioctl(ring->fd, PERF_EVENT_IOC_ID, &ring->id)) {
+			fprintf(stderr, "vmpt-agent: PERF_EVENT_IOC_ID: %s\n", strerror(errno));
+			return -errno;
+		}
+		map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, ring->fd, 0);
+		if (map == MAP_FAILED) {
+			fprintf(stderr, "vmpt-agent: mmap of the cpu %d ring: %s\n",
+				r->cpus[i], strerror(errno));
+			return -errno;
+		}
+		ring->page = map;
+		ring->data = (uint8_t *)map + page;
+		ring->size = r->map_pages * (uint64_t)page;
+	}
+	return 0;
+}
+
+static void close_rings(struct recorder *r)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	for (size_t i = 0; i < r->nr; i++) {
+		if (r->rings[i].page)
+			munmap(r->rings[i].page, (r->map_pages + 1) * (size_t)page);
+		if (r->rings[i].fd > 0)
+			close(r->rings[i].fd);
+	}
+}
+
+static void copy_out(const struct ring *ring, uint64_t pos, void *dst, size_t n)
+{
+	uint64_t off = pos & (ring->size - 1);
+	size_t first = n < ring->size - off ? n : (size_t)(ring->size - off);
+
+	memcpy(dst, ring->data + off, first);
+	memcpy((uint8_t *)dst + first, ring->data, n - first);
+}
+
+/* Move what the kernel wrote into the perf.data.  Returns records moved
+ * or a negative vmpt_err.
+ */
+static int drain(struct recorder *r)
+{
+	int moved = 0;
+
+	for (size_t i = 0; i < r->nr; i++) {
+		struct ring *ring = &r->rings[i];
+		uint64_t head = __atomic_load_n(&ring->page->data_head, __ATOMIC_ACQUIRE);
+		uint64_t tail = ring->page->data_tail;
+
+		while (tail < head) {
+			struct perf_event_header hdr;
+			int ret;
+
+			copy_out(ring, tail, &hdr, sizeof(hdr));
+			if (hdr.size < sizeof(hdr) || hdr.size > head - tail)
+				break;	/* the kernel never does this; stop, don't loop */
+			copy_out(ring, tail, r->rec, hdr.size);
+			if (hdr.type == PERF_RECORD_LOST)
+				r->lost += ((const uint64_t *)r->rec)[2];
+			ret = vmpt_perf_write_event(r->w, r->rec);
+			if (ret < 0)
+				return ret;
+			tail += hdr.size;
+			moved++;
+		}
+		__atomic_store_n(&ring->page->data_tail, tail, __ATOMIC_RELEASE);
+	}
+	if (moved) {
+		int ret = vmpt_perf_write_finished_round(r->w);
+
+		if (ret < 0)
+			return ret;
+	}
+	return moved;
+}
+
+static void set_all(struct recorder *r, unsigned long req)
+{
+	for (size_t i = 0; i < r->nr; i++)
+		ioctl(r->rings[i].fd, req, 0);
+}
+
+/* The sample_id trailer of records made up from /proc (time 0, so they
+ * sort before everything the kernel reports).
+ */
+static void synth_sid(const struct recorder *r, struct vmpt_perf_event *ev,
+		      uint32_t pid, uint32_t tid)
+{
+	ev->sid.present = r->attr.sample_type &
+		(PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+		 PERF_SAMPLE_ID | PERF_SAMPLE_IDENTIFIER);
+	ev->sid.pid = pid;
+	ev->sid.tid = tid;
+	ev->sid.id = r->rings[0].id;
+	ev->sid.cpu = (uint32_t)r->cpus[0];
+}
+
+/* Executable mappings of one process, from /proc/PID/maps. */
+static int synth_maps(struct recorder *r, uint32_t pid)
+{
+	char path[64], line[4096 + 256];
+	FILE *maps;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return 0;	/* it exited meanwhile */
+	while (!ret && fgets(line, sizeof(line), maps)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned maj, min;
+		char perm[5];
+		int name_at = 0;
+		struct vmpt_perf_event ev = { .type = PERF_RECORD_MMAP2 };
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end,
+			   perm, &pgoff, &maj, &min, &ino, &name_at) < 7 ||
+		    perm[2] != 'x' || !name_at ||
+		    (line[name_at] != '/' && strcmp(line + name_at, "[vdso]")))
+			continue;
+		ev.misc = PERF_RECORD_MISC_USER;
+		ev.mmap.pid = ev.mmap.tid = pid;
+		ev.mmap.start = start;
+		ev.mmap.len = end - start;
+		ev.mmap.pgoff = pgoff;
+		ev.mmap.maj = maj;
+		ev.mmap.min = min;
+		ev.mmap.ino = ino;
+		ev.mmap.prot = PROT_READ | PROT_EXEC | (perm[1] == 'w' ? PROT_WRITE : 0);
+		ev.mmap.flags = perm[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
+		ev.mmap.filename = line + name_at;
+		synth_sid(r, &ev, pid, pid);
+		ret = vmpt_perf_write_record(r->w, &ev);
+	}
+	fclose(maps);
+	return ret < 0 ? ret : 0;
+}
+
+/* What perf record -a synthesizes: a COMM for every thread and the
+ * executable mappings of every process that was there before us.
+ */
+static int synthesize(struct recorder *r)
+{
+	DIR *proc = opendir("/proc");
+	struct dirent *de;
+	int ret = 0;
+
+	if (!proc)
+		return 0;
+	while (!ret && (de = readdir(proc))) {
+		char path[300], comm[64] = "";
+		uint32_t pid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		DIR *tasks;
+		struct dirent *te;
+		FILE *f;
+
+		if (!pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		fclose(f);
+		comm[strcspn(comm, "\n")] = 0;
+		snprintf(path, sizeof(path), "/proc/%u/task", pid);
+		tasks = opendir(path);
+		while (tasks && !ret && (te = readdir(tasks))) {
+			uint32_t tid = (uint32_t)strtoul(te->d_name, NULL, 10);
+			struct vmpt_perf_event ev = { .type = PERF_RECORD_COMM };
+
+			if (!tid)
+				continue;
+			ev.comm.pid = pid;
+			ev.comm.tid = tid;
+			ev.comm.comm = comm;
+			synth_sid(r, &ev, pid, tid);
+			ret = vmpt_perf_write_record(r->w, &ev);
+		}
+		if (tasks)
+			closedir(tasks);
+		if (!ret)
+			ret = synth_maps(r, pid);
+	}
+	closedir(proc);
+	return ret;
+}
+
+static int time_conv(struct recorder *r)
+{
+	const struct perf_event_mmap_page *pg = r->rings[0].page;
+	struct vmpt_perf_time_conv tc = {
+		.time_shift = pg->time_shift,
+		.time_mult = pg->time_mult,
+		.time_zero = pg->time_zero,
+		.time_cycles = pg->time_cycles,
+		.time_mask = pg->time_mask,
+		.cap_user_time_zero = pg->cap_user_time_zero,
+		.cap_user_time_short = pg->cap_user_time_short,
+		.extended = 1,
+	};
+
+	return vmpt_perf_write_time_conv(r->w, &tc);
+}
+
+static pid_t start_command(char **cmd)
+{
+	pid_t pid = fork();
+
+	if (pid)
+		return pid;
+	/* stdout carries the reply stream: the command talks to stderr. */
+	dup2(2, 1);
+	close(0);
+	execvp(cmd[0], cmd);
+	fprintf(stderr, "vmpt-agent: %s: %s\n", cmd[0], strerror(errno));
+	_exit(127);
+}
+
+/* Until stdin closes (the host says stop), a signal, or the command ends. */
+static int record_loop(struct recorder *r, pid_t child)
+{
+	int stdin_open = 1;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = 0, .events = POLLIN };
+		int ret = drain(r);
+
+		if (ret < 0)
+			return ret;
+		if (stop_signal)
+			return 0;
+		if (child > 0) {
+			int status;
+
+			if (waitpid(child, &status, WNOHANG) == child) {
+				if (WIFEXITED(status))
+					fprintf(stderr, "vmpt-agent: command exited with status %d\n",
+						WEXITSTATUS(status));
+				else
+					fprintf(stderr, "vmpt-agent: command killed by signal %d\n",
+						WTERMSIG(status));
+				return 0;
+			}
+		}
+		if (poll(&pfd, stdin_open, 100) > 0 && pfd.revents) {
+			char buf[256];
+			ssize_t n = read(0, buf, sizeof(buf));
+
+			if (n == 0 || (n < 0 && errno != EINTR)) {
+				if (child <= 0)
+					return 0;
+				stdin_open = 0;	/* keep going until the command ends */
+			}
+		}
+	}
+}
+
+/* The finished perf.data as a reply stream on stdout. */
+static int send_perf_data(const char *path)
+{
+	uint8_t *data;
+	size_t size;
+	int ret = agent_read_file(path, &data, &size);
+
+	if (!ret) {
+		ret = agent_pack_begin(stdout);
+		if (!ret)
+			ret = agent_pack_file(stdout, GUEST_PACK_PERF_DATA, data, size);
+		if (!ret)
+			ret = agent_pack_end(stdout);
+		free(data);
+	}
+	return ret;
+}
+
+int agent_record(int argc, char **argv)
+{
+	static struct recorder r;
+	char path[] = "/tmp/vmpt-agent-XXXXXX";
+	char **cmd = NULL;
+	uint64_t *ids = NULL;
+	pid_t child = 0;
+	struct sigaction sa = { .sa_handler = on_signal };
+	int fd, ret, status = 1;
+
+	r.map_pages = 128;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-m") && i + 1 < argc) {
+			r.map_pages = strtoul(argv[++i], NULL, 0);
+		} else if (!strcmp(argv[i], "--") && i + 1 < argc) {
+			cmd = argv + i + 1;
+			break;
+		} else {
+			fprintf(stderr, "usage: vmpt-agent record [-m PAGES] [-- CMD ARGS]\n");
+			return 2;
+		}
+	}
+	if (!r.map_pages || (r.map_pages & (r.map_pages - 1))) {
+		fprintf(stderr, "vmpt-agent: -m takes a power of 2\n");
+		return 2;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	ret = online_cpus(r.cpus, &r.nr);
+	if (ret) {
+		fprintf(stderr, "vmpt-agent: no online CPUs: %s\n", strerror(-ret));
+		return 1;
+	}
+	vmpt_perf_sideband_attr(&r.attr);
+	/* All of the guest, kernel included; enabled once every CPU is open. */
+	r.attr.exclude_kernel = 0;
+	r.attr.exclude_user = 0;
+	r.attr.exclude_hv = 0;
+	r.attr.comm_exec = 1;
+	r.attr.disabled = 1;
+	r.attr.enable_on_exec = 0;
+	r.rec = malloc(UINT16_MAX + 1);
+	ids = calloc(r.nr, sizeof(*ids));
+	fd = mkstemp(path);
+	if (!r.rec || !ids || fd < 0) {
+		fprintf(stderr, "vmpt-agent: %s\n", fd < 0 ? strerror(errno) : "out of memory");
+		goto out;
+	}
+	close(fd);
+	ret = vmpt_perf_writer_open(&r.w, path, NULL);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt-agent: %s: %s\n", path, vmpt_strerror(ret));
+		goto out;
+	}
+	if (open_rings(&r))
+		goto out;
+	for (size_t i = 0; i < r.nr; i++)
+		ids[i] = r.rings[i].id;
+	ret = vmpt_perf_writer_add_attr(r.w, &r.attr, "dummy", ids, r.nr);
+	if (!ret)
+		ret = time_conv(&r);
+	set_all(&r, PERF_EVENT_IOC_ENABLE);
+	if (!ret)
+		ret = synthesize(&r);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt-agent: writing %s: %s\n", path, vmpt_strerror(ret));
+		goto out;
+	}
+	printf("%s\n", GUEST_AGENT_READY);
+	fflush(stdout);
+	if (cmd)
+		child = start_command(cmd);
+	if (child < 0) {
+		fprintf(stderr, "vmpt-agent: fork: %s\n", strerror(errno));
+		goto out;
+	}
+	ret = record_loop(&r, child);
+	set_all(&r, PERF_EVENT_IOC_DISABLE);
+	if (ret >= 0)
+		ret = drain(&r);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt-agent: writing %s: %s\n", path, vmpt_strerror(ret));
+		goto out;
+	}
+	if (r.lost)
+		fprintf(stderr, "vmpt-agent: %llu sideband records lost (ring full; try -m)\n",
+			(unsigned long long)r.lost);
+	ret = vmpt_perf_writer_close(r.w);
+	r.w = NULL;
+	if (ret < 0) {
+		fprintf(stderr, "vmpt-agent: closing %s: %s\n", path, vmpt_strerror(ret));
+		goto out;
+	}
+	ret = send_perf_data(path);
+	if (ret)
+		fprintf(stderr, "vmpt-agent: sending the perf.data: %s\n", strerror(-ret));
+	else
+		status = 0;
+out:
+	if (r.w)
+		vmpt_perf_writer_close(r.w);
+	close_rings(&r);
+	unlink(path);
+	free(ids);
+	free(r.rec);
+	return status;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Driving vmpt-agent in a guest over SSH: guest sideband that starts and
+ * stops with a host recording, the guest's compact kcore, and the guest
+ * binaries its sideband names, all fetched into a recording directory:
+ *
+ *   DIR/guest/perf.data        guest sideband (mmap2, comm, task, switch)
+ *   DIR/guest/kcore_dir/       kcore, kallsyms, modules (perf's kcore_dir)
+ *   DIR/guest/root/            the guest binaries, at their guest paths
+ *   DIR/guest/vdso             the guest's vdso image
+ *
+ * See docs/guest.md.  One struct vmpt_guest is one SSH session; it is not
+ * thread-safe.
+ */
+#ifndef VMPT_GUEST_H
+#define VMPT_GUEST_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct vmpt_guest_opts {
+	const char *url;		/* ssh://user@host[:port] */
+	const char *identity;		/* private key file; NULL: ssh-agent, ~/.ssh/id_* */
+	const char *known_hosts;	/* NULL: ~/.ssh/known_hosts */
+	int accept_new_host_key;	/* add an unknown host's key to known_hosts */
+	const char *agent_path;		/* the local vmpt-agent to deploy */
+	const char *remote_dir;		/* its guest directory; NULL: ".cache/vmpt" in the home */
+	uint64_t max_file_size;		/* largest file taken from the guest; 0: 1 GiB */
+	int timeout_sec;		/* longest wait for the guest; 0: 120 */
+	FILE *log;			/* progress, warnings and the guest's stderr; NULL: quiet */
+};
+
+struct vmpt_guest;
+
+/* Connect, check the host key, authenticate with a key, and deploy the
+ * agent when the guest has none or another version.  Returns 0 or a
+ * negative vmpt_err; on failure *g (when not NULL) holds the message for
+ * vmpt_guest_errmsg and must still be closed.
+ */
+int vmpt_guest_open(struct vmpt_guest **g, const struct vmpt_guest_opts *opts);
+void vmpt_guest_close(struct vmpt_guest *g);
+
+/* What failed last, with the guest's stderr when the agent failed. */
+const char *vmpt_guest_errmsg(const struct vmpt_guest *g);
+
+/* The agent's `check` report (malloc'd text); *ready says whether the
+ * guest passed.
+ */
+int vmpt_guest_check(struct vmpt_guest *g, char **report, int *ready);
+
+/* Start guest sideband (as root or via sudo -n); returns once the agent's
+ * events are on.  cmd, when not NULL, is a NULL-terminated command the
+ * agent runs in the guest; the sideband then also ends when it exits.
+ */
+int vmpt_guest_start(struct vmpt_guest *g, char *const *cmd);
+
+/* Stop guest sideband (a running cmd is waited for) and write
+ * DIR/guest/perf.data.
+ */
+int vmpt_guest_stop(struct vmpt_guest *g, const char *dir);
+
+enum vmpt_guest_fetch_what {
+	VMPT_GUEST_FETCH_BINARIES = 1,	/* files named by DIR/guest/perf.data, and the vdso */
+	VMPT_GUEST_FETCH_KCORE = 2,	/* DIR/guest/kcore_dir */
+};
+
+struct vmpt_guest_fetch_stats {
+	unsigned files, missing, rejected;
+	uint64_t bytes;
+};
+
+/* Fetch what decoding guest code needs into DIR/guest.  Guest paths that
+ * could land outside DIR/guest/root are rejected (and logged); files the
+ * guest does not have are counted as missing.
+ */
+int vmpt_guest_fetch(struct vmpt_guest *g, const char *dir, unsigned what,
+		     struct vmpt_guest_fetch_stats *stats);
+
+#endif
