@@ -7,5 +7,7 @@
  */
 int cmd_dump(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
+int cmd_record(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 #endif

@@ -3,7 +3,9 @@
  * run checksum() as guest code and report each round through a ucall; the
  * host runs the same function at the same address and compares.
  *
- * usage: vcpu_loop [NR_VCPUS [ROUNDS [ITERATIONS]]]
+ * usage: vcpu_loop [NR_VCPUS [ROUNDS [ITERATIONS [PAUSE_US]]]]
+ * PAUSE_US: the host sleeps that long at each ucall, so a recording
+ * sees the vCPU threads block and run again.
  */
 #include "kvm_vm.h"
 
@@ -11,8 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-static uint64_t rounds = 4, iterations = 500;
+static uint64_t rounds = 4, iterations = 500, pause_us;
 
 /* A few branches per iteration: something for a tracer to see. */
 GUEST_CODE static uint64_t checksum(uint64_t seed, uint64_t n)
@@ -77,6 +80,8 @@ static void *vcpu_thread(void *arg)
 			return NULL;
 		}
 		t->syncs++;
+		if (pause_us)
+			usleep((useconds_t)pause_us);
 	}
 }
 
@@ -87,8 +92,11 @@ int main(int argc, char **argv)
 		rounds = strtoull(argv[2], NULL, 0);
 	if (argc > 3)
 		iterations = strtoull(argv[3], NULL, 0);
+	if (argc > 4)
+		pause_us = strtoull(argv[4], NULL, 0);
 	if (nr < 1 || nr > 64) {
-		fprintf(stderr, "usage: vcpu_loop [NR_VCPUS (1-64) [ROUNDS [ITERATIONS]]]\n");
+		fprintf(stderr, "usage: vcpu_loop [NR_VCPUS (1-64) [ROUNDS [ITERATIONS "
+			"[PAUSE_US]]]]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+#include "builtin.h"
+
+#include "vmpt/doctor.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static void print_line(void *ctx, enum vmpt_doctor_status status, const char *check,
+		       const char *text)
+{
+	(void)ctx;
+	static const char *const tag[] = { "ok     ", "info   ", "PROBLEM" };
+	printf("%s %s: %s\n", tag[status], check, text);
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	struct vmpt_doctor_opts o = {
+		.sysfs_root = "/sys", .procfs_root = "/proc", .dev_root = "/dev",
+		.libvirt_uri = "qemu:///system", .as_root = geteuid() == 0,
+	};
+	static const struct option longopts[] = {
+		{ "sysfs-root", required_argument, NULL, 's' },
+		{ "procfs-root", required_argument, NULL, 'p' },
+		{ "dev-root", required_argument, NULL, 'd' },
+		{ "connect", required_argument, NULL, 'c' },
+		{ "no-libvirt", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+	while ((c = getopt_long(argc, argv, "c:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': o.sysfs_root = optarg; break;
+		case 'p': o.procfs_root = optarg; break;
+		case 'd': o.dev_root = optarg; break;
+		case 'c': o.libvirt_uri = optarg; break;
+		case 'n': o.libvirt_uri = NULL; break;
+		case 'h':
+			printf("usage: vmpt doctor [--sysfs-root DIR] [--procfs-root DIR] "
+			       "[--dev-root DIR] [-c URI | --no-libvirt]\n\n"
+			       "Checks whether this host can record its guests with Intel "
+			       "PT: one line per check,\nok or the problem and its fix. Exit "
+			       "status 1 when there are problems.\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "vmpt doctor: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	int problems = vmpt_doctor_run(&o, print_line, NULL);
+	if (problems < 0) {
+		fprintf(stderr, "vmpt doctor: out of memory\n");
+		return 2;
+	}
+	printf("%d problem%s\n", problems, problems == 1 ? "" : "s");
+	return problems ? 1 : 0;
+}

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+#include "builtin.h"
+
+#include "vmpt/error.h"
+#include "vmpt/record.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_flag, snapshot_flag;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void on_snapshot(int sig)
+{
+	(void)sig;
+	snapshot_flag = 1;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"usage: vmpt record [OPTIONS] (--pid PID | --domain NAME | -a | -C CPUS | -- COMMAND [ARGS])\n\n"
+		"  -o, --output PATH      perf.data to write (default perf.data; a directory with --kcore)\n"
+		"  -e, --event SPEC       intel_pt/TERMS/MODS (default intel_pt//), or 'dummy' for the\n"
+		"                         sideband only (machines without Intel PT)\n"
+		"      --filter FILTERS   address filters: 'filter ADDR/SIZE@FILE, start ADDR, ...'\n"
+		"  -p, --pid PID          a running QEMU: its vCPU threads\n"
+		"      --qmp SOCKET       that QEMU's QMP socket (else from its command line)\n"
+		"      --domain NAME      a libvirt domain: its vCPU threads\n"
+		"  -c, --connect URI      libvirt URI (default qemu:///system)\n"
+		"  -a, --all-cpus         per-CPU, system-wide on every CPU\n"
+		"  -C, --cpu CPUS         per-CPU on these CPUs (0-3,6)\n"
+		"  -m, --mmap-pages P[,A] data ring pages and AUX area pages (powers of two;\n"
+		"                         sizes like 4M are converted to pages)\n"
+		"  -S, --snapshot[=SIZE]  snapshot mode: take the AUX area on SIGUSR2, on\n"
+		"                         'snapshot' in the control FIFO, and at the end\n"
+		"      --control PATH     control FIFO (commands: snapshot, stop, enable, disable)\n"
+		"      --kcore            copy kernel text, kallsyms and modules into PATH/kcore_dir\n"
+		"      --sysfs-root DIR, --procfs-root DIR, --debugfs-root DIR\n"
+		"  -q, --quiet\n\n"
+		"SIGINT or SIGTERM stop the recording; what was read is written first.\n");
+}
+
+/* "16", "4K", "2M": pages, from a count or a size. */
+static int parse_pages(const char *s, unsigned *pages)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s)
+		return -1;
+	unsigned long long mul = 0;
+	switch (*end) {
+	case '\0': mul = 0; break;
+	case 'k': case 'K': mul = 1ULL << 10; end++; break;
+	case 'm': case 'M': mul = 1ULL << 20; end++; break;
+	case 'g': case 'G': mul = 1ULL << 30; end++; break;
+	default: return -1;
+	}
+	if (*end)
+		return -1;
+	if (mul)
+		v = v * mul / (unsigned long long)sysconf(_SC_PAGESIZE);
+	if (!v || v > (1ULL << 30))
+		return -1;
+	*pages = (unsigned)v;
+	return 0;
+}
+
+static int parse_size(const char *s, uint64_t *size)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (end == s)
+		return -1;
+	if (*end == 'k' || *end == 'K')
+		v <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20, end++;
+	else if (*end == 'g' || *end == 'G')
+		v <<= 30, end++;
+	if (*end || !v)
+		return -1;
+	*size = v;
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct vmpt_record_opts o = { .stop = &stop_flag, .snapshot_request = &snapshot_flag,
+				      .log = stderr };
+	enum { OPT_QMP = 256, OPT_DOMAIN, OPT_FILTER, OPT_CONTROL, OPT_KCORE, OPT_SYSFS,
+	       OPT_PROCFS, OPT_DEBUGFS };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "filter", required_argument, NULL, OPT_FILTER },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "qmp", required_argument, NULL, OPT_QMP },
+		{ "domain", required_argument, NULL, OPT_DOMAIN },
+		{ "connect", required_argument, NULL, 'c' },
+		{ "all-cpus", no_argument, NULL, 'a' },
+		{ "cpu", required_argument, NULL, 'C' },
+		{ "mmap-pages", required_argument, NULL, 'm' },
+		{ "snapshot", optional_argument, NULL, 'S' },
+		{ "control", required_argument, NULL, OPT_CONTROL },
+		{ "kcore", no_argument, NULL, OPT_KCORE },
+		{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
+		{ "procfs-root", required_argument, NULL, OPT_PROCFS },
+		{ "debugfs-root", required_argument, NULL, OPT_DEBUGFS },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+	/* '+': stop at the first non-option, the COMMAND */
+	while ((c = getopt_long(argc, argv, "+o:e:p:c:aC:m:S::qh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o': o.output = optarg; break;
+		case 'e': o.event = optarg; break;
+		case OPT_FILTER: o.filter = optarg; break;
+		case 'p': {
+			char *end;
+			long pid = strtol(optarg, &end, 10);
+			if (end == optarg || *end || pid <= 0) {
+				fprintf(stderr, "vmpt record: --pid %s: not a process id\n", optarg);
+				return 2;
+			}
+			o.pid = (pid_t)pid;
+			break;
+		}
+		case OPT_QMP: o.qmp = optarg; break;
+		case OPT_DOMAIN: o.domain = optarg; break;
+		case 'c': o.uri = optarg; break;
+		case 'a': o.all_cpus = 1; break;
+		case 'C': o.cpu_list = optarg; break;
+		case 'm': {
+			char buf[128];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			char *comma = strchr(buf, ',');
+			if (comma)
+				*comma = '\0';
+			if ((buf[0] && parse_pages(buf, &o.data_pages)) ||
+			    (comma && parse_pages(comma + 1, &o.aux_pages))) {
+				fprintf(stderr, "vmpt record: -m %s: expected PAGES[,AUXPAGES] "
+					"(counts or sizes like 4M)\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'S':
+			o.snapshot = 1;
+			if (optarg && parse_size(optarg, &o.snapshot_size)) {
+				fprintf(stderr, "vmpt record: -S%s: expected a size (e.g. "
+					"-S4M)\n", optarg);
+				return 2;
+			}
+			break;
+		case OPT_CONTROL:
+			o.control_fifo = !strncmp(optarg, "fifo:", 5) ? optarg + 5 : optarg;
+			break;
+		case OPT_KCORE: o.kcore = 1; break;
+		case OPT_SYSFS: o.sysfs_root = optarg; break;
+		case OPT_PROCFS: o.procfs_root = optarg; break;
+		case OPT_DEBUGFS: o.debugfs_root = optarg; break;
+		case 'q': o.log = NULL; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc)
+		o.argv = argv + optind;
+
+	struct sigaction sa = { .sa_handler = on_stop };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_snapshot;
+	sigaction(SIGUSR2, &sa, NULL);
+
+	struct vmpt_record_stats st;
+	char err[2048];
+	int rc = vmpt_record(&o, &st, err, sizeof(err));
+	const char *out = o.output ? o.output : "perf.data";
+	if (o.log && (st.records || st.aux_bytes || st.bytes_written))
+		fprintf(stderr, "[ vmpt record: %" PRIu64 " sideband records, %" PRIu64
+			" AUX bytes (%" PRIu64 " AUX records, %" PRIu64 " truncated, %"
+			PRIu64 " partial), %" PRIu64 " lost records (%" PRIu64 " events), %"
+			PRIu64 " snapshots; %" PRIu64 " bytes of data in %s ]\n",
+			st.records, st.aux_bytes, st.aux_records, st.aux_truncated,
+			st.aux_partial, st.lost_records, st.lost_events, st.snapshots,
+			st.bytes_written, out);
+	if (rc) {
+		fprintf(stderr, "vmpt record: %s\n", err[0] ? err : vmpt_strerror(rc));
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+#include "vmpt/kvm_tsc.h"
+#include "vmpt/error.h"
+#include "vmpt/pmu.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int read_num(const char *dir, const char *name, int is_signed,
+		    uint64_t *v)
+{
+	char path[4400], buf[64];
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	int n = vmpt_read_small_file(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	char *end;
+	*v = is_signed ? (uint64_t)strtoll(buf, &end, 0) : strtoull(buf, &end, 0);
+	return end != buf ? 0 : -VMPT_ERR_FORMAT;
+}
+
+int vmpt_kvm_tsc_read(const char *debugfs_root, pid_t pid,
+		      struct vmpt_kvm_tsc *out, size_t max)
+{
+	char kvm[4096], prefix[32];
+	snprintf(kvm, sizeof(kvm), "%s/kvm", debugfs_root);
+	snprintf(prefix, sizeof(prefix), "%d-", (int)pid);
+	DIR *d = opendir(kvm);
+	if (!d)
+		return errno == EACCES || errno == EPERM ? -VMPT_ERR_PERM
+							 : -VMPT_ERR_NOT_FOUND;
+	size_t n = 0;
+	struct dirent *vm;
+	while ((vm = readdir(d))) {
+		if (strncmp(vm->d_name, prefix, strlen(prefix)))
+			continue;
+		char vmdir[4400];
+		snprintf(vmdir, sizeof(vmdir), "%s/%s", kvm, vm->d_name);
+		DIR *vd = opendir(vmdir);
+		if (!vd)
+			continue;
+		struct dirent *vc;
+		while ((vc = readdir(vd)) && n < max) {
+			int id;
+			char tail;
+			if (sscanf(vc->d_name, "vcpu%d%c", &id, &tail) != 1)
+				continue;
+			char vcdir[4700];
+			snprintf(vcdir, sizeof(vcdir), "%s/%s", vmdir, vc->d_name);
+			uint64_t off, ratio, bits;
+			if (read_num(vcdir, "tsc-offset", 1, &off))
+				continue;
+			struct vmpt_kvm_tsc *t = &out[n++];
+			memset(t, 0, sizeof(*t));
+			snprintf(t->vm, sizeof(t->vm), "%.31s", vm->d_name);
+			t->vcpu = id;
+			t->offset = (int64_t)off;
+			if (!read_num(vcdir, "tsc-scaling-ratio", 0, &ratio) &&
+			    !read_num(vcdir, "tsc-scaling-ratio-frac-bits", 0, &bits)) {
+				t->has_ratio = 1;
+				t->ratio = ratio;
+				t->frac_bits = (unsigned)bits;
+			}
+		}
+		closedir(vd);
+	}
+	closedir(d);
+	return (int)n;
+}
+
+int vmpt_kvm_tsc_write(const char *path, const struct vmpt_kvm_tsc *t, size_t n)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -VMPT_ERR_IO;
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "vm %s vcpu %d tsc-offset %" PRId64, t[i].vm, t[i].vcpu,
+			t[i].offset);
+		if (t[i].has_ratio)
+			fprintf(f, " tsc-scaling-ratio %" PRIu64 " frac-bits %u",
+				t[i].ratio, t[i].frac_bits);
+		fputc('\n', f);
+	}
+	int bad = ferror(f);
+	return fclose(f) || bad ? -VMPT_ERR_IO : 0;
+}
