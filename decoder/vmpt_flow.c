@@ -41,6 +41,8 @@ struct vmpt_flow {
 	uint64_t pkt_off, pkt_ip;
 	uint8_t have_pkt, pkt_ip_valid;
 	uint8_t synced, enabled, mode, after_ovf;
+	/* At stop_offset: walking to the next segment's first IP. */
+	uint8_t stopping;
 	/* Bound to the next branch target (MODE.Exec, PIP, VMCS). */
 	uint8_t have_pend_mode, pend_mode;
 	uint8_t have_pend_pip, pend_nr;
@@ -313,17 +315,39 @@ done:
 		dec->enabled = (uint8_t)have_fup;
 		if (have_fup) {
 			dec->ip = dec->pkt_ip;
-			return emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+			ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
 		}
-		return 0;
+		return ret < 0 ? ret : have_fup;
 	}
-	if (!dec->enabled && have_fup) {
+	if (!dec->enabled && have_fup && !dec->stopping) {
 		/* We missed the enable (an OVF without FUP, say). */
 		dec->enabled = 1;
 		dec->ip = dec->pkt_ip;
 		dec->after_ovf = 0;
-		return emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+		if (ret < 0)
+			return ret;
 	}
+	return have_fup;
+}
+
+/* The segment ends at this PSB; the next segment starts at the IP its
+ * header gives, so walk there (a FUP without an event) and end.
+ */
+static int stop_at_psb(struct vmpt_flow *dec)
+{
+	int was_enabled = dec->enabled, ret;
+
+	if (dec->stopping)
+		return -VMPT_ERR_EOS;
+	dec->stopping = 1;
+	ret = psb_plus(dec);
+	if (ret <= 0 || !was_enabled)
+		return -VMPT_ERR_EOS;
+	dec->pkt.type = VMPT_PKT_FUP;
+	dec->pkt_ip_valid = 1;
+	dec->have_pkt = 1;
+	dec->fup_event = -1;
 	return 0;
 }
 
@@ -338,18 +362,19 @@ static int fetch(struct vmpt_flow *dec)
 	for (;;) {
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
-		if (dec->cfg.stop_offset && off >= dec->cfg.stop_offset &&
-		    dec->pd.pos < dec->pd.end && *dec->pd.pos == 0x02 &&
-		    vmpt_pkt_find_psb(dec->pd.pos, dec->pd.end) == dec->pd.pos)
-			return -VMPT_ERR_EOS;
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
 		if (ret < 0)
 			return ret;
 		dec->pkt_off = off;
+		if (pkt.type == VMPT_PKT_PSB && dec->cfg.stop_offset &&
+		    off >= dec->cfg.stop_offset)
+			return stop_at_psb(dec);
 		ret = 0;
 		switch (pkt.type) {
 		case VMPT_PKT_PSB:
 			ret = psb_plus(dec);
+			if (ret > 0)
+				ret = 0;
 			break;
 		case VMPT_PKT_TNT8:
 		case VMPT_PKT_TNT64:
@@ -540,6 +565,8 @@ static int fup_reached(struct vmpt_flow *dec)
 
 	dec->have_pkt = 0;
 	dec->walked = 0;
+	if (dec->stopping)
+		return -VMPT_ERR_EOS;
 	if (ev >= 0) {
 		dec->fup_event = -1;
 		ret = emit_event(dec, (unsigned)ev, at, 1, dec->fup_payload);
@@ -758,6 +785,8 @@ static int step(struct vmpt_flow *dec)
 	struct vmpt_packet pkt;
 	int ret;
 
+	if (dec->stopping && !dec->have_pkt)
+		return -VMPT_ERR_EOS;
 	if (!dec->synced) {
 		if (vmpt_pkt_sync_forward(&dec->pd) < 0)
 			return -VMPT_ERR_EOS;

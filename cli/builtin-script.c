@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: MIT */
+/* vmpt script: the instruction flow of a trace, printed the way perf script
+ * prints Intel PT samples (--itrace, -F), from a raw trace with images
+ * given like ptxed's, or from a perf.data.
+ */
+#include "builtin.h"
+#include "vmpt/error.h"
+#include "vmpt/file.h"
+#include "vmpt/flow.h"
+#include "vmpt/image.h"
+#include "vmpt/perf_data.h"
+
+#include <capstone/capstone.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum field {
+	F_TIME = 1 << 0, F_IP = 1 << 1, F_ADDR = 1 << 2, F_SYM = 1 << 3,
+	F_SYMOFF = 1 << 4, F_DSO = 1 << 5, F_FLAGS = 1 << 6, F_INSN = 1 << 7,
+	F_CPU = 1 << 8, F_PID = 1 << 9, F_TID = 1 << 10, F_COMM = 1 << 11,
+	F_IPC = 1 << 12,
+};
+
+static const struct { const char *name; unsigned bit; } field_names[] = {
+	{ "time", F_TIME }, { "ip", F_IP }, { "addr", F_ADDR }, { "sym", F_SYM },
+	{ "symoff", F_SYMOFF }, { "dso", F_DSO }, { "flags", F_FLAGS },
+	{ "insn", F_INSN }, { "cpu", F_CPU }, { "pid", F_PID }, { "tid", F_TID },
+	{ "comm", F_COMM }, { "ipc", F_IPC },
+};
+
+struct itrace {
+	unsigned insns : 1, branches : 1, calls : 1, returns : 1, errors : 1,
+		 timeless : 1;
+	uint64_t period;	/* instructions, or ticks when period_time */
+	unsigned period_time : 1;
+};
+
+struct opts {
+	struct itrace it;
+	unsigned fields;
+	int call_trace, jobs;
+	int cpu, pid, tid;
+	const char *comm;
+};
+
+/* Per decoding thread: output goes to its own stream. */
+struct out {
+	FILE *f;
+	const struct opts *o;
+	csh cs[3];
+	cs_insn *insn[3];
+	uint64_t since;		/* instructions since the last i sample */
+	uint64_t last_time;
+	int depth;		/* for --call-trace */
+};
+
+static int parse_itrace(const char *s, struct itrace *it)
+{
+	memset(it, 0, sizeof(*it));
+	for (; *s; s++) {
+		switch (*s) {
+		case 'i': {
+			char *end;
+			uint64_t n;
+
+			it->insns = 1;
+			it->period = 0;
+			if (s[1] < '0' || s[1] > '9')
+				break;
+			n = strtoull(s + 1, &end, 10);
+			if (!strncmp(end, "ns", 2)) {
+				it->period = n, it->period_time = 1, end += 2;
+			} else if (!strncmp(end, "us", 2)) {
+				it->period = n * 1000, it->period_time = 1, end += 2;
+			} else if (!strncmp(end, "ms", 2)) {
+				it->period = n * 1000000, it->period_time = 1, end += 2;
+			} else {
+				if (*end == 'i')
+					end++;
+				it->period = n;
+			}
+			s = end - 1;
+			break;
+		}
+		case 'b': it->branches = 1; break;
+		case 'c': it->calls = 1; break;
+		case 'r': it->returns = 1; break;
+		case 'e': it->errors = 1; break;
+		case 'Z': it->timeless = 1; break;
+		case 'q': case 'x': case 'w': case 'p': case 'd': case 'g':
+		case 'l': case 's': case 'o': case 'f': case 'm': case 't':
+		case 'a': case 'L':
+			break;	/* accepted for perf compatibility; no effect */
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int parse_fields(const char *s, unsigned *fields)
+{
+	int add = *s == '+', del = *s == '-';
+	char *copy = strdup(s + (add || del)), *tok, *save = NULL;
+	unsigned set = 0;
+
+	if (!copy)
+		return -1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		for (i = 0; i < sizeof(field_names) / sizeof(field_names[0]); i++)
+			if (!strcmp(tok, field_names[i].name))
+				break;
+		if (i == sizeof(field_names) / sizeof(field_names[0])) {
+			fprintf(stderr, "vmpt script: unknown field '%s'\n", tok);
+			free(copy);
+			return -1;
+		}
+		set |= field_names[i].bit;
+	}
+	free(copy);
+	*fields = add ? *fields | set : del ? *fields & ~set : set;
+	return 0;
+}
+
+static const char *branch_flags(const struct vmpt_flow_item *b)
+{
+	switch (b->iclass) {
+	case VMPT_IC_JCC: return "jcc";
+	case VMPT_IC_JMP:
+	case VMPT_IC_JMP_IND: return "jmp";
+	case VMPT_IC_CALL:
+	case VMPT_IC_CALL_IND: return "call";
+	case VMPT_IC_RET: return "return";
+	case VMPT_IC_FAR_CALL: return "syscall";
+	case VMPT_IC_FAR_RET: return "sysret";
+	case VMPT_IC_FAR_JMP: return "jmp";
+	default: return "";
+	}
+}
+
+static void print_sym(struct out *o, const struct vmpt_section *sec, uint64_t ip)
+{
+	unsigned f = o->o->fields;
+	const struct vmpt_symbol *sym = sec ? vmpt_section_symbol(sec, ip) : NULL;
+
+	if (f & F_SYM) {
+		fprintf(o->f, " %s", sym ? sym->name : "[unknown]");
+		if ((f & F_SYMOFF) && sym)
+			fprintf(o->f, "+0x%" PRIx64, ip - sym->addr);
+	}
+	if (f & F_DSO)
+		fprintf(o->f, " (%s)", sec ? sec->name : "[unknown]");
+}
+
+/* The fields before the ip, as perf lays them out. */
+static void print_head(struct out *o, uint64_t time)
+{
+	const struct opts *op = o->o;
+	unsigned f = op->fields;
+
+	if (f & F_COMM)
+		fprintf(o->f, "%16s ", op->comm ? op->comm : ":-1");
+	if (f & (F_PID | F_TID)) {
+		if ((f & F_PID) && (f & F_TID))
+			fprintf(o->f, "%7d/%-7d ", op->pid, op->tid);
+		else
+			fprintf(o->f, "%7d ", f & F_PID ? op->pid : op->tid);
+	}
+	if (f & F_CPU)
+		fprintf(o->f, "[%03d] ", op->cpu);
+	if ((f & F_TIME) && !op->it.timeless)
+		fprintf(o->f, "%" PRIu64 ": ", time);
+}
+
+static void print_insn_text(struct out *o, const struct vmpt_flow_item *b,
+			    uint64_t ip, unsigned size)
+{
+	const struct vmpt_section *s = b->sec;
+	cs_insn *in = o->insn[b->mode];
+	const uint8_t *code;
+	size_t avail = size;
+	uint64_t at = ip;
+
+	if (!s || ip - s->vaddr >= s->size || s->size - (ip - s->vaddr) < size)
+		return;
+	code = s->data + (ip - s->vaddr);
+	if (cs_disasm_iter(o->cs[b->mode], &code, &avail, &at, in))
+		fprintf(o->f, " insn: %s %s", in->mnemonic, in->op_str);
+}
+
+static void sample_insn(struct out *o, const struct vmpt_flow_item *b,
+			uint64_t ip, unsigned size)
+{
+	unsigned f = o->o->fields;
+
+	print_head(o, b->time);
+	if (f & F_FLAGS)
+		fprintf(o->f, "%-15s ", ip == b->end_ip ? branch_flags(b) : "");
+	if (f & F_IP)
+		fprintf(o->f, "%16" PRIx64, ip);
+	print_sym(o, b->sec, ip);
+	if (f & F_INSN)
+		print_insn_text(o, b, ip, size);
+	fputc('\n', o->f);
+}
+
+static void sample_branch(struct out *o, const struct vmpt_flow_item *b,
+			  uint64_t from, uint64_t to, const char *flags)
+{
+	unsigned f = o->o->fields;
+
+	print_head(o, b->time);
+	if (f & F_FLAGS)
+		fprintf(o->f, "%-15s ", flags);
+	if (o->o->call_trace) {
+		fprintf(o->f, "%*s", 2 * (o->depth > 0 ? o->depth : 0), "");
+		print_sym(o, b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL, to);
+		fputc('\n', o->f);
+		return;
+	}
+	if (f & F_IP)
+		fprintf(o->f, "%16" PRIx64, from);
+	if (b->kind == VMPT_FLOW_BLOCK)
+		print_sym(o, b->sec, from);
+	if (f & F_ADDR)
+		fprintf(o->f, " => %16" PRIx64, to);
+	fputc('\n', o->f);
+}
+
+static void on_block(struct out *o, const struct vmpt_flow_item *b)
+{
+	const struct itrace *it = &o->o->it;
+
+	if (it->insns) {
+		uint64_t ip = b->ip;
+
+		for (uint32_t i = 0; i < b->ninsn; i++) {
+			int take;
+
+			if (it->period_time)
+				take = it->period == 0 || it->timeless || !b->time ||
+				       b->time - o->last_time >= it->period;
+			else
+				take = ++o->since >= (it->period ? it->period : 1);
+			if (take) {
+				o->since = 0;
+				o->last_time = b->time;
+				sample_insn(o, b, ip, b->isize[i]);
+			}
+			ip += b->isize[i];
+		}
+	}
+	if (!b->taken)
+		return;
+	int is_call = b->iclass == VMPT_IC_CALL || b->iclass == VMPT_IC_CALL_IND ||
+		      b->iclass == VMPT_IC_FAR_CALL;
+	int is_ret = b->iclass == VMPT_IC_RET || b->iclass == VMPT_IC_FAR_RET;
+
+	if (is_ret && o->depth > 0)
+		o->depth--;
+	if (it->branches || (it->calls && is_call) || (it->returns && is_ret))
+		sample_branch(o, b, b->end_ip, b->to, branch_flags(b));
+	if (is_call)
+		o->depth++;
+}
+
+static void on_event(struct out *o, const struct vmpt_flow_item *e)
+{
+	const struct itrace *it = &o->o->it;
+
+	switch (e->ev) {
+	case VMPT_EV_ERROR:
+		if (it->errors)
+			fprintf(o->f, " instruction trace error type 1 time %" PRIu64
+				" cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
+				" code %d: %s\n", e->time, o->o->cpu, o->o->pid,
+				o->o->tid, e->ip, e->offset, -e->err,
+				vmpt_strerror(e->err));
+		break;
+	case VMPT_EV_OVERFLOW:
+		if (it->errors)
+			fprintf(o->f, " instruction trace error type 1 time %" PRIu64
+				" cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
+				" code %d: %s\n", e->time, o->o->cpu, o->o->pid,
+				o->o->tid, e->ip, e->offset, VMPT_ERR_OVERFLOW,
+				vmpt_strerror(-VMPT_ERR_OVERFLOW));
+		break;
+	case VMPT_EV_ENABLED:
+		if (it->branches)
+			sample_branch(o, e, 0, e->ip, "tr strt");
+		break;
+	case VMPT_EV_DISABLED:
+	case VMPT_EV_ASYNC_DISABLED:
+		if (it->branches)
+			sample_branch(o, e, e->ip, 0, "tr end");
+		break;
+	case VMPT_EV_ASYNC_BRANCH:
+		if (it->branches)
+			sample_branch(o, e, e->ip, e->to, "hw int");
+		break;
+	default:
+		break;
+	}
+}
+
+static int out_init(struct out *o, const struct opts *op, FILE *f)
+{
+	static const cs_mode modes[3] = { CS_MODE_64, CS_MODE_32, CS_MODE_16 };
+
+	memset(o, 0, sizeof(*o));
+	o->f = f;
+	o->o = op;
+	for (int m = 0; m < 3; m++) {
+		if (cs_open(CS_ARCH_X86, modes[m], &o->cs[m]) != CS_ERR_OK)
+			return -1;
+		o->insn[m] = cs_malloc(o->cs[m]);
+	}
+	return 0;
+}
+
+static void out_fini(struct out *o)
+{
+	for (int m = 0; m < 3; m++) {
+		if (o->insn[m])
+			cs_free(o->insn[m], 1);
+		cs_close(&o->cs[m]);
+	}
+}
+
+struct segment {
+	struct vmpt_flow_config cfg;
+	uint64_t start;
+	const struct opts *op;
+	char *buf;
+	size_t len;
+	int ret;
+};
+
+static int decode(const struct vmpt_flow_config *cfg, uint64_t start,
+		  struct out *o)
+{
+	struct vmpt_flow *dec = vmpt_flow_new(cfg);
+	struct vmpt_flow_item it;
+	int ret;
+
+	if (!dec)
+		return -VMPT_ERR_NOMEM;
+	vmpt_flow_sync_at(dec, start);
+	while ((ret = vmpt_flow_next(dec, &it)) == 0) {
+		if (it.kind == VMPT_FLOW_BLOCK)
+			on_block(o, &it);
+		else
+			on_event(o, &it);
+	}
+	vmpt_flow_free(dec);
+	return ret == -VMPT_ERR_EOS ? 0 : ret;
+}
+
+static void *segment_thread(void *arg)
+{
+	struct segment *s = arg;
+	FILE *f = open_memstream(&s->buf, &s->len);
+	struct out o;
+
+	if (!f) {
+		s->ret = -VMPT_ERR_NOMEM;
+		return NULL;
+	}
+	out_init(&o, s->op, f);
+	s->ret = decode(&s->cfg, s->start, &o);
+	out_fini(&o);
+	fclose(f);
+	return NULL;
+}
+
+/* Decode one stream, split at PSBs into jobs pieces when jobs > 1; each
+ * piece ends where the next begins, output in trace order.
+ */
+static int run_stream(const struct vmpt_flow_config *base, const struct opts *op)
+{
+	uint64_t *psbs = NULL;
+	size_t n_psbs = 0;
+	int jobs = op->jobs, ret = 0;
+
+	if (jobs > 1 && vmpt_flow_psb_offsets(base->begin, base->end, &psbs, &n_psbs) < 0)
+		return -VMPT_ERR_NOMEM;
+	if (jobs <= 1 || n_psbs < 2) {
+		struct out o;
+
+		free(psbs);
+		out_init(&o, op, stdout);
+		ret = decode(base, 0, &o);
+		out_fini(&o);
+		return ret;
+	}
+	if ((size_t)jobs > n_psbs)
+		jobs = (int)n_psbs;
+	/* More pieces than threads balances uneven segments. */
+	size_t pieces = (size_t)jobs * 4 < n_psbs ? (size_t)jobs * 4 : n_psbs;
+	struct segment *segs = calloc(pieces, sizeof(*segs));
+	pthread_t *th = calloc((size_t)jobs, sizeof(*th));
+
+	if (!segs || !th) {
+		free(segs);
+		free(th);
+		free(psbs);
+		return -VMPT_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < pieces; i++) {
+		segs[i].cfg = *base;
+		segs[i].start = i ? psbs[i * n_psbs / pieces] : 0;
+		segs[i].cfg.stop_offset = i + 1 < pieces ?
+			psbs[(i + 1) * n_psbs / pieces] : 0;
+		segs[i].op = op;
+	}
+	for (size_t done = 0; done < pieces; done += (size_t)jobs) {
+		size_t n = pieces - done < (size_t)jobs ? pieces - done : (size_t)jobs;
+
+		for (size_t k = 0; k < n; k++)
+			pthread_create(&th[k], NULL, segment_thread, &segs[done + k]);
+		for (size_t k = 0; k < n; k++) {
+			pthread_join(th[k], NULL);
+			fwrite(segs[done + k].buf, 1, segs[done + k].len, stdout);
+			free(segs[done + k].buf);
+			if (segs[done + k].ret < 0 && !ret)
+				ret = segs[done + k].ret;
+		}
+	}
+	free(segs);
+	free(th);
+	free(psbs);
+	return ret;
+}
+
+/* "FILE@ADDR" / "FILE:ADDR": split off the address. */
+static int split_at(char *arg, uint64_t *addr)
+{
+	char *at = strrchr(arg, '@');
+	char *end;
+
+	if (!at)
+		return 0;
+	*at = '\0';
+	errno = 0;
+	*addr = strtoull(at + 1, &end, 0);
+	if (errno || *end || end == at + 1)
+		return -1;
+	return 1;
+}
+
+static int script_perf_data(const char *path, struct vmpt_flow_config *cfg,
+			    struct vmpt_image *img, struct opts *op)
+{
+	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	struct vmpt_perf_data pd;
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	int ret;
+
+	ret = vmpt_perf_open(&pd, path);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt script: %s\n", pd.errmsg);
+		vmpt_perf_close(&pd);
+		return 1;
+	}
+	if (pd.kcore_dir && vmpt_image_add_kcore_dir(img, pd.kcore_dir, &host) < 0)
+		fprintf(stderr, "vmpt script: %s: cannot load kcore_dir\n", pd.kcore_dir);
+	/* Sideband first: code images from the executable mappings. */
+	vmpt_perf_cursor_init(&pd, &cur);
+	while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
+		if (ev.type == PERF_RECORD_MMAP2 || ev.type == PERF_RECORD_MMAP) {
+			if (ev.type == PERF_RECORD_MMAP2 && !(ev.mmap.prot & 4))
+				continue;
+			if (ev.mmap.filename[0] != '/')
+				continue;
+			/* Missing binaries show up as errors at their IPs. */
+			vmpt_image_add_raw(img, ev.mmap.filename, ev.mmap.pgoff,
+					   ev.mmap.len, ev.mmap.start, &host);
+		} else if (ev.type == VMPT_PERF_RECORD_AUXTRACE_INFO) {
+			struct vmpt_perf_intel_pt_info info;
+
+			if (vmpt_perf_intel_pt_info(&ev, &info) == 0) {
+				cfg->tsc_ctc_ratio_n = (uint32_t)info.priv[VMPT_INTEL_PT_TSC_CTC_N];
+				cfg->tsc_ctc_ratio_d = (uint32_t)info.priv[VMPT_INTEL_PT_TSC_CTC_D];
+				cfg->max_nonturbo_ratio =
+					(uint32_t)info.priv[VMPT_INTEL_PT_MAX_NONTURBO_RATIO];
+			}
+		}
+	}
+	vmpt_perf_cursor_init(&pd, &cur);
+	while (ret >= 0 && (ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
+		if (ev.type != VMPT_PERF_RECORD_AUXTRACE)
+			continue;
+		cfg->begin = ev.auxtrace.data;
+		cfg->end = ev.auxtrace.data + ev.auxtrace.size;
+		op->cpu = (int)ev.auxtrace.cpu;
+		op->tid = (int)ev.auxtrace.tid;
+		ret = run_stream(cfg, op);
+		if (ret < 0)
+			fprintf(stderr, "vmpt script: %s\n", vmpt_strerror(ret));
+	}
+	if (ret < 0 && pd.errmsg[0])
+		fprintf(stderr, "vmpt script: %s\n", pd.errmsg);
+	vmpt_perf_close(&pd);
+	return ret < 0 ? 1 : 0;
+}
+
+static void script_usage(FILE *out)
+{
+	fprintf(out,
+		"usage: vmpt script [OPTIONS] [-i perf.data]\n"
+		"       vmpt script --pt TRACE [--elf FILE[@BASE]] [--raw FILE@ADDR]\n"
+		"                   [--pagecache PREFIX] [--kcore FILE] [OPTIONS]\n"
+		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
+		"                    e errors, Z timeless (periods: i100us, i0ns, i1000i)\n"
+		"  -F FIELDS         ip,addr,sym,symoff,dso,flags,insn,time,cpu,pid,tid,comm,ipc\n"
+		"                    (+FIELDS adds, -FIELDS removes)\n"
+		"  --call-trace      calls and returns, indented by depth\n"
+		"  --insn-trace      every instruction with its disassembly\n"
+		"  --filter A-B      the IP filter range the trace was recorded with\n"
+		"  --retcomp         return compression was on (default off)\n"
+		"  -j N              decode N pieces of the trace in parallel\n");
+}
+
+int cmd_script(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pt", required_argument, NULL, 'p' },
+		{ "elf", required_argument, NULL, 'E' },
+		{ "raw", required_argument, NULL, 'R' },
+		{ "pagecache", required_argument, NULL, 'P' },
+		{ "kcore", required_argument, NULL, 'K' },
+		{ "itrace", required_argument, NULL, 'I' },
+		{ "fields", required_argument, NULL, 'F' },
+		{ "call-trace", no_argument, NULL, 'C' },
+		{ "insn-trace", no_argument, NULL, 'T' },
+		{ "filter", required_argument, NULL, 'f' },
+		{ "retcomp", no_argument, NULL, 'r' },
+		{ "input", required_argument, NULL, 'i' },
+		{ "jobs", required_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct vmpt_asid any = vmpt_asid_any();
+	struct vmpt_flow_config cfg = { 0 };
+	struct opts op = { .cpu = -1, .pid = -1, .tid = -1, .jobs = 1 };
+	const char *pt = NULL, *input = NULL;
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_file trace = { 0 };
+	const char *fields = NULL;
+	int c, ret = 0, status = 1;
+
+	if (!img)
+		return 1;
+	parse_itrace("i100usbe", &op.it);
+	op.it.insns = 0;
+	op.it.branches = 1;
+	while ((c = getopt_long(argc, argv, "F:i:j:h", longopts, NULL)) != -1) {
+		uint64_t addr = VMPT_ELF_LINK_ADDR;
+		const char *what = optarg;
+
+		switch (c) {
+		case 'p': pt = optarg; break;
+		case 'i': input = optarg; break;
+		case 'E':
+			if (split_at(optarg, &addr) < 0)
+				goto bad_arg;
+			ret = vmpt_image_add_elf(img, optarg, addr, &any);
+			break;
+		case 'R':
+			if (split_at(optarg, &addr) <= 0)
+				goto bad_arg;
+			ret = vmpt_image_add_raw(img, optarg, 0, 0, addr, &any);
+			break;
+		case 'P': ret = vmpt_image_add_pagecache(img, optarg, &any); break;
+		case 'K': ret = vmpt_image_add_kcore(img, optarg, &any); break;
+		case 'I':
+			if (parse_itrace(optarg, &op.it) < 0)
+				goto bad_arg;
+			break;
+		case 'F': fields = optarg; break;
+		case 'C':
+			op.call_trace = 1;
+			op.it = (struct itrace){ .calls = 1, .returns = 1, .errors = 1 };
+			break;
+		case 'T':
+			op.it = (struct itrace){ .insns = 1, .period_time = 1, .errors = 1 };
+			op.fields |= F_INSN;
+			break;
+		case 'f': {
+			char *dash = strchr(optarg, '-');
+
+			if (!dash || cfg.n_filters == 4)
+				goto bad_arg;
+			cfg.filter_a[cfg.n_filters] = strtoull(optarg, NULL, 0);
+			cfg.filter_b[cfg.n_filters++] = strtoull(dash + 1, NULL, 0);
+			break;
+		}
+		case 'r': cfg.retcomp = 1; break;
+		case 'j':
+			op.jobs = atoi(optarg);
+			if (op.jobs < 1)
+				goto bad_arg;
+			break;
+		case 'h':
+			script_usage(stdout);
+			status = 0;
+			goto out;
+		default:
+			script_usage(stderr);
+			status = 2;
+			goto out;
+		}
+		if (ret < 0) {
+			fprintf(stderr, "vmpt script: %s: %s%s%s\n", what, vmpt_strerror(ret),
+				ret == -VMPT_ERR_IO ? ": " : "",
+				ret == -VMPT_ERR_IO ? strerror(errno) : "");
+			goto out;
+		}
+		continue;
+bad_arg:
+		fprintf(stderr, "vmpt script: bad argument '%s'\n", what);
+		status = 2;
+		goto out;
+	}
+	/* perf's defaults for Intel PT, less what raw mode cannot know. */
+	op.fields |= op.it.insns ? F_IP | F_SYM | F_SYMOFF | F_DSO :
+		     F_FLAGS | F_IP | F_SYM | F_SYMOFF | F_DSO | F_ADDR;
+	if (op.call_trace)
+		op.fields = F_SYM | F_DSO;
+	if (fields && parse_fields(fields, &op.fields) < 0) {
+		status = 2;
+		goto out;
+	}
+	cfg.image = img;
+	if (!pt) {
+		status = script_perf_data(input ? input : "perf.data", &cfg, img, &op);
+		goto out;
+	}
+	ret = vmpt_file_map(&trace, pt);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt script: %s: %s\n", pt,
+			ret == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(ret));
+		goto out;
+	}
+	cfg.begin = trace.data;
+	cfg.end = trace.data + trace.size;
+	ret = run_stream(&cfg, &op);
+	if (ret < 0)
+		fprintf(stderr, "vmpt script: %s: %s\n", pt, vmpt_strerror(ret));
+	status = ret < 0;
+	vmpt_file_unmap(&trace);
+out:
+	fflush(stdout);
+	vmpt_image_free(img);
+	return status;
+}
