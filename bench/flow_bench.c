@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/* Instruction-flow decoding speed: vmpt (1 thread and -j) against libipt's
+ * instruction and block decoders, on the same trace and page-cache image.
+ *
+ * usage: flow-bench TRACE PAGECACHE FILTER_A FILTER_B [REPEAT] [JOBS]
+ *
+ * REPEAT copies of the trace are laid end to end (each starts with a PSB)
+ * to make a big trace out of a small real one.
+ */
+#include "vmpt/error.h"
+#include "vmpt/file.h"
+#include "vmpt/flow.h"
+#include "vmpt/image.h"
+
+#include <intel-pt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+struct piece {
+	struct vmpt_flow_config cfg;
+	uint64_t start;
+	uint64_t insns;
+};
+
+static void *vmpt_piece(void *arg)
+{
+	struct piece *p = arg;
+	struct vmpt_flow *dec = vmpt_flow_new(&p->cfg);
+	struct vmpt_flow_item it;
+
+	if (!dec)
+		return NULL;
+	vmpt_flow_sync_at(dec, p->start);
+	while (vmpt_flow_next(dec, &it) == 0)
+		if (it.kind == VMPT_FLOW_BLOCK)
+			p->insns += it.ninsn;
+	vmpt_flow_free(dec);
+	return NULL;
+}
+
+static uint64_t run_vmpt(const struct vmpt_flow_config *base, int jobs)
+{
+	uint64_t *psbs, total = 0;
+	size_t n;
+	struct piece *ps;
+	pthread_t *th;
+
+	vmpt_flow_psb_offsets(base->begin, base->end, &psbs, &n);
+	if ((size_t)jobs > n)
+		jobs = n ? (int)n : 1;
+	ps = calloc((size_t)jobs, sizeof(*ps));
+	th = calloc((size_t)jobs, sizeof(*th));
+	for (int k = 0; k < jobs; k++) {
+		ps[k].cfg = *base;
+		ps[k].start = k ? psbs[(size_t)k * n / (size_t)jobs] : 0;
+		ps[k].cfg.stop_offset = k + 1 < jobs ? psbs[(size_t)(k + 1) * n / (size_t)jobs] : 0;
+		pthread_create(&th[k], NULL, vmpt_piece, &ps[k]);
+	}
+	for (int k = 0; k < jobs; k++) {
+		pthread_join(th[k], NULL);
+		total += ps[k].insns;
+	}
+	free(ps);
+	free(th);
+	free(psbs);
+	return total;
+}
+
+static int add_pagecache(struct pt_image *image, const char *prefix)
+{
+	char apath[4096], dpath[4096];
+	uint64_t addr, off = 0;
+	FILE *f;
+
+	snprintf(apath, sizeof(apath), "%s.addr", prefix);
+	snprintf(dpath, sizeof(dpath), "%s.dump", prefix);
+	f = fopen(apath, "rb");
+	if (!f)
+		return -1;
+	while (fread(&addr, sizeof(addr), 1, f) == 1) {
+		pt_image_add_file(image, dpath, off, 4096, NULL, addr);
+		off += 4096;
+	}
+	fclose(f);
+	return 0;
+}
+
+static void ipt_config(struct pt_config *c, const uint8_t *b, size_t size,
+		       uint64_t fa, uint64_t fb)
+{
+	pt_config_init(c);
+	c->begin = (uint8_t *)b;
+	c->end = (uint8_t *)b + size;
+	c->addr_filter.config.ctl.addr0_cfg = 1;
+	c->addr_filter.addr0_a = fa;
+	c->addr_filter.addr0_b = fb;
+}
+
+static uint64_t run_ipt_insn(const uint8_t *b, size_t size, const char *pc,
+			     uint64_t fa, uint64_t fb)
+{
+	struct pt_config c;
+	struct pt_insn_decoder *d;
+	uint64_t n = 0;
+
+	ipt_config(&c, b, size, fa, fb);
+	d = pt_insn_alloc_decoder(&c);
+	add_pagecache(pt_insn_get_image(d), pc);
+	for (;;) {
+		int st = pt_insn_sync_forward(d);
+
+		if (st < 0) {
+			if (st == -pte_eos)
+				break;
+			continue;
+		}
+		for (;;) {
+			struct pt_insn insn;
+
+			while (st & pts_event_pending) {
+				struct pt_event ev;
+
+				st = pt_insn_event(d, &ev, sizeof(ev));
+				if (st < 0)
+					break;
+			}
+			if (st < 0 || (st & pts_eos))
+				break;
+			st = pt_insn_next(d, &insn, sizeof(insn));
+			if (insn.iclass != ptic_error)
+				n++;
+			if (st < 0)
+				break;
+		}
+		if (st == -pte_eos)
+			break;
+	}
+	pt_insn_free_decoder(d);
+	return n;
+}
+
+static uint64_t run_ipt_block(const uint8_t *b, size_t size, const char *pc,
+			      uint64_t fa, uint64_t fb)
+{
+	struct pt_config c;
+	struct pt_block_decoder *d;
+	uint64_t n = 0;
+
+	ipt_config(&c, b, size, fa, fb);
+	d = pt_blk_alloc_decoder(&c);
+	add_pagecache(pt_blk_get_image(d), pc);
+	for (;;) {
+		int st = pt_blk_sync_forward(d);
+
+		if (st < 0) {
+			if (st == -pte_eos)
+				break;
+			continue;
+		}
+		for (;;) {
+			struct pt_block blk;
+
+			while (st & pts_event_pending) {
+				struct pt_event ev;
+
+				st = pt_blk_event(d, &ev, sizeof(ev));
+				if (st < 0)
+					break;
+			}
+			if (st < 0 || (st & pts_eos))
+				break;
+			st = pt_blk_next(d, &blk, sizeof(blk));
+			n += blk.ninsn;
+			if (st < 0)
+				break;
+		}
+		if (st == -pte_eos)
+			break;
+	}
+	pt_blk_free_decoder(d);
+	return n;
+}
+
+int main(int argc, char **argv)
+{
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_asid any = vmpt_asid_any();
+	struct vmpt_image *img;
+	struct vmpt_file f;
+	uint64_t fa, fb, n;
+	size_t repeat, size;
+	uint8_t *buf;
+	int jobs;
+	double t, mb, t_v1, t_vj, t_ii, t_ib;
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: %s TRACE PAGECACHE FILTER_A FILTER_B [REPEAT] [JOBS]\n",
+			argv[0]);
+		return 2;
+	}
+	fa = strtoull(argv[3], NULL, 0);
+	fb = strtoull(argv[4], NULL, 0);
+	repeat = argc > 5 ? strtoull(argv[5], NULL, 0) : 1;
+	jobs = argc > 6 ? atoi(argv[6]) : 2;
+	if (vmpt_file_map(&f, argv[1]) < 0) {
+		fprintf(stderr, "%s: cannot read\n", argv[1]);
+		return 1;
+	}
+	size = f.size * repeat;
+	buf = malloc(size);
+	for (size_t i = 0; i < repeat; i++)
+		memcpy(buf + i * f.size, f.data, f.size);
+	mb = (double)size / 1e6;
+	img = vmpt_image_new();
+	if (vmpt_image_add_pagecache(img, argv[2], &any) < 0) {
+		fprintf(stderr, "%s: cannot load the page cache\n", argv[2]);
+		return 1;
+	}
+	cfg.begin = buf;
+	cfg.end = buf + size;
+	cfg.image = img;
+	cfg.filter_a[0] = fa;
+	cfg.filter_b[0] = fb;
+	cfg.n_filters = 1;
+
+	t = now();
+	n = run_vmpt(&cfg, 1);
+	t_v1 = now() - t;
+	printf("%-22s %12" PRIu64 " insns %8.3f s %9.1f MB/s\n", "vmpt 1 thread", n, t_v1, mb / t_v1);
+	t = now();
+	n = run_vmpt(&cfg, jobs);
+	t_vj = now() - t;
+	printf("vmpt -j %-14d %12" PRIu64 " insns %8.3f s %9.1f MB/s\n", jobs, n, t_vj, mb / t_vj);
+	t = now();
+	n = run_ipt_block(buf, size, argv[2], fa, fb);
+	t_ib = now() - t;
+	printf("%-22s %12" PRIu64 " insns %8.3f s %9.1f MB/s\n", "libipt block", n, t_ib, mb / t_ib);
+	t = now();
+	n = run_ipt_insn(buf, size, argv[2], fa, fb);
+	t_ii = now() - t;
+	printf("%-22s %12" PRIu64 " insns %8.3f s %9.1f MB/s\n", "libipt insn", n, t_ii, mb / t_ii);
+	printf("trace %.1f MB; vmpt is %.1fx libipt block, %.1fx libipt insn (1 thread); "
+	       "-j %d speedup %.2fx\n", mb, t_ib / t_v1, t_ii / t_v1, jobs, t_v1 / t_vj);
+	vmpt_image_free(img);
+	free(buf);
+	vmpt_file_unmap(&f);
+	return 0;
+}
