@@ -205,15 +205,15 @@ const char *synth_flags_name(unsigned flags);
 struct synth_vcpu {
 	uint64_t vmcs;		/* VMCS base (4 KiB aligned) */
 	int64_t tsc_offset;
+	int64_t initial_offset;
 	uint64_t tsc_mult;	/* 48.16 fixed point */
 	uint64_t guest_ip;	/* where the guest resumes */
 	uint64_t guest_cr3;
 	int launched;
 	/* a mid-trace TSC offset change (KVM writes the VMCS field) */
 	uint64_t change_at_insn;
+	uint64_t changed_at_insn;	/* where it happened (truth) */
 	int64_t new_offset;
-	uint64_t *stack;	/* the guest's return addresses */
-	size_t sp, stack_cap;
 };
 
 struct synth_walk_config {

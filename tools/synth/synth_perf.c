@@ -217,8 +217,11 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 	ev.aux.aux_size = pt->len;
 	sid(&ev, pp, t_end + 1000, ID_PT);
 	if ((ret = vmpt_perf_write_record(pw, &ev)) ||
-	    (ret = vmpt_perf_write_auxtrace(pw, pt->buf, pt->len, 0, pp->tsc0,
-					    0, pp->pid, UINT32_MAX)) ||
+	    /* The reference is the TSC when perf read the buffer: after
+	     * its last packet (perf's VM time correlation relies on it). */
+	    (ret = vmpt_perf_write_auxtrace(pw, pt->buf, pt->len, 0,
+					    pt->tsc + 1, 0, pp->pid,
+					    UINT32_MAX)) ||
 	    (ret = vmpt_perf_write_finished_round(pw)))
 		goto out;
 out:

@@ -38,6 +38,7 @@ struct cpu {
 	uint64_t ip;
 	enum ctx ctx;
 	struct stack ustack, kstack;
+	struct stack gstack[SYNTH_MAX_VCPUS];	/* each vCPU's guest */
 	unsigned vcpu;
 	uint64_t entries_on_vcpu;
 	uint64_t next_irq, guest_exit_at;
@@ -82,35 +83,13 @@ static struct synth_vcpu *cur_vcpu(struct cpu *c)
 	return &c->cfg->vcpus[c->vcpu];
 }
 
-static struct stack *arch_stack(struct cpu *c, struct stack *tmp)
+static struct stack *arch_stack(struct cpu *c)
 {
-	struct synth_vcpu *v;
-
 	switch (c->ctx) {
-	case CTX_USER:
-		return &c->ustack;
-	case CTX_KERNEL:
-		return &c->kstack;
-	case CTX_GUEST:
-	default:
-		v = cur_vcpu(c);
-		tmp->v = v->stack;
-		tmp->n = v->sp;
-		tmp->cap = v->stack_cap;
-		return tmp;
+	case CTX_USER: return &c->ustack;
+	case CTX_KERNEL: return &c->kstack;
+	case CTX_GUEST: default: return &c->gstack[c->vcpu];
 	}
-}
-
-static void sync_guest_stack(struct cpu *c, const struct stack *tmp)
-{
-	struct synth_vcpu *v;
-
-	if (c->ctx != CTX_GUEST)
-		return;
-	v = cur_vcpu(c);
-	v->stack = tmp->v;
-	v->sp = tmp->n;
-	v->stack_cap = tmp->cap;
 }
 
 static struct synth_image *cur_image(struct cpu *c)
@@ -313,7 +292,7 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 /* Execute one instruction (c->ip is traced and mapped). */
 static void step(struct cpu *c, const struct synth_insn *in)
 {
-	struct stack tmp, *s = arch_stack(c, &tmp);
+	struct stack *s = arch_stack(c);
 	uint64_t next = in->ip + in->size, to;
 	int taken;
 
@@ -403,7 +382,6 @@ static void step(struct cpu *c, const struct synth_insn *in)
 	default:
 		break;
 	}
-	sync_guest_stack(c, s);
 }
 
 /* Instructions the model cannot execute end up here: an asynchronous event
@@ -494,10 +472,8 @@ static void teardown(struct cpu *c)
 	synth_insn_cache_free(c->cache_kernel);
 	free(c->ustack.v);
 	free(c->kstack.v);
-	for (unsigned i = 0; i < c->cfg->n_vcpus; i++) {
-		free(c->cfg->vcpus[i].stack);
-		c->cfg->vcpus[i].stack = NULL;
-	}
+	for (unsigned i = 0; i < SYNTH_MAX_VCPUS; i++)
+		free(c->gstack[i].v);
 }
 
 static void timed_events(struct cpu *c)
@@ -509,6 +485,7 @@ static void timed_events(struct cpu *c)
 
 		if (v->change_at_insn && c->st->insns >= v->change_at_insn) {
 			v->tsc_offset = v->new_offset;
+			v->changed_at_insn = c->st->insns;
 			v->change_at_insn = 0;
 			if (i == c->vcpu)
 				c->pt->tsc_offset = v->tsc_offset;

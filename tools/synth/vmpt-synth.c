@@ -151,6 +151,7 @@ static int setup_vcpus(struct synth_walk_config *w, const struct opts *o)
 		}
 		v->vmcs = 0x1c0000ull + 0x3000ull * i;
 		v->tsc_offset = last;
+		v->initial_offset = last;
 		v->tsc_mult = (uint64_t)(o->tsc_scale * (double)(1ull << 48));
 		v->guest_cr3 = 0x7000000ull + 0x10000ull * i;
 	}
@@ -225,22 +226,27 @@ static int write_images(const char *prefix, const struct synth_walk_config *w)
 	return fclose(f);
 }
 
-static int write_tsc(const char *prefix, const struct synth_walk_config *w,
-		     const struct opts *o)
+static int write_tsc(const char *prefix, const struct synth_walk_config *w)
 {
 	FILE *f = open_out(prefix, ".tsc");
 
 	if (!f)
 		return -1;
-	/* VMCS TSC-OFFSET: the truth perf inject --vm-time-correlation
-	 * should find (as perf prints it: the offset as a u64). */
+	/* VMCS OFFSET [INSN NEW-OFFSET]: the VMCS as perf prints it (the VMCS
+	 * packet payload, base >> 12) and the offset as a u64, the way perf
+	 * inject --vm-time-correlation=dry-run reports it; a mid-trace change
+	 * adds where (in instructions) and the new offset.
+	 */
 	for (unsigned i = 0; i < w->n_vcpus; i++) {
 		const struct synth_vcpu *v = &w->vcpus[i];
-		int64_t first = v->change_at_insn ? v->tsc_offset : v->tsc_offset;
 
-		fprintf(f, "0x%" PRIx64 " 0x%" PRIx64 "\n", v->vmcs, (uint64_t)first);
+		fprintf(f, "0x%" PRIx64 " 0x%" PRIx64, v->vmcs >> 12,
+			(uint64_t)v->initial_offset);
+		if (v->changed_at_insn)
+			fprintf(f, " %" PRIu64 " 0x%" PRIx64, v->changed_at_insn,
+				(uint64_t)v->new_offset);
+		fputc('\n', f);
 	}
-	(void)o;
 	return fclose(f);
 }
 
@@ -389,7 +395,7 @@ int main(int argc, char **argv)
 	}
 	corrupt(&pt, o.corrupt);
 	ret = write_raw(o.out, &pt) || write_images(o.out, &w) ||
-	      (o.vm && write_tsc(o.out, &w, &o));
+	      (o.vm && write_tsc(o.out, &w));
 	if (!ret && !o.no_perf) {
 		struct synth_perf_params pp = {
 			.pid = (uint32_t)o.pid, .tsc0 = o.tsc0, .vm = o.vm,

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/* A small guest kernel image for the VM scenario: real compiled code
+ * (loops, calls, returns, indirect calls through an ops table, a switch)
+ * at a kernel address, with the instructions that exit to the host:
+ * CPUID, HLT, port I/O, RDMSR/WRMSR.  vmpt-synth runs it in VMX non-root
+ * operation; it is never executed natively.
+ */
+#include <stdint.h>
+
+struct task {
+	uint64_t vruntime;
+	uint32_t prio;
+	struct task *next;
+};
+
+struct sched_ops {
+	void (*enqueue)(struct task *t);
+	struct task *(*pick)(void);
+	void (*tick)(struct task *t);
+};
+
+static struct task tasks[8];
+static struct task *runqueue;
+static volatile uint64_t jiffies;
+static volatile uint32_t shared_counter;
+
+static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b)
+{
+	uint32_t c = 0, d;
+
+	__asm__ volatile("cpuid" : "+a"(leaf), "=b"(*b), "+c"(c), "=d"(d));
+	*a = leaf;
+}
+
+static inline void outb(uint16_t port, uint8_t v)
+{
+	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+static inline void hlt(void)
+{
+	__asm__ volatile("hlt");
+}
+
+__attribute__((noinline)) void fair_enqueue(struct task *t)
+{
+	struct task **p = &runqueue;
+
+	while (*p && (*p)->vruntime <= t->vruntime)
+		p = &(*p)->next;
+	t->next = *p;
+	*p = t;
+}
+
+__attribute__((noinline)) struct task *fair_pick(void)
+{
+	struct task *t = runqueue;
+
+	if (t)
+		runqueue = t->next;
+	return t;
+}
+
+__attribute__((noinline)) void fair_tick(struct task *t)
+{
+	t->vruntime += 1024 / (t->prio + 1);
+	if (t->vruntime & 0x100)
+		shared_counter++;
+}
+
+__attribute__((noinline)) void rt_enqueue(struct task *t)
+{
+	t->next = runqueue;
+	runqueue = t;
+}
+
+__attribute__((noinline)) void rt_tick(struct task *t)
+{
+	if (t->prio)
+		t->prio--;
+}
+
+static const struct sched_ops fair_ops = { fair_enqueue, fair_pick, fair_tick };
+static const struct sched_ops rt_ops = { rt_enqueue, fair_pick, rt_tick };
+
+__attribute__((noinline)) uint64_t checksum(const uint8_t *p, uint32_t n)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		sum += p[i];
+		if (sum & 0x8000)
+			sum ^= 0x1021;
+	}
+	return sum;
+}
+
+__attribute__((noinline)) void timer_interrupt(void)
+{
+	jiffies++;
+	if ((jiffies & 7) == 0)
+		outb(0x20, 0x20);	/* EOI to the PIC: an I/O exit */
+}
+
+__attribute__((noinline)) uint32_t cpu_features(void)
+{
+	uint32_t a, b;
+
+	cpuid(1, &a, &b);
+	return a ^ b;
+}
+
+__attribute__((noinline)) void schedule(const struct sched_ops *ops)
+{
+	struct task *t = ops->pick();
+
+	if (!t)
+		return;
+	ops->tick(t);
+	ops->enqueue(t);
+}
+
+__attribute__((noinline)) int handle_syscall(int nr, uint64_t arg)
+{
+	switch (nr) {
+	case 0: return (int)checksum((const uint8_t *)tasks, (uint32_t)(arg & 63));
+	case 1: return (int)cpu_features();
+	case 2: return (int)(rdmsr(0x10) >> 3);
+	case 3: timer_interrupt(); return 0;
+	case 4: hlt(); return 0;
+	default: return -38;
+	}
+}
+
+void start_kernel(void)
+{
+	for (unsigned i = 0; i < 8; i++) {
+		tasks[i].prio = i;
+		fair_enqueue(&tasks[i]);
+	}
+	for (;;) {
+		const struct sched_ops *ops = (jiffies & 3) ? &fair_ops : &rt_ops;
+
+		schedule(ops);
+		handle_syscall((int)(jiffies % 7), jiffies);
+		timer_interrupt();
+	}
+}
