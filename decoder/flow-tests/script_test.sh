@@ -1,0 +1,40 @@
+#!/bin/sh
+# vmpt script on the real KVM-PT recordings: instruction counts equal to
+# libipt's (flow_vs_libipt checks the addresses), -j output identical to one
+# thread, branch and error lines shaped like perf script's.
+set -eu
+T="$SHARED/realtraces/kvm-pt"
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+"$VMPT" script --pt "$T/Unzip/trace" --pagecache "$T/Unzip/data" \
+	--filter 0x400000-0x427000 --itrace=i0ns -F ip > "$out/ip"
+[ "$(wc -l < "$out/ip")" -eq 149576 ] || fail "Unzip: $(wc -l < "$out/ip") instructions, libipt has 149576"
+[ "$(head -n 2 "$out/ip")" = "          41ac60
+          41ac62" ] || fail "Unzip: first instructions: $(head -n 2 "$out/ip")"
+
+for j in 2 3; do
+	"$VMPT" script -j $j --pt "$T/avscript_32/failed_trace_12709_1" \
+		--pagecache "$T/avscript_32/page_cache" --itrace=i0ns -F ip > "$out/ipj"
+	"$VMPT" script --pt "$T/avscript_32/failed_trace_12709_1" \
+		--pagecache "$T/avscript_32/page_cache" --itrace=i0ns -F ip > "$out/ip1"
+	cmp -s "$out/ip1" "$out/ipj" || fail "avscript_32: -j $j differs from one thread"
+done
+[ "$(wc -l < "$out/ip1")" -eq 1114194 ] || fail "avscript_32: $(wc -l < "$out/ip1") instructions"
+
+"$VMPT" script --pt "$T/Unzip/trace" --elf "$T/Unzip/data" --itrace=b \
+	-F flags,ip,addr > "$out/b"
+[ "$(sed -n 2p "$out/b")" = "call                      41ac8e =>           4019c8" ] ||
+	fail "Unzip branches: '$(sed -n 2p "$out/b")'"
+
+# Code missing from the image: error lines with offset and ip, as perf's.
+"$VMPT" script --pt "$T/dyn_test/sample_raw_0" --pagecache "$T/dyn_test/page_cache" \
+	--itrace=e > "$out/e"
+[ "$(head -n 1 "$out/e")" = " instruction trace error type 1 time 0 cpu -1 pid -1 tid -1 ip 0x7ffff7fcf000 offset 0x1ac8 code 14: no code mapped at this address" ] ||
+	fail "dyn_test errors: '$(head -n 1 "$out/e")'"
+[ "$(wc -l < "$out/e")" -eq 14 ] || fail "dyn_test: $(wc -l < "$out/e") errors, expected 14"
+
+"$VMPT" script --pt /nonexistent 2> "$out/err" && fail "missing trace accepted"
+grep -q "/nonexistent: No such file or directory" "$out/err" || fail "missing trace: $(cat "$out/err")"
+echo ok
