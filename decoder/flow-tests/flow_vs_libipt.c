@@ -28,9 +28,9 @@
 struct vmpt_run {
 	uint64_t *ips;
 	size_t n, cap;
-	uint64_t *err_off;
-	int *err_code;
-	size_t n_errs;
+	uint64_t *err_off;	/* error events: offset and code */
+	uint64_t *err_code;
+	size_t n_errs, cap_errs;
 };
 
 static int push(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
@@ -56,7 +56,6 @@ static int run_vmpt(const struct vmpt_file *trace, const char *pagecache,
 	struct vmpt_asid any = vmpt_asid_any();
 	struct vmpt_flow_item it;
 	struct vmpt_flow *dec;
-	size_t ecap = 0;
 	int ret;
 
 	if (!img)
@@ -88,13 +87,12 @@ static int run_vmpt(const struct vmpt_file *trace, const char *pagecache,
 				ip += it.isize[i];
 			}
 		} else if (it.ev == VMPT_EV_ERROR) {
-			size_t n = out->n_errs, c = ecap;
+			size_t n = out->n_errs, cap = out->cap_errs;
 
-			if (push(&out->err_off, &n, &ecap, it.offset) < 0)
+			if (push(&out->err_off, &n, &cap, it.offset) < 0 ||
+			    push(&out->err_code, &out->n_errs, &out->cap_errs,
+				 (uint64_t)-it.err) < 0)
 				return -VMPT_ERR_NOMEM;
-			out->err_code = realloc(out->err_code, ecap * sizeof(int));
-			(void)c;
-			out->err_code[out->n_errs++] = it.err;
 		}
 	}
 	vmpt_flow_free(dec);
@@ -117,6 +115,7 @@ int main(int argc, char **argv)
 	struct vmpt_file trace;
 	struct ref_trace ref;
 	struct vmpt_run got = { 0 };
+	uint8_t *copy = NULL;
 	uint64_t fa, fb, *psbs;
 	size_t n_psbs, pos = 0, extra = 0, run_start = 0, e = 0;
 	int ret, fail = 0;
@@ -135,13 +134,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc == 6) {
-		uint8_t *copy = malloc(trace.size + 1);
-
+		copy = malloc(trace.size + 1);
 		if (!copy)
 			return 1;
 		memcpy(copy, trace.data, trace.size);
 		copy[trace.size] = (uint8_t)strtoul(argv[5], NULL, 0);
-		trace.data = copy;	/* leaked: the process ends soon */
+		vmpt_file_unmap(&trace);
+		trace.data = copy;
 		trace.size++;
 	}
 	ret = ipt_ref_decode(trace.data, trace.size, argv[2], fa, fb, 1, &ref);
@@ -211,7 +210,7 @@ int main(int argc, char **argv)
 				break;
 		if (k == ref.n_errs) {
 			printf("vmpt error libipt does not report: offset %#" PRIx64 " %s\n",
-			       got.err_off[e], vmpt_strerror(got.err_code[e]));
+			       got.err_off[e], vmpt_strerror(-(int)got.err_code[e]));
 			fail = 1;
 		}
 	}
@@ -221,7 +220,12 @@ int main(int argc, char **argv)
 	       fail ? "FAIL" : "ok");
 	free(psbs);
 	ipt_ref_free(&ref);
-	if (argc == 5)
+	if (copy)
+		free(copy);
+	else
 		vmpt_file_unmap(&trace);
+	free(got.ips);
+	free(got.err_off);
+	free(got.err_code);
 	return fail;
 }
