@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+# A hostile vmpt-agent for the tests: deployed like the real one, it says
+# the right version and then misbehaves as the file "mode" beside it says.
+# "version" beside it holds the version to claim; "sideband" the perf.data
+# it sends for `record`.
+import os
+import struct
+import sys
+
+here = os.path.dirname(os.path.abspath(sys.argv[0]))
+
+
+def read(name):
+    with open(os.path.join(here, name), 'rb') as f:
+        return f.read()
+
+
+def frame(kind, name, data=b'', size=None, err=0):
+    name = name.encode()
+    size = len(data) if size is None else size
+    return struct.pack('<IIIIQ', kind, len(name), err, 0, size) + name + data
+
+
+out = sys.stdout.buffer
+cmd = sys.argv[1] if len(sys.argv) > 1 else ''
+mode = read('mode').decode().strip()
+if cmd == '--version':
+    out.write(b'vmpt-agent ' + read('version').strip() + b'\n')
+    sys.exit(0)
+if cmd == 'record':
+    if mode == 'fail':
+        sys.stderr.write('boom: the guest kernel said no\n')
+        sys.exit(3)
+    out.write(b'VMPT-AGENT READY\n')
+    out.flush()
+    sys.stdin.buffer.read()
+    if mode == 'garbage':
+        out.write(b'\x7fELF this is not a reply stream' * 10)
+    else:
+        out.write(b'VMPTPAK1' + frame(1, '[perf.data]', read('sideband')) + frame(3, ''))
+    sys.exit(0)
+if cmd == 'pack':
+    names = [n for n in sys.stdin.buffer.read().decode().split('\n') if n]
+    reply = b'VMPTPAK1'
+    for i, name in enumerate(names):
+        if mode == 'rename' and i == 0:
+            # Answer with a path that climbs out of the sysroot.
+            reply += frame(1, '/../../../../../../tmp/vmpt-pwned', b'pwned')
+        elif mode == 'oversize' and i == 0:
+            reply += frame(1, name, b'x' * 64, size=1 << 40)
+            break
+        else:
+            reply += frame(1, name, b'guest copy of ' + name.encode())
+    out.write(reply + frame(3, ''))
+    sys.exit(0)
+sys.exit(2)

@@ -1,0 +1,184 @@
+#!/bin/bash
+# The whole `vmpt guest` path through a real sshd on loopback, with this
+# machine as the guest: host key checks, key refusal, agent deployment,
+# guest sideband of a real command, the binaries it maps, the compact
+# kcore, and a hostile agent that must not get anything written outside
+# the recording's sysroot.
+set -euo pipefail
+: "${VMPT:?}" "${BUILDDIR:?}" "${SRCDIR:?}"
+AGENT=$BUILDDIR/guest-agent/vmpt-agent
+CRAFT=$BUILDDIR/guest-agent/tests/craft-sideband
+if [ "$(id -u)" != 0 ]; then
+	echo "SKIP: needs root (cpu-wide perf events, /proc/kcore, root login)"
+	exit 77
+fi
+for p in /usr/sbin/sshd /usr/lib/openssh/sftp-server ssh-keygen perf python3; do
+	command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps.sh)"; exit 77; }
+done
+
+W=$(mktemp -d /tmp/vmpt-guest-test.XXXXXX)
+# shellcheck source=sshd_fixture.sh
+. "$SRCDIR/guest-agent/tests/sshd_fixture.sh"
+cleanup() { sshd_stop; rm -rf "$W"; }
+trap cleanup EXIT
+sshd_start "$W"
+URL=ssh://root@127.0.0.1:$SSHD_PORT
+CONN=(-i "$W/client_key" --known-hosts "$W/known_hosts" --timeout 30)
+fails=0
+
+# expect_fail TEXT CMD...: CMD fails and its stderr holds TEXT.
+expect_fail() {
+	local text=$1
+	shift
+	if "$@" > "$W/out" 2> "$W/err"; then
+		echo "FAIL: '$*' succeeded; expected: $text"
+		fails=$((fails + 1))
+	elif ! grep -qF -- "$text" "$W/err"; then
+		echo "FAIL: '$*': expected '$text' in:"
+		cat "$W/err"
+		fails=$((fails + 1))
+	else
+		echo "ok: $(grep -F -- "$text" "$W/err" | head -1)"
+	fi
+}
+
+check() {	# check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then
+		echo "ok: $what"
+	else
+		echo "FAIL: $what"
+		fails=$((fails + 1))
+	fi
+}
+
+# --- Host keys and authentication ---
+: > "$W/empty_known_hosts"
+expect_fail "host key of 127.0.0.1 port $SSHD_PORT (SHA256:" \
+	"$VMPT" guest check "$URL" -i "$W/client_key" --known-hosts "$W/empty_known_hosts"
+expect_fail "is not in $W/empty_known_hosts: check the fingerprint, then trust it with --accept-new-host-key" \
+	"$VMPT" guest check "$URL" -i "$W/client_key" --known-hosts "$W/empty_known_hosts"
+expect_fail "host key of 127.0.0.1 port $SSHD_PORT has CHANGED" \
+	"$VMPT" guest check "$URL" -i "$W/client_key" --known-hosts "$W/wrong_known_hosts"
+check "a changed key is not replaced" \
+	grep -qF "$(cut -d' ' -f2 "$W/impostor_key.pub")" "$W/wrong_known_hosts"
+expect_fail "root@127.0.0.1 port $SSHD_PORT refused key authentication (tried $W/other_key)" \
+	"$VMPT" guest check "$URL" -i "$W/other_key" --known-hosts "$W/known_hosts"
+expect_fail "cannot read the private key $W/nokey" \
+	"$VMPT" guest check "$URL" -i "$W/nokey" --known-hosts "$W/known_hosts"
+
+# --accept-new-host-key trusts and remembers an unknown key.
+: > "$W/new_known_hosts"
+set +e
+"$VMPT" guest check "$URL" -i "$W/client_key" --known-hosts "$W/new_known_hosts" \
+	--accept-new-host-key --remote-dir "$W/remote" --agent "$AGENT" > "$W/check.out" 2> "$W/check.err"
+rc=$?
+set -e
+check "check ran (exit 0 ready / 1 not ready, got $rc)" test "$rc" -le 1
+check "the new host key was added" grep -q . "$W/new_known_hosts"
+check "check reports perf_event_paranoid" \
+	grep -qx "perf_event_paranoid: $(cat /proc/sys/kernel/perf_event_paranoid)" "$W/check.out"
+check "check reports the clocksource" grep -qx \
+	"clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)" "$W/check.out"
+check "check reports the BPF JIT" \
+	grep -qx "bpf_jit_enable: $(cat /proc/sys/net/core/bpf_jit_enable)" "$W/check.out"
+check "the agent was deployed" grep -q "vmpt: deploying $AGENT to 127.0.0.1:$W/remote/vmpt-agent" "$W/check.err"
+check "deployed agent is ours" cmp -s "$AGENT" "$W/remote/vmpt-agent"
+"$VMPT" guest check "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" > /dev/null 2> "$W/check2.err" || true
+check "same version: not deployed again" bash -c "! grep -q deploying '$W/check2.err'"
+
+# --- Collect guest sideband of a real command ---
+mkdir -p "$W/bin"
+cp /bin/true "$W/bin/vmpt-probe"
+"$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
+	-o "$W/rec" -- "$W/bin/vmpt-probe" > "$W/collect.out" 2> "$W/collect.err" ||
+	{ echo "FAIL: collect"; cat "$W/collect.err"; exit 1; }
+G=$W/rec/guest
+perf script -i "$G/perf.data" --show-mmap-events --show-task-events > "$W/script.out" 2> "$W/script.err"
+check "perf script: the command's exec" grep -q "PERF_RECORD_COMM exec: vmpt-probe:" "$W/script.out"
+check "perf script: its mmap2" grep -qE "PERF_RECORD_MMAP2 .* r-xp $W/bin/vmpt-probe\$" "$W/script.out"
+check "perf script: its exit" grep -q "vmpt-probe .*PERF_RECORD_EXIT" "$W/script.out"
+PD_LIST=$BUILDDIR/perfdata/tests/pd-list
+if [ -x "$PD_LIST" ]; then
+	"$PD_LIST" "$G/perf.data" > "$W/pd.out"
+	check "vmpt's reader: as many MMAP2 records as perf" test \
+		"$(grep -c 'PERF_RECORD_MMAP2' "$W/pd.out")" = "$(grep -c 'PERF_RECORD_MMAP2' "$W/script.out")"
+	check "vmpt's reader: TIME_CONV" grep -q "PERF_RECORD_TIME_CONV" "$W/pd.out"
+fi
+check "the command's binary is in the sysroot" cmp -s "$W/bin/vmpt-probe" "$G/root$W/bin/vmpt-probe"
+libc=$(grep -oE 'r-xp (/usr)?/lib/x86_64-linux-gnu/libc\.so\.6$' "$W/script.out" | head -1 | cut -d' ' -f2)
+check "libc ($libc) is in the sysroot" cmp -s "$libc" "$G/root$libc"
+check "the vdso is an ELF image" test "$(head -c4 "$G/vdso" | od -An -c | tr -d ' ')" = '177ELF'
+check "collect summary" grep -qE "^guest: [0-9]+ files \([0-9]+ bytes\) in $W/rec/guest, [0-9]+ missing, 0 rejected$" "$W/collect.out"
+
+# A different agent binary in the guest is replaced.
+printf x >> "$W/remote/vmpt-agent"
+"$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
+	-o "$W/rec2" --no-binaries -d 0.2 > /dev/null 2> "$W/redeploy.err" || cat "$W/redeploy.err"
+check "a changed agent is deployed again" grep -q "vmpt: deploying" "$W/redeploy.err"
+check "guest sideband for a duration" test -s "$W/rec2/guest/perf.data"
+
+# --- The compact kcore (this machine's kernel may have no /proc/kcore:
+# then the error must say so; the guest-vm suite checks a real one) ---
+if [ ! -e /proc/kcore ]; then
+	expect_fail "the guest gave no [kcore]: No such file or directory: vmpt-agent: kcore: opening /proc/kcore: No such file or directory" \
+		"$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
+		-o "$W/rec3" --kcore --no-binaries -d 0.1
+else
+	"$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
+		-o "$W/rec3" --kcore --no-binaries -d 0.1 > /dev/null 2> "$W/kcore.err" ||
+		{ echo "FAIL: collect --kcore"; cat "$W/kcore.err"; fails=$((fails + 1)); }
+	K=$W/rec3/guest/kcore_dir
+	check "kallsyms and modules fetched" cmp -s /proc/modules "$K/modules"
+	check "kcore holds the kernel text as /proc/kcore has it" \
+		python3 "$SRCDIR/guest-agent/tests/check_kcore.py" "$K" /proc/kcore
+fi
+
+# --- A failing agent: its stderr is in the error ---
+H=$W/remote-hostile
+mkdir -p "$H"
+"$AGENT" --version | cut -d' ' -f2 > "$H/version"
+HOSTILE=(--remote-dir "$H" --agent "$SRCDIR/guest-agent/tests/hostile-agent.py")
+echo fail > "$H/mode"
+expect_fail "vmpt-agent record in the guest failed (exit 3): boom: the guest kernel said no" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h0" -d 0.1
+
+# --- A hostile agent ---
+echo garbage > "$H/mode"
+expect_fail "vmpt-agent record: agent reply offset 0: not a vmpt-agent reply (bad magic)" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h1" -d 0.1
+mkdir -p "$W/outside"
+"$CRAFT" "$H/sideband" "/../../../../..$W/outside/escape" "/usr/lib/../../../..$W/outside/up" \
+	"/lib/evil.so" "/bin/ok" "relative/path" "[vdso]"
+echo rename > "$H/mode"
+expect_fail "vmpt-agent pack: agent reply offset 8: frame names another file than /lib/evil.so" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h2" -d 0.1
+check "traversal names were rejected" grep -qF \
+	"vmpt: guest path rejected: '/../../../../..$W/outside/escape': '.' or '..' component" "$W/err"
+check "nothing outside the sysroot" test -z "$(ls -A "$W/outside")"
+check "no /tmp/vmpt-pwned" test ! -e /tmp/vmpt-pwned
+# A symlink planted in the sysroot is not followed.
+mkdir -p "$W/h3/guest/root"
+ln -s "$W/outside" "$W/h3/guest/root/lib"
+echo honest > "$H/mode"
+expect_fail "/lib/evil.so: cannot create root/lib/evil.so: Not a directory" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h3" -d 0.1
+check "nothing through the symlink" test -z "$(ls -A "$W/outside")"
+echo oversize > "$H/mode"
+expect_fail "vmpt-agent pack: agent reply offset 8: /lib/evil.so is 1099511627776 bytes, over the limit of 1048576" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h4" -d 0.1 \
+	--max-file-size 1048576
+check "no partial file" test ! -e "$W/h4/guest/root/lib/evil.so"
+echo honest > "$H/mode"
+"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h5" -d 0.1 > "$W/h5.out" 2> "$W/h5.err"
+check "honest reply: only the sanitized names land" test \
+	"$(cd "$W/h5/guest" && find . -type f | sort | tr '\n' ' ')" = \
+	"./perf.data ./root/bin/ok ./root/lib/evil.so ./vdso "
+check "honest reply: 2 rejected" grep -q "3 files .* 0 missing, 2 rejected" "$W/h5.out"
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails checks failed"
+	exit 1
+fi
+echo "all guest collect checks passed"
