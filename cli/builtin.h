@@ -6,7 +6,6 @@
  * builtin-*.c.  argv[0] is the subcommand name.  Returns the exit status.
  */
 int cmd_dump(int argc, char **argv);
-int cmd_guest(int argc, char **argv);
 int cmd_script(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
 int cmd_record(int argc, char **argv);

@@ -12,7 +12,6 @@ struct command {
 
 static const struct command commands[] = {
 	{ "dump", cmd_dump, "list the Intel PT packets of a raw trace or perf.data" },
-	{ "guest", cmd_guest, "collect guest sideband, kcore and binaries over SSH" },
 	{ "script", cmd_script, "the instruction flow of a trace, like perf script" },
 	{ "guest", cmd_guest, "collect guest sideband, kcore and binaries over SSH" },
 	{ "record", cmd_record, "record Intel PT of a VM's vCPU threads into perf.data" },
