@@ -6,21 +6,79 @@
 #include "vmpt/dump.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
+#include "vmpt/perf_data.h"
 
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* Every AUXTRACE buffer of a perf.data (file, pipe mode or perf's
+ * directory form), each after a header line, offsets in the file.
+ */
+static int dump_perf_data(const char *path, const struct vmpt_dump_opts *opts,
+			  struct vmpt_dump_stats *stats)
+{
+	struct vmpt_perf_data pd;
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	int ret;
+
+	ret = vmpt_perf_open(&pd, path);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt dump: %s\n", pd.errmsg);
+		vmpt_perf_close(&pd);
+		return 1;
+	}
+	vmpt_perf_cursor_init(&pd, &cur);
+	while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
+		if (ev.type != VMPT_PERF_RECORD_AUXTRACE)
+			continue;
+		if (!opts->quiet &&
+		    printf("[auxtrace: cpu %d, tid %d, offset %016llx, size %#llx]\n",
+			   (int)ev.auxtrace.cpu, (int)ev.auxtrace.tid,
+			   (unsigned long long)ev.auxtrace.data_offset,
+			   (unsigned long long)ev.auxtrace.size) < 0)
+			break;
+		if (vmpt_dump_stream(stdout, ev.auxtrace.data, ev.auxtrace.size,
+				     ev.auxtrace.data_offset, opts, stats) < 0)
+			break;
+	}
+	if (ret < 0) {
+		fflush(stdout);
+		fprintf(stderr, "vmpt dump: %s\n", pd.errmsg);
+	}
+	vmpt_perf_close(&pd);
+	return ret < 0 ? 1 : 0;
+}
 
 static void dump_usage(FILE *out)
 {
 	fprintf(out,
 		"usage: vmpt dump [OPTIONS] FILE\n"
-		"FILE is a raw Intel PT stream or a perf.data with intel_pt.\n"
+		"FILE is a raw Intel PT stream or a perf.data with intel_pt\n"
+		"(a file, pipe-mode output or perf's directory form).\n"
 		"  --no-pad     leave PAD packets out\n"
 		"  --lastip     show the last-IP register on every line\n"
 		"  --no-sync    start at offset 0 instead of the first PSB\n"
 		"  --stats      print 'NAME COUNT' per packet type and 'errors COUNT'\n");
+}
+
+static int dump_perf_data_and_stats(const char *path,
+				    const struct vmpt_dump_opts *opts,
+				    int stats_only)
+{
+	struct vmpt_dump_stats stats = { 0 };
+	int ret = dump_perf_data(path, opts, &stats);
+
+	if (stats_only && vmpt_dump_print_stats(stdout, &stats) < 0)
+		ret = 1;
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, "vmpt dump: writing output: %s\n", strerror(errno));
+		return 1;
+	}
+	return ret;
 }
 
 int cmd_dump(int argc, char **argv)
@@ -55,11 +113,18 @@ int cmd_dump(int argc, char **argv)
 	}
 	opts.quiet = stats_only;
 
+	struct stat st;
+	if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode))
+		return dump_perf_data_and_stats(argv[optind], &opts, stats_only);
 	err = vmpt_file_map(&file, argv[optind]);
 	if (err < 0) {
 		fprintf(stderr, "vmpt dump: %s: %s\n", argv[optind],
 			err == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(err));
 		return 1;
+	}
+	if (vmpt_perf_is_perf_data(file.data, file.size)) {
+		vmpt_file_unmap(&file);
+		return dump_perf_data_and_stats(argv[optind], &opts, stats_only);
 	}
 	err = vmpt_dump_stream(stdout, file.data, file.size, 0, &opts, &stats);
 	if (!err && stats_only)

@@ -175,9 +175,6 @@ static int read_file_header(struct vmpt_perf_data *pd)
 				"data offset %#llx outside the file (%llu bytes)",
 				(unsigned long long)pd->data_offset,
 				(unsigned long long)fsize);
-	/* perf record killed before it wrote the header back: size 0. */
-	if (!pd->data_size)
-		pd->data_size = fsize - pd->data_offset;
 	if (pd->data_size > fsize - pd->data_offset)
 		return pd_error(pd, 48, VMPT_ERR_FORMAT,
 				"data section (offset %#llx, size %llu) beyond end of file (%llu bytes)",

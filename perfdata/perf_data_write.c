@@ -204,6 +204,43 @@ int vmpt_perf_writer_set_env(struct vmpt_perf_writer *w,
 	return 0;
 }
 
+int pd_write_header(struct vmpt_perf_writer *w, uint64_t data_size,
+		    const uint64_t *features)
+{
+	uint8_t hdr[PERF_FILE_HEADER_SIZE] = { 0 };
+	uint64_t magic = PERF_MAGIC2, hsize = PERF_FILE_HEADER_SIZE;
+	uint64_t attr_size = sizeof(struct perf_event_attr) + 16;
+	uint64_t attrs_size = w->nr_attrs * attr_size;
+	uint64_t attrs_off = w->data_offset - attrs_size;
+	const uint8_t *p = hdr;
+	size_t left = sizeof(hdr);
+	off_t off = 0;
+
+	memcpy(hdr, &magic, 8);
+	memcpy(hdr + 8, &hsize, 8);
+	memcpy(hdr + 16, &attr_size, 8);
+	memcpy(hdr + 24, &attrs_off, 8);
+	memcpy(hdr + 32, &attrs_size, 8);
+	memcpy(hdr + 40, &w->data_offset, 8);
+	memcpy(hdr + 48, &data_size, 8);
+	/* event_types (56..71) stays zero, as perf leaves it. */
+	if (features)
+		memcpy(hdr + 72, features, VMPT_PERF_FEAT_BITS / 8);
+	while (left) {
+		ssize_t n = pwrite(w->fd, p, left, off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -VMPT_ERR_IO;
+		}
+		p += n;
+		off += n;
+		left -= (size_t)n;
+	}
+	return 0;
+}
+
 /* header placeholder | ids | attrs: perf_session__write_header's layout. */
 int pw_start(struct vmpt_perf_writer *w)
 {
@@ -227,7 +264,11 @@ int pw_start(struct vmpt_perf_writer *w)
 		id_offset += sec[1];
 	}
 	w->data_offset = w->pos;
-	return 0;
+	/* A provisional header (data size 0, as perf record leaves it until
+	 * the end) so that a recording cut short is still recognizable. */
+	if ((err = pw_flush(w)) < 0)
+		return err;
+	return pd_write_header(w, 0, NULL);
 }
 
 int vmpt_perf_write_event(struct vmpt_perf_writer *w, const void *record)

@@ -35,6 +35,9 @@ struct vmpt_perf_writer {
 int pw_flush(struct vmpt_perf_writer *w);
 int pw_write(struct vmpt_perf_writer *w, const void *buf, size_t size);
 int pw_zero(struct vmpt_perf_writer *w, size_t size);
+/* (Re)write the file header in place. */
+int pd_write_header(struct vmpt_perf_writer *w, uint64_t data_size,
+		    const uint64_t *features);
 /* Write header placeholder, ids and attrs before the first record. */
 int pw_start(struct vmpt_perf_writer *w);
 

@@ -346,7 +346,6 @@ static int write_features_and_header(struct vmpt_perf_writer *w)
 	uint64_t features[VMPT_PERF_FEAT_BITS / 64] = { 0 };
 	uint64_t table[2 * (sizeof(feats) / sizeof(feats[0]))];
 	uint64_t data_size = w->pos - w->data_offset, feat_offset = w->pos;
-	uint8_t hdr[PERF_FILE_HEADER_SIZE] = { 0 };
 	unsigned nr = 0;
 	int err = 0;
 
@@ -383,22 +382,7 @@ static int write_features_and_header(struct vmpt_perf_writer *w)
 		return err;
 	if ((err = pwrite_all(w->fd, table, nr * 16u, feat_offset)) < 0)
 		return err;
-
-	uint64_t magic = PERF_MAGIC2, hsize = PERF_FILE_HEADER_SIZE;
-	uint64_t attr_size = sizeof(struct perf_event_attr) + 16;
-	uint64_t attrs_off = w->data_offset - w->nr_attrs * attr_size;
-	uint64_t attrs_size = w->nr_attrs * attr_size;
-
-	memcpy(hdr, &magic, 8);
-	memcpy(hdr + 8, &hsize, 8);
-	memcpy(hdr + 16, &attr_size, 8);
-	memcpy(hdr + 24, &attrs_off, 8);
-	memcpy(hdr + 32, &attrs_size, 8);
-	memcpy(hdr + 40, &w->data_offset, 8);
-	memcpy(hdr + 48, &data_size, 8);
-	/* event_types (56..71) stays zero, as perf leaves it. */
-	memcpy(hdr + 72, features, sizeof(features));
-	return pwrite_all(w->fd, hdr, sizeof(hdr), 0);
+	return pd_write_header(w, data_size, features);
 }
 
 static void free_writer(struct vmpt_perf_writer *w)

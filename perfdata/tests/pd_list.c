@@ -112,8 +112,8 @@ static int list_info(struct vmpt_perf_data *pd)
 	for (size_t i = 0; i < pd->nr_attrs; i++) {
 		const struct vmpt_perf_attr *a = &pd->attrs[i];
 
-		printf("attr %zu: name %s type %u size %u config %#llx sample_type %#llx ids",
-		       i, a->name ? a->name : "-", a->attr.type, a->file_attr_size,
+		printf("event %s type %u size %u config %#llx sample_type %#llx ids",
+		       a->name ? a->name : "-", a->attr.type, a->file_attr_size,
 		       (unsigned long long)a->attr.config,
 		       (unsigned long long)a->attr.sample_type);
 		for (size_t j = 0; j < a->nr_ids; j++)
@@ -137,7 +137,7 @@ static int list_info(struct vmpt_perf_data *pd)
 	for (size_t i = 0; i < pd->env.nr_build_ids; i++) {
 		const struct vmpt_perf_build_id *b = &pd->env.build_ids[i];
 
-		printf("build id ");
+		printf("buildid ");
 		for (unsigned j = 0; j < b->size; j++)
 			printf("%02x", b->id[j]);
 		printf(" %s\n", b->filename);
