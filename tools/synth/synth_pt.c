@@ -194,6 +194,7 @@ void synth_pt_pip(struct synth_pt *pt, uint64_t cr3, int nr)
 {
 	struct vmpt_packet p = { .type = VMPT_PKT_PIP };
 
+	put_tnt(pt);	/* branches before the event come first */
 	pt->cr3 = cr3;
 	pt->nr = nr;
 	p.pip.cr3 = cr3;
@@ -206,6 +207,7 @@ void synth_pt_mode_exec(struct synth_pt *pt)
 	struct vmpt_packet p = { .type = VMPT_PKT_MODE_EXEC };
 
 	p.exec.csl = 1;		/* the walk runs 64-bit code only */
+	put_tnt(pt);
 	put_timed(pt, &p);
 }
 
@@ -213,6 +215,7 @@ void synth_pt_vmcs(struct synth_pt *pt, uint64_t vmcs)
 {
 	struct vmpt_packet p = { .type = VMPT_PKT_VMCS };
 
+	put_tnt(pt);
 	pt->vmcs = vmcs;
 	p.vmcs = vmcs;
 	put_timed(pt, &p);

@@ -27,7 +27,7 @@ const char *synth_flags_name(unsigned f)
 	if ((f & SF_TRACE_BEGIN) && (f & SF_SYSCALLRET))
 		return "tr strt sysret";
 	if ((f & SF_TRACE_END) && (f & SF_SYSCALLRET))
-		return "tr end  syscall";
+		return (f & SF_CALL) ? "tr end  syscall" : "tr end  sysret";
 	if ((f & SF_TRACE_END) && (f & SF_ASYNC))
 		return "tr end  async";
 	if (f & SF_TRACE_BEGIN)

@@ -247,7 +247,6 @@ static void kernel_to_user_and_back(struct cpu *c)
 	c->kstack.n = 0;
 	untraced_time(c, 5000);
 	c->ip = synth_image_symbol(c->cfg->kernel, "entry_SYSCALL_64");
-	synth_pt_pip(c->pt, c->cfg->kernel_cr3, 0);
 	enable(c, 0);
 }
 
