@@ -4,7 +4,7 @@ BUILD := build
 CHECK := build-check
 MESON_TEST := meson test --print-errorlogs --num-processes 2
 
-.PHONY: all deps build demo check clean
+.PHONY: all deps build demo check bench clean
 
 all: build
 
@@ -28,6 +28,10 @@ check: deps
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		$(MESON_TEST) -C $(CHECK) || status=$$?; \
 	tools/test-summary.sh $(CHECK); exit $$status
+
+# Packet-layer throughput, vmpt vs libipt (bench/README.md); not in check.
+bench: deps
+	@bench/run.sh
 
 clean:
 	rm -rf $(BUILD) $(CHECK)

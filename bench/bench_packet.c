@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Packet-layer throughput: vmpt's packet decoder against libipt's on the
- * same generated stream, in the same process, best of N runs each.
+ * same stream, in the same process, best of N runs each.
  *
- *   bench-packet [MB [RUNS]]      (defaults: 128 MB, 5 runs)
+ *   bench-packet [MB [RUNS [TRACE...]]]      (defaults: 128 MB, 5 runs)
  *
- * The stream is generated here with a mix like a real branch trace: mostly
- * TNT-8, TIPs with compressed IPs, PADs, MTC/CYC timing, the odd TSC and
- * TNT-64, and a PSB+ every 4 KiB (as IA32_RTIT_CTL.PSBFreq=0 gives).
+ * Without TRACEs the stream is generated with a mix like a real branch
+ * trace: mostly TNT-8, TIPs with compressed IPs, PADs, MTC/CYC timing, the
+ * odd TSC and TNT-64, and a PSB+ every 4 KiB (as IA32_RTIT_CTL.PSBFreq=0
+ * gives).  With TRACEs (raw PT files that start at a PSB) the stream is
+ * those files one after the other, repeated up to MB.
  */
 #include "vmpt/error.h"
 #include "vmpt/packet.h"
@@ -137,6 +139,28 @@ static void generate(struct gen *g)
 		*g->pos++ = 0;	/* PAD to the end */
 }
 
+static void replay(struct gen *g, char **files, int nfiles)
+{
+	while (g->pos < g->end) {
+		for (int i = 0; i < nfiles && g->pos < g->end; i++) {
+			FILE *f = fopen(files[i], "rb");
+			size_t n;
+
+			if (!f) {
+				perror(files[i]);
+				exit(1);
+			}
+			n = fread(g->pos, 1, (size_t)(g->end - g->pos), f);
+			fclose(f);
+			if (n == 0) {
+				fprintf(stderr, "bench-packet: %s: empty\n", files[i]);
+				exit(1);
+			}
+			g->pos += n;
+		}
+	}
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -249,7 +273,10 @@ int main(int argc, char **argv)
 	}
 	g.end = g.buf + size;
 	vmpt_last_ip_init(&g.lip);
-	generate(&g);
+	if (argc > 3)
+		replay(&g, argv + 3, argc - 3);
+	else
+		generate(&g);
 
 	/* Interleave the runs so both decoders see the same machine state. */
 	for (int i = 0; i < runs; i++) {
@@ -266,7 +293,7 @@ int main(int argc, char **argv)
 		if (t2 - t1 < best_i)
 			best_i = t2 - t1;
 	}
-	if (tv.packets != ti.packets || tv.sum != ti.sum || tv.errors || ti.errors) {
+	if (tv.packets != ti.packets || tv.sum != ti.sum || tv.errors != ti.errors) {
 		fprintf(stderr, "bench-packet: decoders disagree: vmpt %" PRIu64
 			" packets %" PRIu64 " errors, libipt %" PRIu64 " packets %"
 			PRIu64 " errors\n", tv.packets, tv.errors, ti.packets,
@@ -275,8 +302,10 @@ int main(int argc, char **argv)
 	}
 	mbs_v = (double)size / (1 << 20) / best_v;
 	mbs_i = (double)size / (1 << 20) / best_i;
-	printf("stream: %zu MB, %" PRIu64 " packets (%.2f bytes/packet), best of %d\n",
-	       mb, tv.packets, (double)size / (double)tv.packets, runs);
+	printf("stream: %s, %zu MB, %" PRIu64 " packets (%.2f bytes/packet), "
+	       "%" PRIu64 " errors, best of %d\n", argc > 3 ? "replayed traces" :
+	       "generated", mb, tv.packets, (double)size / (double)tv.packets,
+	       tv.errors, runs);
 	printf("vmpt:   %8.1f MB/s  %6.1f Mpackets/s\n", mbs_v,
 	       (double)tv.packets / best_v / 1e6);
 	printf("libipt: %8.1f MB/s  %6.1f Mpackets/s\n", mbs_i,
