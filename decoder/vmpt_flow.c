@@ -629,7 +629,8 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 		if (ret < 0)
 			return ret;
 		dec->walked = 0;
-		return emit_event(dec, VMPT_EV_DISABLED, dec->pkt_ip,
+		return emit_event(dec, VMPT_EV_DISABLED,
+				  dec->pkt_ip_valid ? dec->pkt_ip : 0,
 				  dec->pkt_ip_valid, 0);
 	}
 	switch (b->iclass) {
@@ -719,7 +720,10 @@ static int walk(struct vmpt_flow *dec, enum want want)
 	it = emit_block(dec, b, b->ninsn);
 	if (!it)
 		return -VMPT_ERR_NOMEM;
-	return leave_block(dec, b, it, want);
+	ret = leave_block(dec, b, it, want);
+	if (ret < 0)
+		dec->ip = b->end_ip;	/* the error is at the branch */
+	return ret;
 }
 
 static int enable_at(struct vmpt_flow *dec, uint64_t ip)

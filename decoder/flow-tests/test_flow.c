@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/* The flow decoder on hand-made traces over a small program: exact block
+ * and event lists for each trace rule (TNT, TIP, return compression, FUP
+ * async branches, TIP.PGD binding, OVF, MODE.Exec, PTW, TSC, errors with
+ * resync).
+ */
+#include "vmpt/error.h"
+#include "vmpt/flow.h"
+#include "vmpt/image.h"
+#include "vmpt/packet.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+/*
+ * 0x1000: 48 31 c0        xor rax, rax
+ * 0x1003: e8 08 00 00 00  call 0x1010
+ * 0x1008: 74 02           je 0x100c
+ * 0x100a: ff e0           jmp rax
+ * 0x100c: 0f 05           syscall
+ * 0x100e: 90              nop
+ * 0x100f: 90              nop
+ * 0x1010: 90              nop
+ * 0x1011: c3              ret
+ * 0x2000: 66 b8 01 00 00 00 c3: mov ax,1; add [eax],al; ret (32/64-bit)
+ *                               mov eax,1; ret            (16-bit)
+ */
+static const uint8_t prog[] = {
+	0x48, 0x31, 0xc0, 0xe8, 0x08, 0x00, 0x00, 0x00, 0x74, 0x02, 0xff, 0xe0,
+	0x0f, 0x05, 0x90, 0x90, 0x90, 0xc3,
+};
+static const uint8_t modes[] = { 0x66, 0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3 };
+
+struct trace {
+	uint8_t buf[512];
+	size_t len;
+};
+
+static void put(struct trace *t, struct vmpt_packet p)
+{
+	int n = vmpt_pkt_encode(t->buf + t->len, sizeof(t->buf) - t->len, &p);
+
+	assert_true(n > 0);
+	t->len += (size_t)n;
+}
+
+static struct vmpt_packet psb(void) { return (struct vmpt_packet){ .type = VMPT_PKT_PSB }; }
+static struct vmpt_packet psbend(void) { return (struct vmpt_packet){ .type = VMPT_PKT_PSBEND }; }
+static struct vmpt_packet ovf(void) { return (struct vmpt_packet){ .type = VMPT_PKT_OVF }; }
+
+static struct vmpt_packet ippkt(unsigned type, uint64_t ip)
+{
+	struct vmpt_packet p = { .type = (uint8_t)type };
+
+	p.ip.ip = ip;
+	p.ip.ipc = ip ? VMPT_IPC_FULL : VMPT_IPC_SUPPRESSED;
+	return p;
+}
+
+static struct vmpt_packet tnt(uint64_t bits, uint8_t count)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_TNT8 };
+
+	p.tnt.bits = bits;
+	p.tnt.count = count;
+	return p;
+}
+
+static struct vmpt_packet mode(uint8_t csl, uint8_t csd)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_MODE_EXEC };
+
+	p.exec.csl = csl;
+	p.exec.csd = csd;
+	return p;
+}
+
+/* Start: PSB, MODE.Exec 64-bit, FUP at ip, PSBEND. */
+static void start(struct trace *t, uint64_t ip)
+{
+	put(t, psb());
+	put(t, mode(1, 0));
+	put(t, ippkt(VMPT_PKT_FUP, ip));
+	put(t, psbend());
+}
+
+/* Decode t into a text line per item ("b 1000 2 taken 1010", "e enabled 1000"). */
+static void decode(const struct trace *t, int retcomp, char *out, size_t cap)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_flow_item it;
+	struct vmpt_flow *dec;
+	size_t len = 0;
+
+	assert_int_equal(vmpt_image_add_buffer(img, prog, sizeof(prog), 0x1000, "prog", &any), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, modes, sizeof(modes), 0x2000, "modes", &any), 0);
+	cfg.begin = t->buf;
+	cfg.end = t->buf + t->len;
+	cfg.image = img;
+	cfg.retcomp = retcomp;
+	dec = vmpt_flow_new(&cfg);
+	assert_non_null(dec);
+	out[0] = '\0';
+	while (vmpt_flow_next(dec, &it) == 0) {
+		int n;
+
+		if (it.kind == VMPT_FLOW_BLOCK)
+			n = snprintf(out + len, cap - len, "b %lx %u%s %lx m%u t%lu\n",
+				     (unsigned long)it.ip, it.ninsn,
+				     it.taken ? " taken" : "", (unsigned long)it.to,
+				     it.mode, (unsigned long)it.time);
+		else if (it.ev == VMPT_EV_ERROR)
+			n = snprintf(out + len, cap - len, "e error %lx @%lx %s\n",
+				     (unsigned long)it.ip, (unsigned long)it.offset,
+				     vmpt_strerror(it.err));
+		else
+			n = snprintf(out + len, cap - len, "e %s %lx %lx %lx\n",
+				     vmpt_event_name(it.ev), (unsigned long)it.ip,
+				     (unsigned long)it.to, (unsigned long)it.payload);
+		assert_true(n > 0 && (size_t)n < cap - len);
+		len += (size_t)n;
+	}
+	vmpt_flow_free(dec);
+	vmpt_image_free(img);
+}
+
+static void test_retcomp(void **state)
+{
+	struct trace t = { 0 };
+	char out[2048];
+
+	(void)state;
+	start(&t, 0x1000);
+	put(&t, tnt(0x3, 2));		/* ret compressed, je taken */
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));	/* syscall leaves */
+	decode(&t, 1, out, sizeof(out));
+	assert_string_equal(out,
+		"e enabled 1000 0 0\n"
+		"b 1000 2 taken 1010 m0 t0\n"
+		"b 1010 2 taken 1008 m0 t0\n"
+		"b 1008 1 taken 100c m0 t0\n"
+		"b 100c 1 100e m0 t0\n"
+		"e disabled 0 0 0\n");
+	/* The same bit without return compression is a mismatch. */
+	decode(&t, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e enabled 1000 0 0\n"
+		"b 1000 2 taken 1010 m0 t0\n"
+		"b 1010 2 1012 m0 t0\n"
+		"e error 1011 @1d trace does not match the code\n");
+}
+
+static void test_tip_async_ptw_tsc(void **state)
+{
+	struct trace t = { 0 };
+	struct vmpt_packet p = { .type = VMPT_PKT_PTW };
+	struct vmpt_packet tsc = { .type = VMPT_PKT_TSC };
+	char out[2048];
+
+	(void)state;
+	put(&t, psb());
+	tsc.tsc = 1000;
+	put(&t, tsc);
+	put(&t, mode(1, 0));
+	put(&t, ippkt(VMPT_PKT_FUP, 0x1000));
+	put(&t, psbend());
+	put(&t, ippkt(VMPT_PKT_TIP, 0x1008));	/* ret */
+	put(&t, tnt(0x0, 1));			/* je not taken */
+	tsc.tsc = 2000;
+	put(&t, tsc);
+	put(&t, ippkt(VMPT_PKT_TIP, 0x100e));	/* jmp rax */
+	p.ptw.payload = 0x42;
+	p.ptw.ip = 1;
+	put(&t, p);
+	put(&t, ippkt(VMPT_PKT_FUP, 0x100f));	/* PTW bound to 0x100f */
+	put(&t, ippkt(VMPT_PKT_FUP, 0x1010));	/* interrupt before 0x1010 */
+	put(&t, ippkt(VMPT_PKT_TIP, 0x1011));
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x1008));	/* ret leaves */
+	decode(&t, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e enabled 1000 0 0\n"
+		"b 1000 2 taken 1010 m0 t1000\n"
+		"b 1010 2 taken 1008 m0 t1000\n"
+		"b 1008 1 100a m0 t1000\n"
+		"b 100a 1 taken 100e m0 t2000\n"
+		"b 100e 1 100f m0 t2000\n"
+		"e ptwrite 100f 0 42\n"
+		"b 100f 1 1010 m0 t2000\n"
+		"e async-branch 1010 1011 0\n"
+		"b 1011 1 taken 1008 m0 t2000\n"
+		"e disabled 1008 0 0\n");
+}
+
+static void test_overflow_and_resync(void **state)
+{
+	struct trace t = { 0 };
+	char out[2048];
+
+	(void)state;
+	start(&t, 0x1000);
+	put(&t, ippkt(VMPT_PKT_TIP, 0x1008));	/* ret */
+	put(&t, ovf());
+	put(&t, ippkt(VMPT_PKT_FUP, 0x1010));	/* resume here */
+	put(&t, tnt(0x1, 1));			/* a TNT bit for the ret: wrong */
+	start(&t, 0x100e);			/* resync */
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x2000));
+	decode(&t, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e enabled 1000 0 0\n"
+		"b 1000 2 taken 1010 m0 t0\n"
+		"b 1010 2 taken 1008 m0 t0\n"
+		"e overflow 1008 0 0\n"
+		"e enabled 1010 0 0\n"
+		"b 1010 2 1012 m0 t0\n"
+		"e error 1011 @31 trace does not match the code\n"
+		"e enabled 100e 0 0\n"
+		"b 100e 4 taken 2000 m0 t0\n"
+		"e disabled 2000 0 0\n");
+}
+
+static void test_exec_modes(void **state)
+{
+	struct trace t = { 0 };
+	char out[2048];
+
+	(void)state;
+	put(&t, psb());
+	put(&t, mode(0, 1));	/* 32-bit */
+	put(&t, ippkt(VMPT_PKT_FUP, 0x2000));
+	put(&t, psbend());
+	put(&t, mode(0, 0));	/* 16-bit from the ret's target on */
+	put(&t, ippkt(VMPT_PKT_TIP, 0x2000));
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x2000));
+	decode(&t, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e exec-mode 0 0 1\n"
+		"e enabled 2000 0 0\n"
+		"b 2000 3 taken 2000 m1 t0\n"
+		"e exec-mode 2000 0 2\n"
+		"b 2000 2 taken 2000 m2 t0\n"
+		"e disabled 2000 0 0\n");
+}
+
+static void test_no_image(void **state)
+{
+	struct trace t = { 0 };
+	char out[2048];
+
+	(void)state;
+	start(&t, 0x5000);
+	put(&t, tnt(0x1, 1));
+	decode(&t, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e enabled 5000 0 0\n"
+		"e error 5000 @1d no code mapped at this address\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_retcomp),
+		cmocka_unit_test(test_tip_async_ptw_tsc),
+		cmocka_unit_test(test_overflow_and_resync),
+		cmocka_unit_test(test_exec_modes),
+		cmocka_unit_test(test_no_image),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
