@@ -622,7 +622,7 @@ int vmpt_perf_write_id_index(struct vmpt_perf_writer *w,
 			put64(r, entries[i].tid);
 		}
 		for (size_t i = start; guest && i < start + n; i++) {
-			put64(r, (uint64_t)entries[i].machine_pid);
+			put64(r, entries[i].machine_pid < 0 ? 0 : (uint64_t)entries[i].machine_pid);
 			put64(r, (uint64_t)entries[i].vcpu);
 		}
 		err = pw_emit(w, r, VMPT_PERF_RECORD_ID_INDEX, 0);

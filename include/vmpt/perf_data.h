@@ -131,7 +131,8 @@ struct vmpt_perf_attr {
 
 /* One entry of ID_INDEX: where a kernel event id was opened.  Guest
  * machine pid and vcpu are set when the record has them (perf >= 5.19),
- * else -1.
+ * else -1.  machine_pid 0 is the host (perf's convention).  perf refuses
+ * an ID_INDEX naming an id that no attr has.
  */
 struct vmpt_perf_id_entry {
 	uint64_t id, idx, cpu, tid;
@@ -363,7 +364,8 @@ int vmpt_perf_write_time_conv(struct vmpt_perf_writer *w,
 			      const struct vmpt_perf_time_conv *tc);
 
 /* Append an ID_INDEX record of the entries given (with guest fields when
- * any entry has machine_pid/vcpu >= 0).
+ * any entry has machine_pid/vcpu >= 0; then machine_pid -1 is written as
+ * 0, the host).
  */
 int vmpt_perf_write_id_index(struct vmpt_perf_writer *w,
 			     const struct vmpt_perf_id_entry *entries, size_t nr);

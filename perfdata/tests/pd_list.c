@@ -87,6 +87,19 @@ static void print_details(const struct vmpt_perf_event *ev)
 	case VMPT_PERF_RECORD_AUXTRACE_INFO:
 		printf(" type: %u", ev->auxtrace_info.type);
 		break;
+	case VMPT_PERF_RECORD_ID_INDEX:
+		printf(" nr: %" PRIu64, ev->id_index.nr);
+		for (uint64_t i = 0; i < ev->id_index.nr; i++) {
+			struct vmpt_perf_id_entry e;
+
+			vmpt_perf_id_index_entry(ev, i, &e);
+			printf("\n ... id: %" PRIu64 "  idx: %" PRIu64 "  cpu: %" PRId64
+			       "  tid: %" PRId64, e.id, e.idx, (int64_t)e.cpu, (int64_t)e.tid);
+			if (ev->id_index.has_guest)
+				printf("  machine_pid: %" PRId64 "  vcpu: %" PRIu64,
+				       e.machine_pid, (uint64_t)e.vcpu);
+		}
+		break;
 	case PERF_RECORD_LOST:
 		printf(" lost %" PRIu64, ev->lost.lost);
 		break;

@@ -122,8 +122,10 @@ static int synth(const char *out, const char *elf, uint64_t addr, uint32_t pmu_t
 	struct vmpt_perf_intel_pt_info info;
 	struct perf_event_attr pt_attr, sb_attr;
 	uint64_t pt_id = 11, sb_id = 12;
+	/* The directory form gets the guest fields (host: machine pid 0). */
 	struct vmpt_perf_id_entry ids[2] = {
-		{ pt_id, 0, CPU, PID, -1, -1 }, { sb_id, 0, CPU, PID, -1, -1 },
+		{ pt_id, 0, CPU, PID, -1, dir ? 1 : -1 },
+		{ sb_id, 0, CPU, PID, -1, dir ? 2 : -1 },
 	};
 	struct vmpt_perf_writer *w;
 	struct vmpt_perf_event ev;
