@@ -14,6 +14,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 [ "$(head -n 2 "$out/ip")" = "          41ac60
           41ac62" ] || fail "Unzip: first instructions: $(head -n 2 "$out/ip")"
 
+# The same from the recording's ELF instead of its page cache.
+"$VMPT" script --pt "$T/Unzip/trace" --elf "$T/Unzip/data" \
+	--filter 0x400000-0x427000 --itrace=i0ns -F ip > "$out/ipelf"
+cmp -s "$out/ip" "$out/ipelf" || fail "Unzip: --elf and --pagecache differ"
+
 for j in 2 3; do
 	"$VMPT" script -j $j --pt "$T/avscript_32/failed_trace_12709_1" \
 		--pagecache "$T/avscript_32/page_cache" --itrace=i0ns -F ip > "$out/ipj"

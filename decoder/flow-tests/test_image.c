@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* The image model on real files: the Unzip recording's page cache against
+ * its ELF, bases, raw files, reads across sections, asid matching, errors.
+ */
+#include "vmpt/error.h"
+#include "vmpt/image.h"
+
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+static char unzip[4096], unzip_pc[4096], unzip_addr[4096];
+static const char *self;
+
+static void test_pagecache_matches_elf(void **state)
+{
+	struct vmpt_image *pc = vmpt_image_new(), *elf = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	const struct vmpt_section *p, *e;
+
+	(void)state;
+	assert_int_equal(vmpt_image_add_pagecache(pc, unzip_pc, &any), 0);
+	/* 39 adjacent pages from 0x400000 merge into one section. */
+	assert_int_equal(vmpt_image_count(pc), 1);
+	p = vmpt_image_section(pc, 0);
+	assert_int_equal(p->vaddr, 0x400000);
+	assert_int_equal(p->size, 39 * 4096);
+	assert_int_equal(vmpt_image_add_elf(elf, unzip, VMPT_ELF_LINK_ADDR, &any), 0);
+	/* Only the executable PT_LOAD: 0x400000, 0x26984 bytes. */
+	assert_int_equal(vmpt_image_count(elf), 1);
+	e = vmpt_image_section(elf, 0);
+	assert_int_equal(e->vaddr, 0x400000);
+	assert_int_equal(e->size, 0x26984);
+	assert_memory_equal(e->data, p->data, e->size);
+	assert_ptr_equal(vmpt_image_find(elf, &any, 0x426983), e);
+	assert_null(vmpt_image_find(elf, &any, 0x426984));
+	vmpt_image_free(pc);
+	vmpt_image_free(elf);
+}
+
+static void test_elf_base_and_symbols(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	const struct vmpt_section *s;
+	int found = 0;
+
+	(void)state;
+	assert_int_equal(vmpt_image_add_elf(img, unzip, 0x10000000, &any), 0);
+	s = vmpt_image_section(img, 0);
+	assert_int_equal(s->vaddr, 0x10000000);
+	vmpt_image_free(img);
+
+	/* This test program is a PIE with a .symtab: main is in it. */
+	img = vmpt_image_new();
+	assert_int_equal(vmpt_image_add_elf(img, self, 0x555555554000, &any), 0);
+	for (unsigned i = 0; i < vmpt_image_count(img); i++) {
+		s = vmpt_image_section(img, i);
+		for (size_t k = 0; k < s->n_syms; k++) {
+			if (strcmp(s->syms[k].name, "main"))
+				continue;
+			found = 1;
+			assert_true(s->syms[k].addr >= 0x555555554000);
+			assert_ptr_equal(vmpt_section_symbol(s, s->syms[k].addr + 1),
+					 &s->syms[k]);
+		}
+	}
+	assert_true(found);
+	vmpt_image_free(img);
+}
+
+static void test_raw_read_across_sections(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	uint8_t a[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, b[4] = { 9, 10, 11, 12 };
+	uint8_t buf[16];
+
+	(void)state;
+	assert_int_equal(vmpt_image_add_buffer(img, a, 8, 0x1000, "a", &any), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, b, 4, 0x1008, "b", &any), 0);
+	/* An instruction may start in one section and end in the next. */
+	assert_int_equal(vmpt_image_read(img, &any, 0x1006, buf, 16), 6);
+	assert_memory_equal(buf, "\x07\x08\x09\x0a\x0b\x0c", 6);
+	assert_int_equal(vmpt_image_read(img, &any, 0x2000, buf, 1), -VMPT_ERR_NO_IMAGE);
+	/* A raw file piece: 16 bytes from offset 0x1000 at 0x8000. */
+	assert_int_equal(vmpt_image_add_raw(img, unzip, 0x1000, 16, 0x8000, &any), 0);
+	assert_int_equal(vmpt_image_section(img, 2)->size, 16);
+	assert_int_equal(vmpt_image_section(img, 2)->file_offset, 0x1000);
+	assert_int_equal(vmpt_image_add_raw(img, "/nonexistent", 0, 0, 0x9000, &any),
+			 -VMPT_ERR_IO);
+	assert_int_equal(errno, ENOENT);
+	/* Not an ELF: the page cache's address list. */
+	assert_int_equal(vmpt_image_add_elf(img, unzip_addr, VMPT_ELF_LINK_ADDR, &any),
+			 -VMPT_ERR_FORMAT);
+	vmpt_image_free(img);
+}
+
+static void test_asids(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid host_p = { VMPT_MACHINE_HOST, 0x1000 };
+	struct vmpt_asid guest = { 0x5000, VMPT_ASID_ANY };
+	struct vmpt_asid guest_p = { 0x5000, 0x2000 };
+	struct vmpt_asid host_q = { VMPT_MACHINE_HOST, 0x3000 };
+	struct vmpt_asid any = vmpt_asid_any();
+	uint8_t code[16] = { 0 };
+	const struct vmpt_section *s;
+
+	(void)state;
+	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x4000, "host-proc", &host_p), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x4000, "guest-kernel", &guest), 0);
+	assert_string_equal(vmpt_image_find(img, &host_p, 0x4004)->name, "host-proc");
+	assert_null(vmpt_image_find(img, &host_q, 0x4004));
+	/* A guest process sees its machine's kernel. */
+	assert_string_equal(vmpt_image_find(img, &guest_p, 0x4004)->name, "guest-kernel");
+	/* Unknown asid: the last added wins. */
+	s = vmpt_image_find(img, &any, 0x4004);
+	assert_string_equal(s->name, "guest-kernel");
+	vmpt_image_free(img);
+}
+
+int main(int argc, char **argv)
+{
+	const char *shared = getenv("SHARED");
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_pagecache_matches_elf),
+		cmocka_unit_test(test_elf_base_and_symbols),
+		cmocka_unit_test(test_raw_read_across_sections),
+		cmocka_unit_test(test_asids),
+	};
+
+	(void)argc;
+	self = argv[0];
+	if (!shared)
+		shared = "../shared";
+	snprintf(unzip, sizeof(unzip), "%s/realtraces/kvm-pt/Unzip/data", shared);
+	/* The recording names its ELF and its page cache alike. */
+	snprintf(unzip_pc, sizeof(unzip_pc), "%s/realtraces/kvm-pt/Unzip/data", shared);
+	snprintf(unzip_addr, sizeof(unzip_addr), "%s/realtraces/kvm-pt/Unzip/data.addr", shared);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
