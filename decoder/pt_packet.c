@@ -385,8 +385,8 @@ __attribute__((constructor)) static void fill_fast_table(void)
 		default:
 			continue;
 		}
-		e->type = pkt.type;
-		e->size = (uint8_t)n;
+		e->type_size[0] = pkt.type;
+		e->type_size[1] = (uint8_t)n;
 	}
 }
 

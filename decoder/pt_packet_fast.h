@@ -9,6 +9,7 @@
 
 #include "vmpt/packet.h"
 
+#include <stddef.h>
 #include <string.h>
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -17,10 +18,14 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 struct vmpt_pkt_fast {
 	uint64_t mask;		/* payload bits taken from the bytes after the opcode */
 	uint64_t bits;		/* payload bits encoded in the opcode itself */
-	uint8_t type;
-	uint8_t size;		/* 0: not a fast packet, take the full decoder */
+	uint8_t type_size[2];	/* type, size as in struct vmpt_packet; size 0:
+				 * not a fast packet, take the full decoder */
 	uint8_t aux;		/* TNT bit count or IPBytes */
 };
+
+_Static_assert(offsetof(struct vmpt_packet, size) ==
+	       offsetof(struct vmpt_packet, type) + 1,
+	       "type and size are stored together");
 
 /* Bytes the fast path may read from pos on (opcode + an 8-byte load). */
 #define VMPT_PKT_FAST_READ 9
@@ -39,19 +44,17 @@ static inline int vmpt_pkt_decode_fast(const uint8_t *pos, struct vmpt_packet *p
 	const struct vmpt_pkt_fast *e = &vmpt_pkt_fast_table[pos[0]];
 	uint64_t word;
 
-	pkt->type = e->type;
+	memcpy((uint8_t *)pkt + offsetof(struct vmpt_packet, type), e->type_size, 2);
 	pkt->tnt.count = e->aux;
 	/* A separate, predicted branch for the one-byte packets (PAD, TNT-8,
 	 * short CYC): the next position then does not wait for the table. */
-	if (__builtin_expect(e->size == 1, 1)) {
-		pkt->size = 1;
+	if (__builtin_expect(e->type_size[1] == 1, 1)) {
 		pkt->tnt.bits = e->bits;
 		return 1;
 	}
 	memcpy(&word, pos + 1, sizeof(word));
-	pkt->size = e->size;
 	pkt->tnt.bits = word & e->mask;
-	return e->size;
+	return e->type_size[1];
 }
 
 #endif

@@ -3,7 +3,8 @@
  * raw Intel PT file, resyncing at the next PSB after an error the way
  * libipt's ptdump does.  Output matches `vmpt dump` so the test can diff:
  *
- *   ipt-listing FILE           "OFFSET  NAME" per packet, "[OFFSET: error]"
+ *   ipt-listing FILE           "OFFSET  NAME PAYLOAD" per packet (payload as
+ *                              ptdump prints it), "[OFFSET: error]"
  *   ipt-listing --stats FILE   "NAME COUNT" per type seen, "errors COUNT"
  *
  * It links libipt only, never libvmpt: an independent opinion.
@@ -46,6 +47,93 @@ static const char *packet_name(const struct pt_packet *pkt)
 	case ppt_pwrx: return "pwrx";
 	case ppt_ptw: return "ptw";
 	default: return NULL;
+	}
+}
+
+/* The payload the way libipt's ptdump prints it, from libipt's fields. */
+static void print_payload(const struct pt_packet *pkt)
+{
+	const struct pt_packet_mode *mode = &pkt->payload.mode;
+	uint64_t ip = pkt->payload.ip.ip;
+	const char *a, *b;
+
+	switch (pkt->type) {
+	case ppt_fup: case ppt_tip: case ppt_tip_pge: case ppt_tip_pgd:
+		switch (pkt->payload.ip.ipc) {
+		case pt_ipc_suppressed:
+			printf(" 0: ????????????????");
+			return;
+		case pt_ipc_update_16:
+			printf(" 1: ????????????%04" PRIx64, ip);
+			return;
+		case pt_ipc_update_32:
+			printf(" 2: ????????%08" PRIx64, ip);
+			return;
+		case pt_ipc_update_48:
+			printf(" 4: ????%012" PRIx64, ip);
+			return;
+		case pt_ipc_sext_48:
+			printf(" 3: %016" PRIx64, (uint64_t)((int64_t)(ip << 16) >> 16));
+			return;
+		case pt_ipc_full:
+			printf(" 6: %016" PRIx64, ip);
+			return;
+		}
+		return;
+	case ppt_tnt_8: case ppt_tnt_64:
+		putchar(' ');
+		for (unsigned i = pkt->payload.tnt.bit_size; i > 0; i--)
+			putchar(pkt->payload.tnt.payload >> (i - 1) & 1 ? '!' : '.');
+		return;
+	case ppt_mode:
+		if (mode->leaf == pt_mol_exec) {
+			a = mode->bits.exec.csd ? "cs.d" : "";
+			b = mode->bits.exec.csl ? "cs.l" : "";
+		} else {
+			a = mode->bits.tsx.intx ? "intx" : "";
+			b = mode->bits.tsx.abrt ? "abrt" : "";
+		}
+		if (a[0] || b[0])
+			printf(" %s%s%s", a, a[0] && b[0] ? ", " : "", b);
+		return;
+	case ppt_pip:
+		printf(" %" PRIx64 "%s", pkt->payload.pip.cr3,
+		       pkt->payload.pip.nr ? ", nr" : "");
+		return;
+	case ppt_vmcs: printf(" %" PRIx64, pkt->payload.vmcs.base); return;
+	case ppt_cbr: printf(" %x", pkt->payload.cbr.ratio); return;
+	case ppt_tsc: printf(" %" PRIx64, pkt->payload.tsc.tsc); return;
+	case ppt_tma:
+		printf(" %x, %x", pkt->payload.tma.ctc, pkt->payload.tma.fc);
+		return;
+	case ppt_mtc: printf(" %x", pkt->payload.mtc.ctc); return;
+	case ppt_cyc: printf(" %" PRIx64, pkt->payload.cyc.value); return;
+	case ppt_mnt: printf(" %" PRIx64, pkt->payload.mnt.payload); return;
+	case ppt_exstop:
+		if (pkt->payload.exstop.ip)
+			printf(" ip");
+		return;
+	case ppt_mwait:
+		printf(" %08x, %08x", pkt->payload.mwait.hints, pkt->payload.mwait.ext);
+		return;
+	case ppt_pwre:
+		printf(" c%u.%u%s", (pkt->payload.pwre.state + 1) & 0xf,
+		       (pkt->payload.pwre.sub_state + 1) & 0xf,
+		       pkt->payload.pwre.hw ? ", hw" : "");
+		return;
+	case ppt_pwrx:
+		printf(" %s: c%u, c%u", pkt->payload.pwrx.interrupt ? "int" :
+		       pkt->payload.pwrx.store ? "st" :
+		       pkt->payload.pwrx.autonomous ? "hw" : "bad",
+		       (pkt->payload.pwrx.last + 1) & 0xf,
+		       (pkt->payload.pwrx.deepest + 1) & 0xf);
+		return;
+	case ppt_ptw:
+		printf(" %x: %" PRIx64 "%s", pkt->payload.ptw.plc,
+		       pkt->payload.ptw.payload, pkt->payload.ptw.ip ? ", ip" : "");
+		return;
+	default:
+		return;
 	}
 }
 
@@ -144,8 +232,11 @@ int main(int argc, char **argv)
 			}
 			if (stats)
 				count[stats_index(name)]++;
-			else
-				printf("%016" PRIx64 "  %s\n", offset, name);
+			else {
+				printf("%016" PRIx64 "  %s", offset, name);
+				print_payload(&pkt);
+				putchar('\n');
+			}
 		}
 	}
 done:

@@ -11,13 +11,19 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-# vmpt's listing cut to "OFFSET  NAME"; its error line becomes ipt-listing's
+# vmpt's listing as "OFFSET  NAME PAYLOAD" (column padding squeezed, the
+# reconstructed "ip=" left out); its error line becomes ipt-listing's
 # "[OFFSET: error]"; the "skipped N bytes" notes have no libipt counterpart.
 vmpt_listing() {
 	"$VMPT" dump "$1" | awk '
 		/^\[.*: error:/ { sub(/: error:.*/, ": error]"); print; next }
 		/^\[/ { next }
-		{ print $1 "  " $2 }'
+		{
+			line = $1 "  " $2
+			for (i = 3; i <= NF && $i !~ /^ip=/; i++)
+				line = line " " $i
+			print line
+		}'
 }
 
 compare() {
@@ -38,7 +44,7 @@ compare() {
 	fi
 	lines=$(wc -l <"$tmp/vmpt.list")
 	errors=$(sed -n 's/^errors //p' "$tmp/vmpt.stats")
-	echo "ok   $name: $lines lines, $errors errors, same as libipt"
+	echo "ok   $name: $lines lines (offset, name, payload) and $errors errors, same as libipt"
 }
 
 # Overwrite one byte at each given offset (dd keeps the rest).
