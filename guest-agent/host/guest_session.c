@@ -33,6 +33,7 @@ struct vmpt_guest {
 	ssh_session s;
 	char *agent;			/* remote command prefix: [sudo -n ]'DIR/vmpt-agent' */
 	ssh_channel rec;		/* a running `record` */
+	int stderr_quiet;		/* keep the guest's stderr out of the log */
 	int rec_has_cmd;
 	char stderr_tail[STDERR_KEEP];
 	size_t stderr_len;
@@ -231,7 +232,7 @@ static int connect_session(struct vmpt_guest *g)
 
 static void keep_stderr(struct vmpt_guest *g, const char *buf, size_t n)
 {
-	if (g->o.log)
+	if (g->o.log && !g->stderr_quiet)
 		fwrite(buf, 1, n, g->o.log);
 	if (n >= STDERR_KEEP - 1) {
 		buf += n - (STDERR_KEEP - 1);
@@ -514,7 +515,10 @@ static int agent_current(struct vmpt_guest *g, const char *quoted)
 
 	if (!cmd)
 		return set_err(g, -VMPT_ERR_NOMEM, "out of memory");
+	/* "not found" is an answer here, not news for the log. */
+	g->stderr_quiet = 1;
 	status = run(g, cmd, &out, 256);
+	g->stderr_quiet = 0;
 	free(cmd);
 	if (status < 0)
 		return status;

@@ -1,0 +1,49 @@
+#!/bin/bash
+# boot-guest.sh IMAGE_DIR WORK_DIR [TIMEOUT_SEC]: boot the image of
+# build-image.sh under QEMU TCG in the background, with user networking
+# that forwards a loopback port to the guest's sshd (the guest reaches
+# nothing else: restrict=on).  Waits for the SSH banner, then prints the
+# port.  WORK_DIR gets qemu.pid and console.log; kill the pid to stop it.
+set -euo pipefail
+IMG=$1
+W=$2
+TIMEOUT=${3:-240}
+command -v qemu-system-x86_64 >/dev/null ||
+	{ echo "boot-guest: qemu-system-x86_64 missing (tools/install-deps.sh)" >&2; exit 1; }
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+port=$(free_port)
+# no-kvmclock and a TSC clocksource: what guests traced by vmpt run with.
+qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nodefaults -display none \
+	-kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" \
+	-append "console=ttyS0 no-kvmclock tsc=reliable clocksource=tsc panic=-1 quiet" \
+	-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" \
+	-device e1000,netdev=n0 \
+	-serial "file:$W/console.log" -no-reboot \
+	-pidfile "$W/qemu.pid" -daemonize
+start=$(date +%s)
+while :; do
+	if python3 - "$port" <<'PY' 2>/dev/null; then
+import socket, sys
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), 2)
+s.settimeout(5)
+sys.exit(0 if s.recv(64).startswith(b'SSH-2.0') else 1)
+PY
+		break
+	fi
+	if ! kill -0 "$(cat "$W/qemu.pid")" 2>/dev/null; then
+		echo "boot-guest: QEMU exited; console:" >&2
+		tail -30 "$W/console.log" >&2
+		exit 1
+	fi
+	if [ $(( $(date +%s) - start )) -ge "$TIMEOUT" ]; then
+		echo "boot-guest: no SSH after $TIMEOUT s; console:" >&2
+		tail -30 "$W/console.log" >&2
+		kill "$(cat "$W/qemu.pid")"
+		exit 1
+	fi
+	sleep 1
+done
+echo "boot-guest: SSH up after $(( $(date +%s) - start )) s" >&2
+echo "$port"

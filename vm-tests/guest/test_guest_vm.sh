@@ -1,0 +1,95 @@
+#!/bin/bash
+# A real Linux guest: Debian's kernel and a minimal root with sshd (see
+# build-image.sh, cached), booted under QEMU TCG.  vmpt deploys the agent
+# over SFTP, records guest sideband of a command run in the guest, fetches
+# the binaries it maps and the guest's compact kcore; perf and vmpt must
+# read the result.  QEMU is killed at the end, whatever happens.
+set -euo pipefail
+: "${VMPT:?}" "${BUILDDIR:?}" "${SRCDIR:?}"
+for p in qemu-system-x86_64 perf python3 apt-get; do
+	command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps.sh)"; exit 77; }
+done
+HERE=$SRCDIR/vm-tests/guest
+W=$(mktemp -d /tmp/vmpt-guest-vm.XXXXXX)
+cleanup() {
+	if [ -f "$W/qemu.pid" ]; then
+		pid=$(cat "$W/qemu.pid")
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$W"
+}
+trap cleanup EXIT
+fails=0
+check() {	# check DESCRIPTION COMMAND...
+	local what=$1
+	shift
+	if "$@"; then
+		echo "ok: $what"
+	else
+		echo "FAIL: $what"
+		fails=$((fails + 1))
+	fi
+}
+
+t0=$(date +%s)
+IMG=$(timeout 600 "$HERE/build-image.sh")
+t1=$(date +%s)
+echo "image: $IMG ($((t1 - t0)) s)"
+PORT=$(timeout 300 "$HERE/boot-guest.sh" "$IMG" "$W" 240)
+t2=$(date +%s)
+echo "boot: SSH on 127.0.0.1:$PORT after $((t2 - t1)) s"
+echo "[127.0.0.1]:$PORT $(cat "$IMG/host_key.pub")" > "$W/known_hosts"
+URL=ssh://root@127.0.0.1:$PORT
+CONN=(-i "$IMG/client_key" --known-hosts "$W/known_hosts" --timeout 120)
+
+timeout 300 "$VMPT" guest check "$URL" "${CONN[@]}" > "$W/check.out" 2> "$W/check.err" ||
+	{ echo "FAIL: vmpt guest check"; cat "$W/check.out" "$W/check.err"; exit 1; }
+cat "$W/check.out"
+check "the agent was deployed over SFTP" grep -q "vmpt: deploying .* to 127.0.0.1:.cache/vmpt/vmpt-agent" "$W/check.err"
+check "check: no-kvmclock on the cmdline" grep -qx "cmdline no-kvmclock: yes" "$W/check.out"
+check "check: clocksource tsc" grep -qx "clocksource: tsc" "$W/check.out"
+check "check: the guest's paranoid level" grep -qE "^perf_event_paranoid: -?[0-9]+$" "$W/check.out"
+check "check: the BPF JIT state" grep -qE "^bpf_jit_enable: [0-2]$" "$W/check.out"
+check "check: ready" grep -qx "verdict: ready" "$W/check.out"
+
+timeout 600 "$VMPT" guest collect "$URL" "${CONN[@]}" -o "$W/rec" --kcore -- /bin/ls /proc/self/ \
+	> "$W/collect.out" 2> "$W/collect.err" ||
+	{ echo "FAIL: vmpt guest collect"; cat "$W/collect.err"; exit 1; }
+t3=$(date +%s)
+echo "collect: $((t3 - t2)) s: $(cat "$W/collect.out")"
+G=$W/rec/guest
+check "no redeploy" bash -c "! grep -q deploying '$W/collect.err'"
+check "the guest command ran" grep -q "vmpt-agent: command exited with status 0" "$W/collect.err"
+perf script -i "$G/perf.data" --show-mmap-events --show-task-events > "$W/script.out" 2> "$W/script.err" ||
+	{ echo "FAIL: perf script"; cat "$W/script.err"; fails=$((fails + 1)); }
+check "perf script: exec of ls" grep -q "PERF_RECORD_COMM exec: ls:" "$W/script.out"
+lspid=$(grep -m1 "PERF_RECORD_COMM exec: ls:" "$W/script.out" | sed 's/.*exec: ls:\([0-9]*\).*/\1/')
+check "perf script: ls maps /bin/busybox" \
+	grep -qE "PERF_RECORD_MMAP2 $lspid/$lspid: .* r-xp /bin/busybox\$" "$W/script.out"
+check "perf script: ls maps the vdso" grep -qE "PERF_RECORD_MMAP2 $lspid/$lspid: .* r-xp \[vdso\]\$" "$W/script.out"
+check "perf script: ls exits" grep -qE "PERF_RECORD_EXIT\($lspid:$lspid\)" "$W/script.out"
+check "perf script: synthesized sshd mapping" grep -qE "PERF_RECORD_MMAP2 .* r-xp /usr/sbin/sshd\$" "$W/script.out"
+PD_LIST=$BUILDDIR/perfdata/tests/pd-list
+if [ -x "$PD_LIST" ]; then
+	"$PD_LIST" "$G/perf.data" > "$W/pd.out"
+	check "vmpt reads as many MMAP2 records as perf" test \
+		"$(grep -c PERF_RECORD_MMAP2 "$W/pd.out")" = "$(grep -c PERF_RECORD_MMAP2 "$W/script.out")"
+	check "vmpt reads as many COMM records as perf" test \
+		"$(grep -c PERF_RECORD_COMM "$W/pd.out")" = "$(grep -c PERF_RECORD_COMM "$W/script.out")"
+	check "vmpt reads the TIME_CONV" grep -q PERF_RECORD_TIME_CONV "$W/pd.out"
+fi
+check "guest busybox in the sysroot" cmp -s /bin/busybox "$G/root/bin/busybox"
+check "guest sshd in the sysroot" cmp -s /usr/sbin/sshd "$G/root/usr/sbin/sshd"
+check "guest vdso is an ELF image" test "$(head -c4 "$G/vdso" | od -An -c | tr -d ' ')" = '177ELF'
+check "guest kcore: kernel and module text" python3 "$SRCDIR/guest-agent/tests/check_kcore.py" "$G/kcore_dir"
+check "guest modules: e1000" grep -q "^e1000 " "$G/kcore_dir/modules"
+check "collect summary" grep -qE "^guest: [0-9]+ files \([0-9]+ bytes\) in $W/rec/guest, 0 missing, 0 rejected$" "$W/collect.out"
+
+if [ "$fails" -ne 0 ]; then
+	echo "$fails checks failed; guest console:"
+	tail -20 "$W/console.log"
+	exit 1
+fi
+echo "guest-vm: all checks passed (image $((t1 - t0)) s, boot $((t2 - t1)) s, collect $((t3 - t2)) s)"
