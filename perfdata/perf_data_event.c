@@ -431,6 +431,9 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 					"HEADER_ATTR record that could not be read");
 		ev->header_attr.attr_index = cur->attrs_seen++;
 		return 0;
+	case VMPT_PERF_RECORD_COMPRESSED:
+		return pd_error(pd, ev->offset, VMPT_ERR_UNSUPPORTED,
+				"zstd-compressed records (perf record -z) are not supported");
 	case VMPT_PERF_RECORD_HEADER_FEATURE:
 		if (body < 8)
 			return too_small(pd, ev, 16);

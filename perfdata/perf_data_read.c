@@ -216,6 +216,10 @@ static int scan_pipe_headers(struct vmpt_perf_data *pd)
 				break;
 			ret = pd_add_attr(pd, d + pos + 8, asz, d + pos + 8 + asz,
 					  (size - 8u - asz) / 8, pos);
+		} else if (type == VMPT_PERF_RECORD_HEADER_BUILD_ID) {
+			/* The record is laid out as a BUILD_ID feature entry. */
+			ret = pd_parse_feature(pd, VMPT_PERF_FEAT_BUILD_ID, d + pos,
+					       size, pos);
 		} else if (type == VMPT_PERF_RECORD_HEADER_FEATURE && size >= 16) {
 			uint64_t feat = pd_u64(d + pos + 8);
 

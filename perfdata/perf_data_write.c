@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -516,13 +517,27 @@ int vmpt_perf_write_auxtrace(struct vmpt_perf_writer *w, const void *data,
 			     uint64_t size, uint64_t offset, uint64_t reference,
 			     uint32_t idx, uint32_t tid, uint32_t cpu)
 {
-	/* perf pads the data to 8 bytes and counts the padding in size. */
-	uint64_t padded = (size + 7) & ~7ULL;
+	struct iovec iov = { (void *)data, size };
+
+	return vmpt_perf_write_auxtrace_iov(w, &iov, 1, offset, reference, idx,
+					    tid, cpu);
+}
+
+int vmpt_perf_write_auxtrace_iov(struct vmpt_perf_writer *w,
+				 const struct iovec *iov, int iovcnt,
+				 uint64_t offset, uint64_t reference,
+				 uint32_t idx, uint32_t tid, uint32_t cpu)
+{
+	uint64_t size = 0, padded;
 	uint8_t rec[48];
 	uint32_t type = VMPT_PERF_RECORD_AUXTRACE, zero = 0;
 	uint16_t misc = 0, rsize = sizeof(rec);
 	int err;
 
+	for (int i = 0; i < iovcnt; i++)
+		size += iov[i].iov_len;
+	/* perf pads the data to 8 bytes and counts the padding in size. */
+	padded = (size + 7) & ~7ULL;
 	if ((err = pw_start(w)) < 0)
 		return err;
 	memcpy(rec, &type, 4);
@@ -548,9 +563,11 @@ int vmpt_perf_write_auxtrace(struct vmpt_perf_writer *w, const void *data,
 	w->index[w->nr_index].file_offset = w->pos;
 	w->index[w->nr_index].size = sizeof(rec);
 	w->nr_index++;
-	if ((err = pw_write(w, rec, sizeof(rec))) < 0 ||
-	    (err = pw_write(w, data, size)) < 0)
+	if ((err = pw_write(w, rec, sizeof(rec))) < 0)
 		return err;
+	for (int i = 0; i < iovcnt; i++)
+		if ((err = pw_write(w, iov[i].iov_base, iov[i].iov_len)) < 0)
+			return err;
 	return pw_zero(w, padded - size);
 }
 

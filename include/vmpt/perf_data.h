@@ -284,7 +284,8 @@ void vmpt_perf_cursor_init(const struct vmpt_perf_data *pd,
 
 /* Parse the next record.  Returns 1 with ev filled, 0 at the end, or a
  * negative vmpt_err (pd->errmsg names the offset).  The AUXTRACE data is
- * stepped over.
+ * stepped over.  A COMPRESSED record (perf record -z) is an
+ * -VMPT_ERR_UNSUPPORTED error: its records would be lost otherwise.
  */
 int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
 		   struct vmpt_perf_event *ev);
@@ -349,11 +350,20 @@ int vmpt_perf_write_record(struct vmpt_perf_writer *w,
 			   const struct vmpt_perf_event *ev);
 
 /* Append an AUXTRACE record and its data (padded to 8 bytes as perf
- * does), and note it for the AUXTRACE index.
+ * does: the size field counts the padding), and note it for the AUXTRACE
+ * index.  offset is the data's offset in the AUX area, reference perf's
+ * (a TSC or counter value), idx the mmap index (the cpu in per-cpu mode).
  */
 int vmpt_perf_write_auxtrace(struct vmpt_perf_writer *w, const void *data,
 			     uint64_t size, uint64_t offset, uint64_t reference,
 			     uint32_t idx, uint32_t tid, uint32_t cpu);
+
+/* The same with the data in pieces (an AUX ring that wrapped). */
+struct iovec;
+int vmpt_perf_write_auxtrace_iov(struct vmpt_perf_writer *w,
+				 const struct iovec *iov, int iovcnt,
+				 uint64_t offset, uint64_t reference,
+				 uint32_t idx, uint32_t tid, uint32_t cpu);
 
 /* Append an AUXTRACE_INFO for Intel PT (priv words + filter string). */
 int vmpt_perf_write_intel_pt_info(struct vmpt_perf_writer *w,

@@ -590,6 +590,22 @@ static void test_record_errors(void **state)
 		 (unsigned long long)data_size, (unsigned long long)(data_off + 60));
 	assert_string_equal(msg, want);
 
+	/* perf record -z output is refused, not skipped */
+	{
+		struct vmpt_perf_writer *w;
+		uint8_t rec[16] = { VMPT_PERF_RECORD_COMPRESSED, 0, 0, 0, 0, 0, 16, 0 };
+
+		assert_int_equal(vmpt_perf_writer_open(&w, tmp_path("z.data"), NULL), 0);
+		assert_int_equal(vmpt_perf_write_event(w, rec), 0);
+		assert_int_equal(vmpt_perf_writer_close(w), 0);
+		assert_int_equal(walk(tmp_path("z.data"), msg, sizeof(msg)),
+				 -VMPT_ERR_UNSUPPORTED);
+		snprintf(want, sizeof(want),
+			 "%s: offset 0x68: zstd-compressed records (perf record -z) are not supported",
+			 tmp_path("z.data"));
+		assert_string_equal(msg, want);
+	}
+
 	/* a missing file names the file */
 	assert_int_equal(walk(tmp_path("missing.data"), msg, sizeof(msg)), -VMPT_ERR_IO);
 	snprintf(want, sizeof(want), "%s: No such file or directory", tmp_path("missing.data"));
