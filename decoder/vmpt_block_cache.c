@@ -243,7 +243,7 @@ static int decode_block(struct vmpt_bcache *bc, const struct vmpt_image *img,
 
 int vmpt_bcache_get(struct vmpt_bcache *bc, const struct vmpt_image *img,
 		    const struct vmpt_section *sec, const struct vmpt_asid *asid,
-		    uint64_t ip, unsigned mode, const struct vmpt_block **out)
+		    uint64_t ip, unsigned mode, struct vmpt_block **out)
 {
 	struct vmpt_block *b, tmp;
 	size_t h;

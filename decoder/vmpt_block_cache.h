@@ -22,6 +22,12 @@ struct vmpt_block {
 	uint8_t mode;		/* enum vmpt_exec_mode */
 	uint8_t zero_call;	/* a call to the next instruction (reads IP) */
 	struct vmpt_block *hnext;
+	/* The blocks last seen after this one (fall-through, branch), valid
+	 * while the decoder's address space generation is succ_gen: most
+	 * blocks have one or two successors, so a walk rarely hashes.
+	 */
+	const struct vmpt_block *succ[2];
+	uint64_t succ_gen;
 };
 
 struct vmpt_bcache;
@@ -35,6 +41,6 @@ void vmpt_bcache_free(struct vmpt_bcache *bc);
  */
 int vmpt_bcache_get(struct vmpt_bcache *bc, const struct vmpt_image *img,
 		    const struct vmpt_section *sec, const struct vmpt_asid *asid,
-		    uint64_t ip, unsigned mode, const struct vmpt_block **out);
+		    uint64_t ip, unsigned mode, struct vmpt_block **out);
 
 #endif

@@ -32,6 +32,10 @@ struct vmpt_flow {
 	struct vmpt_bcache *bc;
 	struct vmpt_time time;
 	const struct vmpt_section *sec;	/* the last section hit */
+	/* The block walked last and which of its successors comes next. */
+	struct vmpt_block *prev;
+	unsigned prev_slot;
+	uint64_t asid_gen;
 	struct vmpt_asid asid;
 	uint64_t ip;
 	uint64_t tnt_bits;
@@ -59,6 +63,8 @@ struct vmpt_flow {
 	unsigned sp, depth;
 	struct vmpt_flow_item *q;
 	size_t qh, qn, qcap;
+	/* While vmpt_flow_next waits: where the next item goes directly. */
+	struct vmpt_flow_item *direct;
 };
 
 static const char *const event_names[VMPT_EV_COUNT] = {
@@ -123,6 +129,12 @@ static struct vmpt_flow_item *emit(struct vmpt_flow *dec, unsigned kind)
 
 	if (dec->qh == dec->qn)
 		dec->qh = dec->qn = 0;
+	if (dec->direct && dec->qn == 0) {
+		/* The caller's item itself: no copy on the hot path. */
+		it = dec->direct;
+		dec->direct = NULL;
+		goto fill;
+	}
 	if (dec->qn == dec->qcap) {
 		size_t cap = dec->qcap ? dec->qcap * 2 : 64;
 		struct vmpt_flow_item *q = realloc(dec->q, cap * sizeof(*q));
@@ -133,6 +145,7 @@ static struct vmpt_flow_item *emit(struct vmpt_flow *dec, unsigned kind)
 		dec->qcap = cap;
 	}
 	it = &dec->q[dec->qn++];
+fill:
 	memset(it, 0, sizeof(*it));
 	it->kind = (uint8_t)kind;
 	it->mode = dec->mode;
@@ -165,6 +178,7 @@ static void reset_flow_state(struct vmpt_flow *dec)
 	dec->fup_event = -1;
 	dec->walked = 0;
 	dec->after_ovf = 0;
+	dec->prev = NULL;
 }
 
 /* Report an error at the current packet and IP, then look for the next
@@ -188,10 +202,17 @@ static int error_resync(struct vmpt_flow *dec, int err)
 
 static void update_asid(struct vmpt_flow *dec)
 {
+	uint64_t machine = dec->asid.machine;
+
 	if (dec->have_nr)
-		dec->asid.machine = !dec->nr ? VMPT_MACHINE_HOST :
-				    dec->have_vmcs ? dec->vmcs : VMPT_MACHINE_GUEST;
-	dec->sec = NULL;
+		machine = !dec->nr ? VMPT_MACHINE_HOST :
+			  dec->have_vmcs ? dec->vmcs : VMPT_MACHINE_GUEST;
+	if (machine != dec->asid.machine || dec->cr3 != dec->asid.cr3) {
+		dec->asid.machine = machine;
+		dec->asid.cr3 = dec->cr3;
+		dec->sec = NULL;
+		dec->asid_gen++;	/* cached successors may be elsewhere now */
+	}
 }
 
 static unsigned exec_mode(const struct vmpt_packet *pkt)
@@ -208,7 +229,6 @@ static int set_pip(struct vmpt_flow *dec, uint64_t cr3, uint8_t nr)
 	dec->have_nr = 1;
 	dec->nr = nr;
 	dec->cr3 = cr3;
-	dec->asid.cr3 = cr3;
 	update_asid(dec);
 	return changed ? emit_event(dec, VMPT_EV_PAGING, dec->ip, dec->enabled, cr3) : 0;
 }
@@ -513,18 +533,38 @@ static int pop_ret(struct vmpt_flow *dec, uint64_t *ip)
 	return 0;
 }
 
-static int lookup_block(struct vmpt_flow *dec, const struct vmpt_block **b)
+static int lookup_block(struct vmpt_flow *dec, struct vmpt_block **out)
 {
 	const struct vmpt_section *s = dec->sec;
+	struct vmpt_block *prev = dec->prev, *b;
+	int ret;
 
+	if (prev && prev->succ_gen == dec->asid_gen) {
+		b = (struct vmpt_block *)prev->succ[dec->prev_slot];
+		if (b && b->ip == dec->ip && b->mode == dec->mode) {
+			*out = b;
+			return 0;
+		}
+	}
 	if (!s || dec->ip - s->vaddr >= s->size) {
 		s = vmpt_image_find(dec->cfg.image, &dec->asid, dec->ip);
 		if (!s)
 			return -VMPT_ERR_NO_IMAGE;
 		dec->sec = s;
 	}
-	return vmpt_bcache_get(dec->bc, dec->cfg.image, s, &dec->asid, dec->ip,
-			       dec->mode, b);
+	ret = vmpt_bcache_get(dec->bc, dec->cfg.image, s, &dec->asid, dec->ip,
+			      dec->mode, &b);
+	if (ret < 0)
+		return ret;
+	if (prev) {
+		if (prev->succ_gen != dec->asid_gen) {
+			prev->succ[0] = prev->succ[1] = NULL;
+			prev->succ_gen = dec->asid_gen;
+		}
+		prev->succ[dec->prev_slot] = b;
+	}
+	*out = b;
+	return 0;
 }
 
 static struct vmpt_flow_item *emit_block(struct vmpt_flow *dec,
@@ -565,6 +605,7 @@ static int fup_reached(struct vmpt_flow *dec)
 
 	dec->have_pkt = 0;
 	dec->walked = 0;
+	dec->prev = NULL;
 	if (dec->stopping)
 		return -VMPT_ERR_EOS;
 	if (ev >= 0) {
@@ -690,7 +731,7 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 /* One block toward what the trace asks for next. */
 static int walk(struct vmpt_flow *dec, enum want want)
 {
-	const struct vmpt_block *b;
+	struct vmpt_block *b;
 	struct vmpt_flow_item *it;
 	int ret;
 
@@ -721,9 +762,16 @@ static int walk(struct vmpt_flow *dec, enum want want)
 	if (!it)
 		return -VMPT_ERR_NOMEM;
 	ret = leave_block(dec, b, it, want);
-	if (ret < 0)
+	if (ret < 0) {
 		dec->ip = b->end_ip;	/* the error is at the branch */
-	return ret;
+		return ret;
+	}
+	/* Only a walk that goes on from b may use b's successors. */
+	if (dec->enabled) {
+		dec->prev = b;
+		dec->prev_slot = dec->ip != b->next_ip;
+	}
+	return 0;
 }
 
 static int enable_at(struct vmpt_flow *dec, uint64_t ip)
@@ -734,6 +782,7 @@ static int enable_at(struct vmpt_flow *dec, uint64_t ip)
 	dec->enabled = 1;
 	dec->after_ovf = 0;
 	dec->walked = 0;
+	dec->prev = NULL;
 	dec->ip = ip;
 	ret = apply_pending(dec);
 	if (ret < 0)
@@ -846,11 +895,19 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset)
 
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 {
-	while (dec->qh == dec->qn) {
-		int ret = step(dec);
+	if (dec->qh == dec->qn) {
+		dec->direct = item;
+		while (dec->direct && dec->qh == dec->qn) {
+			int ret = step(dec);
 
-		if (ret < 0 && dec->qh == dec->qn)
-			return ret;
+			if (ret < 0 && dec->direct && dec->qh == dec->qn) {
+				dec->direct = NULL;
+				return ret;
+			}
+		}
+		if (!dec->direct)
+			return 0;	/* step wrote *item */
+		dec->direct = NULL;
 	}
 	*item = dec->q[dec->qh++];
 	return 0;
