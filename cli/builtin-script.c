@@ -46,7 +46,39 @@ struct opts {
 	int call_trace, jobs;
 	int cpu, pid, tid;
 	const char *comm;
+	/* perf.data: TSC to perf time (TIME_CONV), printed sec.usec as perf */
+	int have_tc;
+	struct vmpt_perf_time_conv tc;
 };
+
+static uint64_t perf_time(const struct vmpt_perf_time_conv *tc, uint64_t cyc)
+{
+	uint64_t quot, rem;
+
+	if (tc->cap_user_time_short)
+		cyc = tc->time_cycles + ((cyc - tc->time_cycles) & tc->time_mask);
+	quot = cyc >> tc->time_shift;
+	rem = cyc & ((1ull << tc->time_shift) - 1);
+	return tc->time_zero + quot * tc->time_mult +
+	       ((rem * tc->time_mult) >> tc->time_shift);
+}
+
+/* Samples show microseconds, error lines nanoseconds, as perf script. */
+static void print_time(FILE *f, const struct opts *op, uint64_t tsc, const char *sep)
+{
+	if (op->have_tc) {
+		uint64_t ns = perf_time(&op->tc, tsc);
+
+		if (*sep)
+			fprintf(f, "%5" PRIu64 ".%06" PRIu64 "%s", ns / 1000000000,
+				ns % 1000000000 / 1000, sep);
+		else
+			fprintf(f, "%" PRIu64 ".%09" PRIu64, ns / 1000000000,
+				ns % 1000000000);
+	} else {
+		fprintf(f, "%" PRIu64 "%s", tsc, sep);
+	}
+}
 
 /* Per decoding thread: output goes to its own stream. */
 struct out {
@@ -176,7 +208,7 @@ static void print_head(struct out *o, uint64_t time)
 	if (f & F_CPU)
 		fprintf(o->f, "[%03d] ", op->cpu);
 	if ((f & F_TIME) && !op->it.timeless)
-		fprintf(o->f, "%" PRIu64 ": ", time);
+		print_time(o->f, op, time, ": ");
 }
 
 static void print_insn_text(struct out *o, const struct vmpt_flow_item *b,
@@ -271,6 +303,17 @@ static void on_block(struct out *o, const struct vmpt_flow_item *b)
 		o->depth++;
 }
 
+/* perf's error line, plus the trace offset. */
+static void print_error(struct out *o, const struct vmpt_flow_item *e, int code,
+			const char *msg)
+{
+	fprintf(o->f, " instruction trace error type 1 time ");
+	print_time(o->f, o->o, e->time, "");
+	fprintf(o->f, " cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
+		" code %d: %s\n", o->o->cpu, o->o->pid, o->o->tid, e->ip,
+		e->offset, code, msg);
+}
+
 static void on_event(struct out *o, const struct vmpt_flow_item *e)
 {
 	const struct itrace *it = &o->o->it;
@@ -278,19 +321,12 @@ static void on_event(struct out *o, const struct vmpt_flow_item *e)
 	switch (e->ev) {
 	case VMPT_EV_ERROR:
 		if (it->errors)
-			fprintf(o->f, " instruction trace error type 1 time %" PRIu64
-				" cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
-				" code %d: %s\n", e->time, o->o->cpu, o->o->pid,
-				o->o->tid, e->ip, e->offset, -e->err,
-				vmpt_strerror(e->err));
+			print_error(o, e, -e->err, vmpt_strerror(e->err));
 		break;
 	case VMPT_EV_OVERFLOW:
 		if (it->errors)
-			fprintf(o->f, " instruction trace error type 1 time %" PRIu64
-				" cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
-				" code %d: %s\n", e->time, o->o->cpu, o->o->pid,
-				o->o->tid, e->ip, e->offset, VMPT_ERR_OVERFLOW,
-				vmpt_strerror(-VMPT_ERR_OVERFLOW));
+			print_error(o, e, VMPT_ERR_OVERFLOW,
+				    vmpt_strerror(-VMPT_ERR_OVERFLOW));
 		break;
 	case VMPT_EV_ENABLED:
 		if (it->branches)
@@ -483,6 +519,9 @@ static int script_perf_data(const char *path, struct vmpt_flow_config *cfg,
 			/* Missing binaries show up as errors at their IPs. */
 			vmpt_image_add_raw(img, ev.mmap.filename, ev.mmap.pgoff,
 					   ev.mmap.len, ev.mmap.start, &host);
+		} else if (ev.type == VMPT_PERF_RECORD_TIME_CONV) {
+			op->tc = ev.time_conv;
+			op->have_tc = 1;
 		} else if (ev.type == VMPT_PERF_RECORD_AUXTRACE_INFO) {
 			struct vmpt_perf_intel_pt_info info;
 
