@@ -41,7 +41,8 @@ static int mem_read(void *ctx, void *buf, size_t n)
 static void put(struct mem *m, const void *p, size_t n)
 {
 	assert_true(m->len + n <= sizeof(m->buf));
-	memcpy(m->buf + m->len, p, n);
+	if (n)
+		memcpy(m->buf + m->len, p, n);
 	m->len += n;
 }
 
