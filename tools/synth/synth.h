@@ -195,7 +195,9 @@ void synth_truth_insn(struct synth_truth *t, uint64_t ip, uint64_t tsc,
 		      int guest);
 void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
 			unsigned flags, uint64_t tsc, int guest);
-void synth_truth_lost(struct synth_truth *t, uint64_t n);
+void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block);
+void synth_truth_psb(struct synth_truth *t, uint64_t offset,
+		     uint64_t next_insn);
 const char *synth_flags_name(unsigned flags);
 
 /* ---- the walk ---- */

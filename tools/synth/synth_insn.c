@@ -75,27 +75,33 @@ static int grow(struct synth_insn_cache *c)
 	return 0;
 }
 
-static uint64_t imm_target(const cs_insn *in)
+/* Direct branches have one immediate operand: the target (which may be
+ * any value, 0 included).
+ */
+static int direct(const cs_insn *in, uint64_t *target)
 {
 	const cs_x86 *x = &in->detail->x86;
 
-	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM)
-		return (uint64_t)x->operands[0].imm;
+	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
+		*target = (uint64_t)x->operands[0].imm;
+		return 1;
+	}
 	return 0;
 }
 
 static void classify(const cs_insn *in, struct synth_insn *out)
 {
-	uint64_t t = imm_target(in);
+	uint64_t t = 0;
+	int d = direct(in, &t);
 
 	out->kind = SK_OTHER;
 	switch (in->id) {
 	case X86_INS_JMP:
-		out->kind = t ? SK_JMP : SK_JMP_IND;
+		out->kind = d ? SK_JMP : SK_JMP_IND;
 		out->target = t;
 		return;
 	case X86_INS_CALL:
-		out->kind = t ? SK_CALL : SK_CALL_IND;
+		out->kind = d ? SK_CALL : SK_CALL_IND;
 		out->target = t;
 		return;
 	case X86_INS_RET:
@@ -150,7 +156,7 @@ static void classify(const cs_insn *in, struct synth_insn *out)
 	for (unsigned i = 0; i < in->detail->groups_count; i++) {
 		if (in->detail->groups[i] == X86_GRP_JUMP) {
 			/* Every other jump is conditional: jcc, loop*, j*cxz. */
-			out->kind = t ? SK_JCC : SK_STOP;
+			out->kind = d ? SK_JCC : SK_STOP;
 			out->target = t;
 			return;
 		}

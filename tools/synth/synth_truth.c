@@ -58,11 +58,30 @@ void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
 			synth_flags_name(flags));
 }
 
-void synth_truth_lost(struct synth_truth *t, uint64_t n)
+void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block)
 {
-	t->n_lost += n;
+	/* Written where tracing resumes (the OVF's FUP): the instructions
+	 * since the from-th (1-based) ran, but the packets of that branch and
+	 * after were lost.  block is the first instruction of that branch's
+	 * basic block: a decoder that reports a block only once its branch
+	 * is decoded (perf) shows the instructions before it.
+	 */
+	t->n_lost++;
 	if (t->insn)
-		fprintf(t->insn, "# lost %llu\n", (unsigned long long)n);
+		fprintf(t->insn, "# overflow: lost from %llu block %llu\n",
+			(unsigned long long)from, (unsigned long long)block);
 	if (t->branch)
-		fprintf(t->branch, "# lost %llu\n", (unsigned long long)n);
+		fprintf(t->branch, "# overflow: lost from %llu block %llu\n",
+			(unsigned long long)from, (unsigned long long)block);
+}
+
+void synth_truth_psb(struct synth_truth *t, uint64_t offset,
+		     uint64_t next_insn)
+{
+	/* A decoder that syncs at this PSB (at or after offset: pending TNT
+	 * goes first) starts with the next_insn-th instruction. */
+	if (t->insn)
+		fprintf(t->insn, "# psb+ at %llu next %llu\n",
+			(unsigned long long)offset,
+			(unsigned long long)next_insn);
 }

@@ -44,6 +44,10 @@ struct cpu {
 	uint64_t next_irq, guest_exit_at;
 	uint64_t ovf_end;	/* instruction count where the lost window ends */
 	size_t ovf_len;		/* trace length when the buffer overflowed */
+	/* Instruction numbers (1-based, as in the truth) for overflows: */
+	uint64_t block_start;	/* first instruction after the last branch */
+	uint64_t tnt_first, tnt_block;	/* the oldest pending TNT bit's branch */
+	uint64_t lost_from, lost_block;	/* the first branch whose packet was lost */
 	int oom;
 };
 
@@ -139,19 +143,40 @@ static int losing(struct cpu *c)
 static void branch(struct cpu *c, uint64_t from, uint64_t to, unsigned flags)
 {
 	c->st->branches++;
-	if (!losing(c))
-		synth_truth_branch(c->truth, from, to, flags, c->pt->tsc, guest(c));
+	synth_truth_branch(c->truth, from, to, flags, c->pt->tsc, guest(c));
+}
+
+/* The instruction being executed needs a packet; while the buffer is
+ * overflowing, the first such one is where decoding must stop.
+ */
+static void needs_packet(struct cpu *c)
+{
+	if (losing(c) && !c->lost_from) {
+		c->lost_from = c->st->insns;
+		c->lost_block = c->block_start;
+	}
+}
+
+static void tnt(struct cpu *c, int taken)
+{
+	if (!c->pt->tnt_count) {
+		c->tnt_first = c->st->insns;
+		c->tnt_block = c->block_start;
+	}
+	needs_packet(c);
+	synth_pt_tnt(c->pt, taken);
+	c->st->tnt_bits++;
 }
 
 /* Tracing stops here (an event with no traced target). */
 static void disable_async(struct cpu *c)
 {
+	needs_packet(c);
 	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
 	synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
 	c->pt->packet_en = 0;
-	if (!losing(c))
-		synth_truth_branch(c->truth, c->ip, 0, SF_ASYNC | SF_TRACE_END,
-				   c->pt->tsc, guest(c));
+	synth_truth_branch(c->truth, c->ip, 0, SF_ASYNC | SF_TRACE_END,
+			   c->pt->tsc, guest(c));
 }
 
 /* Tracing (re)starts at c->ip. */
@@ -161,9 +186,8 @@ static void enable(struct cpu *c, unsigned flags)
 	synth_pt_tsc(c->pt);
 	synth_pt_mode_exec(c->pt);
 	synth_pt_ip(c->pt, VMPT_PKT_TIP_PGE, c->ip);
-	if (!losing(c))
-		synth_truth_branch(c->truth, 0, c->ip, SF_TRACE_BEGIN | flags,
-				   c->pt->tsc, guest(c));
+	synth_truth_branch(c->truth, 0, c->ip, SF_TRACE_BEGIN | flags,
+			   c->pt->tsc, guest(c));
 }
 
 /* Time in an untraced context: only the clock moves. */
@@ -178,6 +202,7 @@ static void vm_exit(struct cpu *c, uint64_t resume_ip)
 	uint64_t host_rip = synth_image_symbol(c->cfg->kernel, "vmx_vmexit");
 
 	v->guest_ip = resume_ip;
+	needs_packet(c);
 	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
 	synth_pt_pip(c->pt, c->cfg->kernel_cr3, 0);
 	synth_pt_mode_exec(c->pt);
@@ -199,6 +224,7 @@ static void vm_entry(struct cpu *c, const struct synth_insn *in)
 		return;
 	}
 	v->launched = 1;
+	needs_packet(c);
 	synth_pt_pip(c->pt, v->guest_cr3, 1);
 	synth_pt_mode_exec(c->pt);
 	synth_pt_ip(c->pt, VMPT_PKT_TIP, v->guest_ip);
@@ -236,11 +262,11 @@ static void user_event(struct cpu *c, uint64_t resume_ip)
 /* The host kernel returns to user space and comes back with a system call. */
 static void kernel_to_user_and_back(struct cpu *c)
 {
+	needs_packet(c);
 	synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
 	c->pt->packet_en = 0;
-	if (!losing(c))
-		synth_truth_branch(c->truth, c->ip, 0,
-				   SF_SYSCALLRET | SF_TRACE_END, c->pt->tsc, 0);
+	synth_truth_branch(c->truth, c->ip, 0, SF_SYSCALLRET | SF_TRACE_END,
+			   c->pt->tsc, 0);
 	c->st->branches++;
 	c->st->syscalls++;
 	c->ctx = CTX_KERNEL;
@@ -254,7 +280,9 @@ static void overflow_begin(struct cpu *c)
 {
 	c->ovf_len = c->pt->len;
 	c->ovf_end = c->st->insns + c->cfg->ovf_lost;
-	synth_truth_lost(c->truth, c->cfg->ovf_lost);
+	/* Branches still waiting in a TNT packet are lost with it. */
+	c->lost_from = c->pt->tnt_count ? c->tnt_first : 0;
+	c->lost_block = c->tnt_block;
 }
 
 static void overflow_end(struct cpu *c)
@@ -266,6 +294,11 @@ static void overflow_end(struct cpu *c)
 	c->pt->len = c->ovf_len;
 	c->ovf_end = 0;
 	c->st->lost += c->cfg->ovf_lost;
+	if (!c->lost_from) {
+		c->lost_from = c->st->insns + 1;
+		c->lost_block = c->block_start;
+	}
+	synth_truth_lost(c->truth, c->lost_from, c->lost_block);
 	synth_pt_ovf(c->pt);
 	vmpt_last_ip_init(&c->pt->lip);
 	c->pt->rcount = 0;
@@ -276,14 +309,18 @@ static void overflow_end(struct cpu *c)
 
 static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 {
-	const struct synth_insn *t, *f;
+	const struct synth_insn *p;
+	struct synth_insn t, f;
 
-	/* vmx_vmenter: VMRESUME once the VMCS is launched, else VMLAUNCH. */
+	/* vmx_vmenter: VMRESUME once the VMCS is launched, else VMLAUNCH.
+	 * (Copies: a lookup may move the cache's entries.) */
 	if (c->ctx == CTX_KERNEL && c->cfg->vm) {
-		f = synth_insn_get(cur_cache(c), cur_image(c), in->ip + in->size);
-		t = synth_insn_get(cur_cache(c), cur_image(c), in->target);
-		if (f && t && f->kind == SK_VMENTRY && t->kind == SK_VMENTRY)
-			return t->vmlaunch != !cur_vcpu(c)->launched ? 0 : 1;
+		p = synth_insn_get(cur_cache(c), cur_image(c), in->ip + in->size);
+		f = p ? *p : (struct synth_insn){ 0 };
+		p = synth_insn_get(cur_cache(c), cur_image(c), in->target);
+		t = p ? *p : (struct synth_insn){ 0 };
+		if (f.kind == SK_VMENTRY && t.kind == SK_VMENTRY)
+			return t.vmlaunch != !cur_vcpu(c)->launched ? 0 : 1;
 	}
 	return (int)(rnd(c) & 1);
 }
@@ -301,8 +338,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		break;
 	case SK_JCC:
 		taken = jcc_outcome(c, in);
-		synth_pt_tnt(c->pt, taken);
-		c->st->tnt_bits++;
+		tnt(c, taken);
 		c->ip = taken ? in->target : next;
 		if (taken)
 			branch(c, in->ip, in->target, SF_CONDITIONAL);
@@ -327,6 +363,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		to = random_func(c);
 		push(c, s, next);
 		synth_pt_call(c->pt, next);
+		needs_packet(c);
 		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
 		c->st->tips++;
 		branch(c, in->ip, to, SF_CALL);
@@ -334,6 +371,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		break;
 	case SK_JMP_IND:
 		to = random_func(c);
+		needs_packet(c);
 		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
 		c->st->tips++;
 		branch(c, in->ip, to, 0);
@@ -342,9 +380,9 @@ static void step(struct cpu *c, const struct synth_insn *in)
 	case SK_RET:
 		to = s->n ? s->v[--s->n] : random_func(c);
 		if (synth_pt_ret(c->pt, to)) {
-			synth_pt_tnt(c->pt, 1);
-			c->st->tnt_bits++;
+			tnt(c, 1);
 		} else {
+			needs_packet(c);
 			synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
 			c->st->tips++;
 		}
@@ -353,6 +391,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		break;
 	case SK_SYSCALL:
 		/* User-only tracing: the kernel is not traced. */
+		needs_packet(c);
 		synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
 		c->pt->packet_en = 0;
 		branch(c, in->ip, 0, SF_SYSCALLRET | SF_CALL | SF_TRACE_END);
@@ -372,10 +411,6 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		c->ip = next;
 		break;
 	case SK_EXITING:
-		if (guest(c)) {
-			vm_exit(c, next);
-			break;
-		}
 		c->ip = next;	/* the host runs it (ring 0 model code) */
 		break;
 	default:
@@ -419,6 +454,7 @@ static int setup(struct cpu *c, char *err, size_t errlen)
 	struct synth_walk_config *cfg = c->cfg;
 	int ret;
 
+	c->block_start = 1;
 	c->rng = cfg->seed * 0x9e3779b97f4a7c15ull + 0x1234567;
 	if (!c->rng)
 		c->rng = 1;
@@ -512,22 +548,33 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 	synth_pt_maybe_psb(pt, c.ip);
 	enable(&c, 0);
 	while (st->branches < cfg->max_branches && !c.oom && !pt->oom) {
-		const struct synth_insn *in;
+		const struct synth_insn *p;
+		struct synth_insn insn, *in = &insn;
+
+		uint64_t psbs = pt->psb_count;
+		size_t before = pt->len;
 
 		synth_pt_maybe_psb(pt, c.ip);
+		if (pt->psb_count != psbs && !losing(&c))
+			synth_truth_psb(truth, before, st->insns + 1);
 		timed_events(&c);
 		if (c.ctx == CTX_USER && cfg->irq_period &&
 		    st->insns >= c.next_irq) {
 			c.next_irq = st->insns + rnd_period(&c, cfg->irq_period);
 			user_event(&c, c.ip);
+			c.block_start = st->insns + 1;
 			continue;
 		}
 		if (guest(&c) && st->insns >= c.guest_exit_at) {
 			vm_exit(&c, c.ip);	/* external interrupt */
+			c.block_start = st->insns + 1;
 			continue;
 		}
-		in = synth_insn_get(cur_cache(&c), cur_image(&c), c.ip);
-		if (!in || in->kind == SK_STOP ||
+		/* a copy: looking up the target may move the cache's entries */
+		p = synth_insn_get(cur_cache(&c), cur_image(&c), c.ip);
+		if (p)
+			insn = *p;
+		if (!p || in->kind == SK_STOP ||
 		    (in->kind == SK_EXITING && c.ctx == CTX_USER) ||
 		    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
 		     c.ctx != CTX_KERNEL) ||
@@ -536,13 +583,24 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 		    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
 		     !synth_insn_get(cur_cache(&c), cur_image(&c), in->target))) {
 			cannot_execute(&c);
+			c.block_start = st->insns + 1;
 			continue;
 		}
-		if (traced(&c) && !losing(&c))
+		if (in->kind == SK_EXITING && guest(&c)) {
+			/* an instruction that exits does not complete in the
+			 * guest: the FUP names it, the host resumes after it */
+			vm_exit(&c, in->ip + in->size);
+			c.block_start = st->insns + 1;
+			continue;
+		}
+		if (traced(&c))
 			synth_truth_insn(truth, in->ip, pt->tsc, guest(&c));
 		st->insns++;
 		synth_pt_tick(pt, 1 + (rnd(&c) & 1));
 		step(&c, in);
+		if (in->kind != SK_OTHER && in->kind != SK_VMPTRLD &&
+		    in->kind != SK_EXITING)
+			c.block_start = st->insns + 1;
 	}
 	if (c.oom || pt->oom) {
 		ret = -VMPT_ERR_NOMEM;

@@ -46,7 +46,7 @@ static const char usage[] =
 "  --cyc-thresh N  --mtc-freq N  --psb-period BYTES\n"
 "  --tnt64                pack branches into TNT-64 packets\n"
 "  --ovf-at INSN[:LOST]   internal buffer overflow at an instruction\n"
-"  --corrupt OFF[,OFF..]  flip the bits of trace bytes at these offsets\n"
+"  --corrupt OFF[:BYTE],..  overwrite trace bytes (default 0x05, a reserved opcode)\n"
 "Output:\n"
 "  -o PREFIX  --no-perf  --tsc0 N  --pid N  -q\n";
 
@@ -181,16 +181,25 @@ static int setup_vcpus(struct synth_walk_config *w, const struct opts *o)
 	return 0;
 }
 
-static void corrupt(struct synth_pt *pt, const char *list)
+/* OFF[:BYTE],...: overwrite trace bytes; the default 0x05 is a reserved
+ * opcode, so a decoder must notice (a changed payload byte may not be).
+ */
+static int corrupt(struct synth_pt *pt, const char *list)
 {
 	while (list && *list) {
-		uint64_t off = strtoull(list, NULL, 0);
+		char *end;
+		uint64_t off = strtoull(list, &end, 0), byte = 0x05;
 
-		if (off < pt->len)
-			pt->buf[off] ^= 0xff;
-		list = strchr(list, ',');
-		list = list ? list + 1 : NULL;
+		if (end == list)
+			return -1;
+		if (*end == ':')
+			byte = strtoull(end + 1, &end, 0);
+		if (off >= pt->len || byte > 0xff || (*end && *end != ','))
+			return -1;
+		pt->buf[off] = (uint8_t)byte;
+		list = *end ? end + 1 : NULL;
 	}
+	return 0;
 }
 
 static int write_raw(const char *prefix, const struct synth_pt *pt)
@@ -393,7 +402,13 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	corrupt(&pt, o.corrupt);
+	if (corrupt(&pt, o.corrupt)) {
+		fprintf(stderr, "vmpt-synth: bad --corrupt '%s' (trace is %zu bytes)\n",
+			o.corrupt, pt.len);
+		synth_pt_fini(&pt);
+		ret = 1;
+		goto out;
+	}
 	ret = write_raw(o.out, &pt) || write_images(o.out, &w) ||
 	      (o.vm && write_tsc(o.out, &w));
 	if (!ret && !o.no_perf) {

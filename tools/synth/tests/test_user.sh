@@ -1,0 +1,48 @@
+#!/bin/bash
+# User-space scenario over real Debian binaries: perf script's instruction
+# and branch traces of the synthesized perf.data equal the ground truth,
+# with return compression on and off, with and without timing packets,
+# TNT-8 and TNT-64, interrupts, many seeds.
+. "$(dirname "$0")/synth-lib.sh"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+total_insns=0
+total_branches=0
+runs=0
+# bash and ls: dynamically linked (no syscalls in their own code);
+# busybox and ldconfig: static, so the walk meets syscall instructions.
+bins="/usr/bin/bash /usr/bin/ls /usr/bin/busybox /usr/sbin/ldconfig"
+variants=(
+	""
+	"--noretcomp"
+	"--no-timing"
+	"--cyc"
+	"--cyc --cyc-thresh 2 --mtc-freq 0 --noretcomp"
+	"--tnt64 --irq-period 700"
+	"--no-mtc --psb-period 2048 --irq-period 300"
+)
+for bin in $bins; do
+	[ -x "$bin" ] || continue
+	for i in "${!variants[@]}"; do
+	for round in 1 2 3; do
+		seed=$((round * 1000 + i * 7 + ${#bin}))
+		# shellcheck disable=SC2086
+		"$SYNTH" --elf "$bin" --seed "$seed" --branches 2500 \
+			${variants[$i]} -o t -q ||
+			fail "vmpt-synth $bin ${variants[$i]}"
+		truth_insns t.insn > want.i
+		perf_insns t.perf.data > got.i
+		compare "instructions ($bin seed $seed ${variants[$i]})" want.i got.i
+		truth_branches t.branches > want.b
+		perf_branches t.perf.data > got.b
+		compare "branches ($bin seed $seed ${variants[$i]})" want.b got.b
+		total_insns=$((total_insns + $(wc -l < want.i)))
+		total_branches=$((total_branches + $(wc -l < want.b)))
+		runs=$((runs + 1))
+	done
+	done
+done
+[ "$runs" -gt 0 ] || fail "no binaries to walk"
+echo "perf agreed on $runs traces: $total_insns instructions, $total_branches branches"
