@@ -6,7 +6,8 @@
  *   pd-write synth OUT ELF ADDR PMU_TYPE [--dir]
  *                                  a minimal intel_pt perf.data: ELF mapped
  *                                  at 0x555555554000, tracing enabled at
- *                                  ADDR (an offset in ELF), then disabled
+ *                                  ADDR (an offset in ELF), then disabled;
+ *                                  tsc and mtc on, timed after the sideband
  */
 #include "vmpt/packet.h"
 #include "vmpt/perf_data.h"
@@ -146,6 +147,11 @@ static int synth(const char *out, const char *elf, uint64_t addr, uint32_t pmu_t
 	pkt.type = VMPT_PKT_MODE_EXEC;
 	pkt.exec.csl = 1;
 	n = put_pkt(trace, n, sizeof(trace), &pkt);
+	pkt.type = VMPT_PKT_TSC;
+	pkt.tsc = 1203;	/* perf time 1002.49 ns: after ITRACE_START */
+	n = put_pkt(trace, n, sizeof(trace), &pkt);
+	pkt.type = VMPT_PKT_TMA;	/* MTC is on: TSC comes with TMA */
+	n = put_pkt(trace, n, sizeof(trace), &pkt);
 	pkt.type = VMPT_PKT_PSBEND;
 	n = put_pkt(trace, n, sizeof(trace), &pkt);
 	pkt.type = VMPT_PKT_TIP_PGE;
@@ -157,7 +163,7 @@ static int synth(const char *out, const char *elf, uint64_t addr, uint32_t pmu_t
 	pkt.ip.ip = 0;
 	n = put_pkt(trace, n, sizeof(trace), &pkt);
 
-	vmpt_perf_intel_pt_attr(&pt_attr, pmu_type, 0);	/* no tsc: timeless */
+	vmpt_perf_intel_pt_attr(&pt_attr, pmu_type, 0x600);	/* tsc, mtc */
 	vmpt_perf_sideband_attr(&sb_attr);
 	if ((ret = vmpt_perf_writer_open(&w, out, &opts)) < 0)
 		return fail(out, ret);

@@ -82,6 +82,14 @@ for form in file dir; do
 	quiet_perf "$form" script --itrace=b -F comm,tid,ip,addr,sym,dso -i "$out"
 	grep -q "pd-synth  4242 .*=> *$IP main ($ELF)$" "$T/out" ||
 		{ cat "$T/out"; fail "perf's intel_pt decoder did not decode the branch into main"; }
+	# perf inject edits vmpt's files in place (VM time correlation).
+	quiet_perf "$form" inject -i "$out" --vm-time-correlation=dry-run
+	[ ! -s "$T/out" ] || { cat "$T/out"; fail "perf inject dry-run output ($form)"; }
+	if [ $form = file ]; then
+		cp "$out" "$T/inject.data"
+		quiet_perf "$form" inject -i "$T/inject.data" --vm-time-correlation=0 --force
+		cmp -s "$out" "$T/inject.data" || fail "perf inject changed a trace without VMCS"
+	fi
 	"$VMPT" dump "$out" >"$T/dump" || fail "vmpt dump $form"
 	grep -q "tip.pge .*$IP" "$T/dump" || { cat "$T/dump"; fail "vmpt dump: tip.pge"; }
 done
