@@ -119,6 +119,8 @@ static int load_symbols(struct synth_image *img, Elf *elf)
 			img->funcs[img->n_funcs++] = va;
 		}
 	}
+	if (!img->n_funcs)
+		return 0;
 	qsort(img->funcs, img->n_funcs, sizeof(*img->funcs), cmp_u64);
 	size_t k = 0;
 	for (size_t i = 0; i < img->n_funcs; i++)
