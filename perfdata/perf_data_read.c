@@ -262,6 +262,25 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 			pd->kcore_dir = NULL;
 		}
 	}
+	if (data_path) {
+		char *thread_path = NULL;
+		int threaded;
+
+		/* perf record --threads spreads records over data.N files. */
+		if (asprintf(&thread_path, "%s/data.0", path) < 0) {
+			free(data_path);
+			return -VMPT_ERR_NOMEM;
+		}
+		threaded = stat(thread_path, &st) == 0;
+		free(thread_path);
+		if (threaded) {
+			snprintf(pd->errmsg, sizeof(pd->errmsg),
+				 "%s: perf record --threads output (data.N files) is not supported",
+				 path);
+			free(data_path);
+			return -VMPT_ERR_UNSUPPORTED;
+		}
+	}
 	err = vmpt_file_map(&pd->map, data_path ? data_path : path);
 	if (err < 0) {
 		snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: %s",

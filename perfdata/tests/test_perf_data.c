@@ -366,34 +366,6 @@ static void read_back(const char *path)
 	vmpt_perf_close(&pd);
 }
 
-static void test_round_trip(void **state)
-{
-	(void)state;
-	assert_int_equal(write_sample_file(tmp_path("rt.data"), 0), 0);
-	read_back(tmp_path("rt.data"));
-}
-
-static void test_directory_form(void **state)
-{
-	struct vmpt_perf_writer *w;
-	struct vmpt_perf_writer_opts opts = { .dir = 1 };
-	struct vmpt_perf_data pd;
-	char path[300];
-
-	(void)state;
-	assert_int_equal(write_sample_file(tmp_path("dir.data"), 1), 0);
-	read_back(tmp_path("dir.data"));
-	/* kcore_dir is there once the writer made it */
-	assert_int_equal(vmpt_perf_writer_open(&w, tmp_path("dir2.data"), &opts), 0);
-	snprintf(path, sizeof(path), "%s/kcore_dir", tmp_path("dir2.data"));
-	assert_string_equal(vmpt_perf_writer_kcore_dir(w), path);
-	assert_int_equal(vmpt_perf_writer_close(w), 0);
-	assert_int_equal(vmpt_perf_open(&pd, tmp_path("dir2.data")), 0);
-	assert_string_equal(pd.kcore_dir, path);
-	assert_int_equal(pd.nr_attrs, 0);
-	vmpt_perf_close(&pd);
-}
-
 /* ---- corrupt files ---- */
 
 static uint8_t *slurp(const char *path, size_t *size)
@@ -421,6 +393,43 @@ static void spit(const char *path, const uint8_t *buf, size_t size)
 	assert_non_null(f);
 	assert_int_equal(fwrite(buf, 1, size, f), size);
 	fclose(f);
+}
+
+static void test_round_trip(void **state)
+{
+	(void)state;
+	assert_int_equal(write_sample_file(tmp_path("rt.data"), 0), 0);
+	read_back(tmp_path("rt.data"));
+}
+
+static void test_directory_form(void **state)
+{
+	struct vmpt_perf_writer *w;
+	struct vmpt_perf_writer_opts opts = { .dir = 1 };
+	struct vmpt_perf_data pd;
+	char path[300];
+
+	(void)state;
+	assert_int_equal(write_sample_file(tmp_path("dir.data"), 1), 0);
+	read_back(tmp_path("dir.data"));
+	/* kcore_dir is there once the writer made it */
+	assert_int_equal(vmpt_perf_writer_open(&w, tmp_path("dir2.data"), &opts), 0);
+	snprintf(path, sizeof(path), "%s/kcore_dir", tmp_path("dir2.data"));
+	assert_string_equal(vmpt_perf_writer_kcore_dir(w), path);
+	assert_int_equal(vmpt_perf_writer_close(w), 0);
+	assert_int_equal(vmpt_perf_open(&pd, tmp_path("dir2.data")), 0);
+	assert_string_equal(pd.kcore_dir, path);
+	assert_int_equal(pd.nr_attrs, 0);
+	vmpt_perf_close(&pd);
+	/* perf record --threads output is refused, not half read */
+	snprintf(path, sizeof(path), "%s/data.0", tmp_path("dir2.data"));
+	spit(path, (const uint8_t *)"", 0);
+	assert_int_equal(vmpt_perf_open(&pd, tmp_path("dir2.data")), -VMPT_ERR_UNSUPPORTED);
+	snprintf(path, sizeof(path),
+		 "%s: perf record --threads output (data.N files) is not supported",
+		 tmp_path("dir2.data"));
+	assert_string_equal(pd.errmsg, path);
+	vmpt_perf_close(&pd);
 }
 
 static uint64_t record_offset(const char *path, uint32_t type)
