@@ -5,8 +5,6 @@
 #include "vmpt/guest.h"
 
 #include <getopt.h>
-#include <libgen.h>
-#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,31 +40,6 @@ static void usage(FILE *out)
 		"      --remote-dir DIR      where it goes in the guest (default .cache/vmpt)\n"
 		"      --max-file-size BYTES largest file taken from the guest (default 1 GiB)\n"
 		"      --timeout SEC         longest silence from the guest (default 120)\n");
-}
-
-/* The agent beside this vmpt: the build tree (cli/ and guest-agent/) or
- * an install (bin/ and libexec/vmpt/).
- */
-static const char *default_agent(char *buf, size_t size)
-{
-	static const char *const rel[] = { "../guest-agent/vmpt-agent",
-					   "../libexec/vmpt/vmpt-agent" };
-	char exe[PATH_MAX];
-	ssize_t n;
-
-	if (getenv("VMPT_AGENT"))
-		return getenv("VMPT_AGENT");
-	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n <= 0)
-		return NULL;
-	exe[n] = 0;
-	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-		snprintf(buf, size, "%s/%s", dirname(exe), rel[i]);
-		if (!access(buf, R_OK))
-			return buf;
-		exe[n] = 0;
-	}
-	return NULL;
 }
 
 static int fail(struct vmpt_guest *g, int ret)
@@ -161,7 +134,6 @@ int cmd_guest(int argc, char **argv)
 			  .what = VMPT_GUEST_FETCH_BINARIES };
 	struct vmpt_guest *g;
 	const char *sub;
-	char agent[PATH_MAX];
 	int ret;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -187,12 +159,6 @@ int cmd_guest(int argc, char **argv)
 	if (strcmp(sub, "collect") && strcmp(sub, "check")) {
 		fprintf(stderr, "vmpt guest: unknown subcommand '%s'\n", sub);
 		usage(stderr);
-		return 2;
-	}
-	if (!a.o.agent_path)
-		a.o.agent_path = default_agent(agent, sizeof(agent));
-	if (!a.o.agent_path) {
-		fprintf(stderr, "vmpt guest: no vmpt-agent found beside vmpt: use --agent\n");
 		return 2;
 	}
 	ret = vmpt_guest_open(&g, &a.o);

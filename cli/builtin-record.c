@@ -2,6 +2,7 @@
 #include "builtin.h"
 
 #include "vmpt/error.h"
+#include "vmpt/guest.h"
 #include "vmpt/record.h"
 
 #include <errno.h>
@@ -47,6 +48,9 @@ static void usage(FILE *out)
 		"                         'snapshot' in the control FIFO, and at the end\n"
 		"      --control PATH     control FIFO (commands: snapshot, stop, enable, disable)\n"
 		"      --kcore            copy kernel text, kallsyms and modules into PATH/kcore_dir\n"
+		"      --guest ssh://USER@HOST[:PORT]  also guest sideband and the guest binaries\n"
+		"                         (and with --kcore its kcore) into the recording's guest/\n"
+		"      --guest-identity FILE, --guest-known-hosts FILE  (see vmpt guest)\n"
 		"      --sysfs-root DIR, --procfs-root DIR, --debugfs-root DIR\n"
 		"  -q, --quiet\n\n"
 		"SIGINT or SIGTERM stop the recording; what was read is written first.\n");
@@ -100,7 +104,9 @@ int cmd_record(int argc, char **argv)
 	struct vmpt_record_opts o = { .stop = &stop_flag, .snapshot_request = &snapshot_flag,
 				      .log = stderr };
 	enum { OPT_QMP = 256, OPT_DOMAIN, OPT_FILTER, OPT_CONTROL, OPT_KCORE, OPT_SYSFS,
-	       OPT_PROCFS, OPT_DEBUGFS };
+	       OPT_PROCFS, OPT_DEBUGFS, OPT_GUEST, OPT_GUEST_ID, OPT_GUEST_KH };
+	struct vmpt_guest_opts guest_opts = { .log = stderr };
+	struct vmpt_guest *guest = NULL;
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "event", required_argument, NULL, 'e' },
@@ -118,6 +124,9 @@ int cmd_record(int argc, char **argv)
 		{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 		{ "procfs-root", required_argument, NULL, OPT_PROCFS },
 		{ "debugfs-root", required_argument, NULL, OPT_DEBUGFS },
+		{ "guest", required_argument, NULL, OPT_GUEST },
+		{ "guest-identity", required_argument, NULL, OPT_GUEST_ID },
+		{ "guest-known-hosts", required_argument, NULL, OPT_GUEST_KH },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -173,6 +182,9 @@ int cmd_record(int argc, char **argv)
 		case OPT_SYSFS: o.sysfs_root = optarg; break;
 		case OPT_PROCFS: o.procfs_root = optarg; break;
 		case OPT_DEBUGFS: o.debugfs_root = optarg; break;
+		case OPT_GUEST: guest_opts.url = optarg; break;
+		case OPT_GUEST_ID: guest_opts.identity = optarg; break;
+		case OPT_GUEST_KH: guest_opts.known_hosts = optarg; break;
 		case 'q': o.log = NULL; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -188,10 +200,26 @@ int cmd_record(int argc, char **argv)
 	sa.sa_handler = on_snapshot;
 	sigaction(SIGUSR2, &sa, NULL);
 
+	/* Guest sideband starts before and stops after the host trace. */
+	if (guest_opts.url && (vmpt_guest_open(&guest, &guest_opts) ||
+			       vmpt_guest_start(guest, NULL))) {
+		fprintf(stderr, "vmpt record: guest: %s\n", vmpt_guest_errmsg(guest));
+		vmpt_guest_close(guest);
+		return 1;
+	}
 	struct vmpt_record_stats st;
 	char err[2048];
 	int rc = vmpt_record(&o, &st, err, sizeof(err));
 	const char *out = o.output ? o.output : "perf.data";
+	if (guest) {
+		struct vmpt_guest_fetch_stats gst;
+		unsigned what = VMPT_GUEST_FETCH_BINARIES | (o.kcore ? VMPT_GUEST_FETCH_KCORE : 0);
+		if (vmpt_guest_finish(guest, out, what, &gst)) {
+			fprintf(stderr, "vmpt record: guest: %s\n", vmpt_guest_errmsg(guest));
+			rc = rc ? rc : -VMPT_ERR_REMOTE;
+		}
+		vmpt_guest_close(guest);
+	}
 	if (o.log && (st.records || st.aux_bytes || st.bytes_written))
 		fprintf(stderr, "[ vmpt record: %" PRIu64 " sideband records, %" PRIu64
 			" AUX bytes (%" PRIu64 " AUX records, %" PRIu64 " truncated, %"

@@ -13,7 +13,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <libssh/libssh.h>
+#include <limits.h>
 #include <libssh/sftp.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@ struct vmpt_guest {
 	char *user, *host;
 	unsigned port;
 	char *known_hosts;		/* for messages */
+	char *agent_path;		/* the local agent */
 	ssh_session s;
 	char *agent;			/* remote command prefix: [sudo -n ]'DIR/vmpt-agent' */
 	ssh_channel rec;		/* a running `record` */
@@ -591,6 +594,32 @@ out:
 	return ret;
 }
 
+/* The agent beside this program: the build tree (cli/ and guest-agent/)
+ * or an install (bin/ and libexec/vmpt/); $VMPT_AGENT first.
+ */
+static char *find_agent(void)
+{
+	static const char *const rel[] = { "../guest-agent/vmpt-agent",
+					   "../libexec/vmpt/vmpt-agent" };
+	char exe[PATH_MAX], *path;
+	ssize_t n;
+
+	if (getenv("VMPT_AGENT"))
+		return strdup(getenv("VMPT_AGENT"));
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return NULL;
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		path = join(exe, "/", rel[i]);
+		if (path && !access(path, R_OK))
+			return path;
+		free(path);
+	}
+	return NULL;
+}
+
 int vmpt_guest_open(struct vmpt_guest **gp, const struct vmpt_guest_opts *opts)
 {
 	struct vmpt_guest *g = calloc(1, sizeof(*g));
@@ -607,8 +636,13 @@ int vmpt_guest_open(struct vmpt_guest **gp, const struct vmpt_guest_opts *opts)
 	if (!g->o.timeout_sec)
 		g->o.timeout_sec = 120;
 	g->known_hosts = strdup(opts->known_hosts ? opts->known_hosts : "~/.ssh/known_hosts");
-	if (!opts->url || !opts->agent_path)
-		return set_err(g, -VMPT_ERR_INVAL, "a guest URL and the agent's path are needed");
+	if (!opts->url)
+		return set_err(g, -VMPT_ERR_INVAL, "no guest URL");
+	g->agent_path = opts->agent_path ? strdup(opts->agent_path) : find_agent();
+	if (!g->agent_path)
+		return set_err(g, -VMPT_ERR_NOT_FOUND,
+			       "no vmpt-agent beside this program: give its path (--agent)");
+	g->o.agent_path = g->agent_path;
 	ret = parse_url(g, opts->url);
 	if (!ret)
 		ret = connect_session(g);
@@ -630,6 +664,7 @@ void vmpt_guest_close(struct vmpt_guest *g)
 		ssh_free(g->s);
 	}
 	free(g->agent);
+	free(g->agent_path);
 	free(g->known_hosts);
 	free(g->user);
 	free(g->host);
@@ -968,5 +1003,25 @@ out:
 	free(cmd);
 	free(names);
 	fetch_free(&l);
+	return ret;
+}
+
+int vmpt_guest_finish(struct vmpt_guest *g, const char *recording, unsigned what,
+		      struct vmpt_guest_fetch_stats *stats)
+{
+	struct stat st;
+	char *copy = strdup(recording), *dir;
+	int ret;
+
+	if (!copy)
+		return set_err(g, -VMPT_ERR_NOMEM, "out of memory");
+	/* perf's directory form is the recording's directory; a perf.data
+	 * file has the one it is in.
+	 */
+	dir = !stat(recording, &st) && S_ISDIR(st.st_mode) ? copy : dirname(copy);
+	ret = vmpt_guest_stop(g, dir);
+	if (!ret && what)
+		ret = vmpt_guest_fetch(g, dir, what, stats);
+	free(copy);
 	return ret;
 }

@@ -22,7 +22,8 @@ struct vmpt_guest_opts {
 	const char *identity;		/* private key file; NULL: ssh-agent, ~/.ssh/id_* */
 	const char *known_hosts;	/* NULL: ~/.ssh/known_hosts */
 	int accept_new_host_key;	/* add an unknown host's key to known_hosts */
-	const char *agent_path;		/* the local vmpt-agent to deploy */
+	const char *agent_path;		/* the local vmpt-agent to deploy; NULL: $VMPT_AGENT,
+					 * else the one installed beside this program */
 	const char *remote_dir;		/* its guest directory; NULL: ".cache/vmpt" in the home */
 	uint64_t max_file_size;		/* largest file taken from the guest; 0: 1 GiB */
 	int timeout_sec;		/* longest wait for the guest; 0: 120 */
@@ -74,5 +75,12 @@ struct vmpt_guest_fetch_stats {
  */
 int vmpt_guest_fetch(struct vmpt_guest *g, const char *dir, unsigned what,
 		     struct vmpt_guest_fetch_stats *stats);
+
+/* With a host recording (vmpt record --guest): stop guest sideband and
+ * fetch into the recording's directory (recording itself when it is
+ * perf's directory form, else the directory holding the perf.data).
+ */
+int vmpt_guest_finish(struct vmpt_guest *g, const char *recording, unsigned what,
+		      struct vmpt_guest_fetch_stats *stats);
 
 #endif

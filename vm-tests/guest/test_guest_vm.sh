@@ -87,6 +87,22 @@ check "guest kcore: kernel and module text" python3 "$SRCDIR/guest-agent/tests/c
 check "guest modules: e1000" grep -q "^e1000 " "$G/kcore_dir/modules"
 check "collect summary" grep -qE "^guest: [0-9]+ files \([0-9]+ bytes\) in $W/rec/guest, 0 missing, 0 rejected$" "$W/collect.out"
 
+# vmpt record --guest: guest sideband starts and stops with a host recording
+# (sideband-only host events: this machine may have no Intel PT).
+mkdir -p "$W/hrec"
+if timeout 300 "$VMPT" record -e dummy -a -o "$W/hrec/perf.data" --guest "$URL" \
+	--guest-identity "$IMG/client_key" --guest-known-hosts "$W/known_hosts" -- sleep 1 \
+	> "$W/record.out" 2> "$W/record.err"; then
+	check "record --guest: host perf.data" test -s "$W/hrec/perf.data"
+	perf script -i "$W/hrec/guest/perf.data" --show-task-events > "$W/hscript.out" 2>&1 || true
+	check "record --guest: guest sideband beside it" grep -q PERF_RECORD_ "$W/hscript.out"
+	check "record --guest: guest binaries beside it" cmp -s /bin/busybox "$W/hrec/guest/root/bin/busybox"
+else
+	echo "FAIL: vmpt record --guest"
+	cat "$W/record.err"
+	fails=$((fails + 1))
+fi
+
 if [ "$fails" -ne 0 ]; then
 	echo "$fails checks failed; guest console:"
 	tail -20 "$W/console.log"
