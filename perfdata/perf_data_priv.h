@@ -5,7 +5,6 @@
 
 #include "vmpt/perf_data.h"
 
-#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -60,6 +59,6 @@ int pd_step(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur);
 
 /* Add an attr with ids (copied). */
 int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
-		const uint8_t *ids, uint64_t nr_ids, uint64_t offset);
+		const uint8_t *ids, uint64_t nr_ids);
 
 #endif

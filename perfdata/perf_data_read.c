@@ -7,6 +7,7 @@
 #include "vmpt/error.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -33,12 +34,11 @@ int vmpt_perf_is_perf_data(const uint8_t *buf, size_t size)
 }
 
 int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
-		const uint8_t *ids, uint64_t nr_ids, uint64_t offset)
+		const uint8_t *ids, uint64_t nr_ids)
 {
 	struct vmpt_perf_attr *a;
 	uint32_t size = attr_size;
 
-	(void)offset;
 	a = realloc(pd->attrs, (pd->nr_attrs + 1) * sizeof(*a));
 	if (!a)
 		return -VMPT_ERR_NOMEM;
@@ -106,7 +106,7 @@ static int read_attrs(struct vmpt_perf_data *pd, uint64_t attr_size,
 					"ids of attr %zu (offset %#llx, size %llu) beyond end of file or misaligned",
 					pd->nr_attrs, (unsigned long long)ids_off,
 					(unsigned long long)ids_size);
-		err = pd_add_attr(pd, d + pos, asz, d + ids_off, ids_size / 8, pos);
+		err = pd_add_attr(pd, d + pos, asz, d + ids_off, ids_size / 8);
 		if (err < 0)
 			return err;
 	}
@@ -215,7 +215,7 @@ static int scan_pipe_headers(struct vmpt_perf_data *pd)
 			if (asz < PERF_ATTR_SIZE_VER0 || asz > (uint32_t)size - 8u)
 				break;
 			ret = pd_add_attr(pd, d + pos + 8, asz, d + pos + 8 + asz,
-					  (size - 8u - asz) / 8, pos);
+					  (size - 8u - asz) / 8);
 		} else if (type == VMPT_PERF_RECORD_HEADER_BUILD_ID) {
 			/* The record is laid out as a BUILD_ID feature entry. */
 			ret = pd_parse_feature(pd, VMPT_PERF_FEAT_BUILD_ID, d + pos,
