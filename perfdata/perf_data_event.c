@@ -401,11 +401,15 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 		ev->time_conv.time_shift = pd_u64(b);
 		ev->time_conv.time_mult = pd_u64(b + 8);
 		ev->time_conv.time_zero = pd_u64(b + 16);
-		/* Newer perf (5.10+) adds cycles, mask and two flags. */
-		if (body >= 48) {
+		/* Newer perf (5.10+) adds cycles, mask and two flags; like
+		 * perf, take what the record contains. */
+		if (body >= 32) {
 			ev->time_conv.extended = 1;
 			ev->time_conv.time_cycles = pd_u64(b + 24);
+		}
+		if (body >= 40)
 			ev->time_conv.time_mask = pd_u64(b + 32);
+		if (body >= 42) {
 			ev->time_conv.cap_user_time_zero = b[40];
 			ev->time_conv.cap_user_time_short = b[41];
 		}

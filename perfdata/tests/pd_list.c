@@ -87,6 +87,19 @@ static void print_details(const struct vmpt_perf_event *ev)
 	case VMPT_PERF_RECORD_AUXTRACE_INFO:
 		printf(" type: %u", ev->auxtrace_info.type);
 		break;
+	case VMPT_PERF_RECORD_TIME_CONV: {
+		const struct vmpt_perf_time_conv *tc = &ev->time_conv;
+
+		printf("\n... Time Shift      %" PRIu64 "\n... Time Muliplier  %" PRIu64
+		       "\n... Time Zero       %" PRIu64, tc->time_shift, tc->time_mult,
+		       tc->time_zero);
+		if (tc->extended)
+			printf("\n... Time Cycles     %" PRIu64 "\n... Time Mask       %#" PRIx64
+			       "\n... Cap Time Zero   %d\n... Cap Time Short  %d",
+			       tc->time_cycles, tc->time_mask, tc->cap_user_time_zero,
+			       tc->cap_user_time_short);
+		break;
+	}
 	case VMPT_PERF_RECORD_ID_INDEX:
 		printf(" nr: %" PRIu64, ev->id_index.nr);
 		for (uint64_t i = 0; i < ev->id_index.nr; i++) {

@@ -118,7 +118,7 @@ static int synth(const char *out, const char *elf, uint64_t addr, uint32_t pmu_t
 	struct vmpt_perf_writer_opts opts = { .dir = dir };
 	struct vmpt_perf_time_conv tc = {
 		.time_shift = 31, .time_mult = 1789569706, .time_zero = 0,
-		.cap_user_time_zero = 1,
+		.cap_user_time_zero = 1, .extended = 1,	/* perf 5.10+ form */
 	};
 	struct vmpt_perf_intel_pt_info info;
 	struct perf_event_attr pt_attr, sb_attr;

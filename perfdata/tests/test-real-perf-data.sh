@@ -21,8 +21,10 @@ perf_records() {
 	grep -oE '^([0-9-]+ [0-9-]+ )?0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_.*' "$1" |
 	sed -E 's/^[0-9-]+ [0-9-]+ (0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_(TIME_CONV|AUXTRACE|FINISHED_ROUND|ATTR|FEATURE|ID_INDEX|FINISHED_INIT))/\1/'
 }
-# vmpt's listing of the same (pd-list), without ID_INDEX entry lines.
-vmpt_records() { "$LIST" "$1" | grep -v '^ \.\.\. '; }
+# vmpt's listing of the same (pd-list), without the detail lines.
+vmpt_records() { "$LIST" "$1" | grep -v '^ *\.\.\. '; }
+# The TIME_CONV fields as perf -D prints them (and pd-list).
+time_conv() { grep -E '^\.\.\. (Time|Cap Time)' "$1"; }
 no_offsets() { sed -E 's/0x[0-9a-f]+ \[/[/'; }
 
 # ---- file mode: every record, as perf lists them (perf sorts by time) ----
@@ -35,6 +37,13 @@ for t in MMAP MMAP2 COMM EXIT SWITCH_CPU_WIDE ITRACE_START AUX AUXTRACE \
 	 AUXTRACE_INFO TIME_CONV FINISHED_ROUND SAMPLE; do
 	grep -q "PERF_RECORD_$t[ (:]\|PERF_RECORD_$t\$" "$T/vmpt.rec" || fail "no $t record"
 done
+
+# ---- TIME_CONV (the 32-byte form of older perf) ----
+"$LIST" "$F" >"$T/vmpt.full"
+time_conv "$T/perf.D" >"$T/a"
+time_conv "$T/vmpt.full" >"$T/b"
+diff -u "$T/a" "$T/b" || fail "TIME_CONV fields differ"
+[ "$(wc -l <"$T/b")" -eq 3 ] || fail "expected the 3 TIME_CONV fields of perf 4.14"
 
 # ---- AUXTRACE_INFO: the Intel PT fields, in perf's order and wording ----
 sed -n '/PERF_RECORD_AUXTRACE_INFO/,/^$/p' "$T/perf.D" | grep '^  ' >"$T/perf.info"

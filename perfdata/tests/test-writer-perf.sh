@@ -15,8 +15,10 @@ perf_records() {
 	grep -oE '^([0-9-]+ [0-9-]+ )?0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_.*' "$1" |
 	sed -E 's/^[0-9-]+ [0-9-]+ (0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_(TIME_CONV|AUXTRACE|FINISHED_ROUND|ATTR|FEATURE|ID_INDEX|FINISHED_INIT))/\1/'
 }
-# vmpt's listing of the same (pd-list), without ID_INDEX entry lines.
-vmpt_records() { "$LIST" "$1" | grep -v '^ \.\.\. '; }
+# vmpt's listing of the same (pd-list), without the detail lines.
+vmpt_records() { "$LIST" "$1" | grep -v '^ *\.\.\. '; }
+# The TIME_CONV fields as perf -D prints them (and pd-list).
+time_conv() { grep -E '^\.\.\. (Time|Cap Time)' "$1"; }
 no_offsets() { sed -E 's/0x[0-9a-f]+ \[/[/'; }
 # perf's stderr must be empty (what "accepted without complaint" means).
 quiet_perf() {
@@ -78,6 +80,11 @@ for form in file dir; do
 	"$LIST" "$out" | grep '^ \.\.\. id: ' >"$T/b"
 	diff -u "$T/a" "$T/b" || fail "perf reads the ID_INDEX differently ($form)"
 	[ $form = file ] || grep -q '  machine_pid: 0  vcpu: 2$' "$T/b" || fail "guest id fields"
+	time_conv "$T/synth.D" >"$T/a"
+	"$LIST" "$out" >"$T/b.full"
+	time_conv "$T/b.full" >"$T/b"
+	diff -u "$T/a" "$T/b" || fail "perf reads the TIME_CONV differently ($form)"
+	[ "$(wc -l <"$T/b")" -eq 7 ] || fail "expected the 7 TIME_CONV fields of perf 5.10+"
 	grep -q "TIP.PGE 0x$IP" "$T/synth.D" || fail "perf's dump lacks the TIP.PGE"
 	quiet_perf "$form" script --itrace=b -F comm,tid,ip,addr,sym,dso -i "$out"
 	grep -q "pd-synth  4242 .*=> *$IP main ($ELF)$" "$T/out" ||
