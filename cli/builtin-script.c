@@ -49,6 +49,8 @@ struct opts {
 	/* perf.data: TSC to perf time (TIME_CONV), printed sec.usec as perf */
 	int have_tc;
 	struct vmpt_perf_time_conv tc;
+	int disasm;			/* --insn-trace: insn shows the text too */
+	const struct vmpt_image *image;	/* for sym/dso of branch targets */
 };
 
 static uint64_t perf_time(const struct vmpt_perf_time_conv *tc, uint64_t cyc)
@@ -211,8 +213,9 @@ static void print_head(struct out *o, uint64_t time)
 		print_time(o->f, op, time, ": ");
 }
 
-static void print_insn_text(struct out *o, const struct vmpt_flow_item *b,
-			    uint64_t ip, unsigned size)
+/* perf's "insn: 41 57", then (--insn-trace) the disassembly. */
+static void print_insn(struct out *o, const struct vmpt_flow_item *b,
+		       uint64_t ip, unsigned size)
 {
 	const struct vmpt_section *s = b->sec;
 	cs_insn *in = o->insn[b->mode];
@@ -223,8 +226,11 @@ static void print_insn_text(struct out *o, const struct vmpt_flow_item *b,
 	if (!s || ip - s->vaddr >= s->size || s->size - (ip - s->vaddr) < size)
 		return;
 	code = s->data + (ip - s->vaddr);
-	if (cs_disasm_iter(o->cs[b->mode], &code, &avail, &at, in))
-		fprintf(o->f, " insn: %s %s", in->mnemonic, in->op_str);
+	fprintf(o->f, " insn:");
+	for (unsigned i = 0; i < size; i++)
+		fprintf(o->f, " %02x", code[i]);
+	if (o->o->disasm && cs_disasm_iter(o->cs[b->mode], &code, &avail, &at, in))
+		fprintf(o->f, "\t\t%s %s", in->mnemonic, in->op_str);
 }
 
 static void sample_insn(struct out *o, const struct vmpt_flow_item *b,
@@ -234,35 +240,43 @@ static void sample_insn(struct out *o, const struct vmpt_flow_item *b,
 
 	print_head(o, b->time);
 	if (f & F_FLAGS)
-		fprintf(o->f, "%-15s ", ip == b->end_ip ? branch_flags(b) : "");
+		fprintf(o->f, "  %-21s ", ip == b->end_ip ? branch_flags(b) : "");
 	if (f & F_IP)
-		fprintf(o->f, "%16" PRIx64, ip);
-	print_sym(o, b->sec, ip);
+		fprintf(o->f, " %16" PRIx64, ip);
+	if (f & F_IP)
+		print_sym(o, b->sec, ip);
 	if (f & F_INSN)
-		print_insn_text(o, b, ip, size);
+		print_insn(o, b, ip, size);
 	fputc('\n', o->f);
 }
 
+/* A branch from `from` to `to` (0: tracing starts or ends). */
 static void sample_branch(struct out *o, const struct vmpt_flow_item *b,
 			  uint64_t from, uint64_t to, const char *flags)
 {
+	const struct vmpt_image *img = o->o->image;
+	struct vmpt_asid any = vmpt_asid_any();
 	unsigned f = o->o->fields;
 
 	print_head(o, b->time);
-	if (f & F_FLAGS)
-		fprintf(o->f, "%-15s ", flags);
 	if (o->o->call_trace) {
 		fprintf(o->f, "%*s", 2 * (o->depth > 0 ? o->depth : 0), "");
-		print_sym(o, b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL, to);
+		print_sym(o, to ? vmpt_image_find(img, &any, to) : NULL, to);
 		fputc('\n', o->f);
 		return;
 	}
-	if (f & F_IP)
-		fprintf(o->f, "%16" PRIx64, from);
-	if (b->kind == VMPT_FLOW_BLOCK)
-		print_sym(o, b->sec, from);
-	if (f & F_ADDR)
+	if (f & F_FLAGS)
+		fprintf(o->f, "  %-21s ", flags);
+	if (f & F_IP) {
+		fprintf(o->f, " %16" PRIx64, from);
+		print_sym(o, b->kind == VMPT_FLOW_BLOCK ? b->sec :
+			  from ? vmpt_image_find(img, &any, from) : NULL, from);
+	}
+	if (f & F_ADDR) {
 		fprintf(o->f, " => %16" PRIx64, to);
+		if (f & F_IP)
+			print_sym(o, to ? vmpt_image_find(img, &any, to) : NULL, to);
+	}
 	fputc('\n', o->f);
 }
 
@@ -333,9 +347,12 @@ static void on_event(struct out *o, const struct vmpt_flow_item *e)
 			sample_branch(o, e, 0, e->ip, "tr strt");
 		break;
 	case VMPT_EV_DISABLED:
-	case VMPT_EV_ASYNC_DISABLED:
 		if (it->branches)
 			sample_branch(o, e, e->ip, 0, "tr end");
+		break;
+	case VMPT_EV_ASYNC_DISABLED:
+		if (it->branches)
+			sample_branch(o, e, e->ip, 0, "tr end  async");
 		break;
 	case VMPT_EV_ASYNC_BRANCH:
 		if (it->branches)
@@ -491,6 +508,33 @@ static int split_at(char *arg, uint64_t *addr)
 	return 1;
 }
 
+/* Decoder settings from AUXTRACE_INFO and the intel_pt event's config. */
+static void intel_pt_config(const struct vmpt_perf_data *pd,
+			    const struct vmpt_perf_intel_pt_info *info,
+			    struct vmpt_flow_config *cfg, struct opts *op)
+{
+	const uint64_t *priv = info->priv;
+	uint64_t config = 0, mtc_mask = priv[VMPT_INTEL_PT_MTC_FREQ_BITS];
+
+	for (size_t i = 0; i < pd->nr_attrs; i++)
+		if (pd->attrs[i].attr.type == priv[VMPT_INTEL_PT_PMU_TYPE])
+			config = pd->attrs[i].attr.config;
+	cfg->retcomp = !(config & priv[VMPT_INTEL_PT_NORETCOMP_BIT]);
+	if (mtc_mask)
+		cfg->mtc_period = (uint8_t)((config & mtc_mask) >>
+					    __builtin_ctzll(mtc_mask));
+	cfg->tsc_ctc_ratio_n = (uint32_t)priv[VMPT_INTEL_PT_TSC_CTC_N];
+	cfg->tsc_ctc_ratio_d = (uint32_t)priv[VMPT_INTEL_PT_TSC_CTC_D];
+	cfg->max_nonturbo_ratio = (uint32_t)priv[VMPT_INTEL_PT_MAX_NONTURBO_RATIO];
+	/* perf converts Intel PT's TSC with these (TIME_CONV may refine). */
+	if (!op->have_tc && priv[VMPT_INTEL_PT_TIME_MULT]) {
+		op->tc.time_shift = priv[VMPT_INTEL_PT_TIME_SHIFT];
+		op->tc.time_mult = priv[VMPT_INTEL_PT_TIME_MULT];
+		op->tc.time_zero = priv[VMPT_INTEL_PT_TIME_ZERO];
+		op->have_tc = 1;
+	}
+}
+
 static int script_perf_data(const char *path, struct vmpt_flow_config *cfg,
 			    struct vmpt_image *img, struct opts *op)
 {
@@ -516,21 +560,21 @@ static int script_perf_data(const char *path, struct vmpt_flow_config *cfg,
 				continue;
 			if (ev.mmap.filename[0] != '/')
 				continue;
-			/* Missing binaries show up as errors at their IPs. */
-			vmpt_image_add_raw(img, ev.mmap.filename, ev.mmap.pgoff,
-					   ev.mmap.len, ev.mmap.start, &host);
+			/* Missing binaries show up as errors at their IPs;
+			 * a file that is no ELF (JIT dumps) maps raw.
+			 */
+			if (vmpt_image_add_elf_map(img, ev.mmap.filename, ev.mmap.start,
+						   ev.mmap.pgoff, &host) == -VMPT_ERR_FORMAT)
+				vmpt_image_add_raw(img, ev.mmap.filename, ev.mmap.pgoff,
+						   ev.mmap.len, ev.mmap.start, &host);
 		} else if (ev.type == VMPT_PERF_RECORD_TIME_CONV) {
 			op->tc = ev.time_conv;
 			op->have_tc = 1;
 		} else if (ev.type == VMPT_PERF_RECORD_AUXTRACE_INFO) {
 			struct vmpt_perf_intel_pt_info info;
 
-			if (vmpt_perf_intel_pt_info(&ev, &info) == 0) {
-				cfg->tsc_ctc_ratio_n = (uint32_t)info.priv[VMPT_INTEL_PT_TSC_CTC_N];
-				cfg->tsc_ctc_ratio_d = (uint32_t)info.priv[VMPT_INTEL_PT_TSC_CTC_D];
-				cfg->max_nonturbo_ratio =
-					(uint32_t)info.priv[VMPT_INTEL_PT_MAX_NONTURBO_RATIO];
-			}
+			if (vmpt_perf_intel_pt_info(&ev, &info) == 0)
+				intel_pt_config(&pd, &info, cfg, op);
 		}
 	}
 	vmpt_perf_cursor_init(&pd, &cur);
@@ -632,6 +676,7 @@ int cmd_script(int argc, char **argv)
 		case 'T':
 			op.it = (struct itrace){ .insns = 1, .period_time = 1, .errors = 1 };
 			op.fields |= F_INSN;
+			op.disasm = 1;
 			break;
 		case 'f': {
 			char *dash = strchr(optarg, '-');
@@ -679,6 +724,7 @@ bad_arg:
 		goto out;
 	}
 	cfg.image = img;
+	op.image = img;
 	if (!pt) {
 		status = script_perf_data(input ? input : "perf.data", &cfg, img, &op);
 		goto out;

@@ -721,6 +721,11 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 		return -VMPT_ERR_IP_SUPPRESSED;
 	if (b->iclass == VMPT_IC_CALL_IND)
 		push_ret(dec, b->next_ip);
+	/* The CPU pops its call stack on every ret, compressed or not (as
+	 * perf's decoder does); a mismatching top is why this one has a TIP.
+	 */
+	if (b->iclass == VMPT_IC_RET && dec->depth)
+		pop_ret(dec, &to);
 	dec->have_pkt = 0;
 	dec->walked = 0;
 	it->taken = 1;

@@ -337,11 +337,163 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 	return 0;
 }
 
+static Elf_Scn *section_by_name(Elf *elf, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (!gelf_getshdr(scn, sh))
+			return NULL;
+		name = elf_strptr(elf, shstrndx, sh->sh_name);
+		if (name && !strcmp(name, want))
+			return scn;
+	}
+	return NULL;
+}
+
+/* "name@plt" for each PLT entry, as perf names them: the entries of
+ * .plt.sec (IBT binaries) or those after .plt's 16-byte header, in
+ * .rela.plt order.  Returns how many were added to syms (room for count).
+ */
+static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
+			  struct vmpt_symbol *syms)
+{
+	GElf_Shdr rsh, psh, dsh, ssh;
+	Elf_Scn *rela = section_by_name(elf, ".rela.plt", &rsh), *plt, *dyn;
+	Elf_Data *rdata, *ddata, *sdata;
+	uint64_t first;
+	size_t n = 0;
+
+	if (!rela || !rsh.sh_entsize)
+		return 0;
+	plt = section_by_name(elf, ".plt.sec", &psh);
+	first = plt ? psh.sh_addr : 0;
+	if (!plt) {
+		plt = section_by_name(elf, ".plt", &psh);
+		if (!plt)
+			return 0;
+		first = psh.sh_addr + 16;
+	}
+	dyn = elf_getscn(elf, rsh.sh_link);
+	if (!dyn || !gelf_getshdr(dyn, &dsh) ||
+	    !gelf_getshdr(elf_getscn(elf, dsh.sh_link), &ssh))
+		return 0;
+	rdata = elf_getdata(rela, NULL);
+	ddata = elf_getdata(dyn, NULL);
+	sdata = elf_getdata(elf_getscn(elf, dsh.sh_link), NULL);
+	if (!rdata || !ddata || !sdata)
+		return 0;
+	for (size_t i = 0; i < rsh.sh_size / rsh.sh_entsize; i++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		char name[256];
+		const char *nm;
+
+		if (!gelf_getrela(rdata, (int)i, &r) ||
+		    !gelf_getsym(ddata, (int)GELF_R_SYM(r.r_info), &sym) ||
+		    sym.st_name >= sdata->d_size)
+			continue;
+		nm = (const char *)sdata->d_buf + sym.st_name;
+		snprintf(name, sizeof(name), "%s@plt", nm);
+		syms[n].name = own_str(img, name);
+		if (!syms[n].name)
+			break;
+		syms[n].addr = first + i * 16 + bias;
+		syms[n].size = 16;
+		n++;
+	}
+	return n;
+}
+
+/* The GNU build-id of an ELF file, as hex; 0 or -VMPT_ERR_NOT_FOUND. */
+static int elf_build_id(Elf *elf, char *hex, size_t cap)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		Elf_Data *data;
+		GElf_Nhdr nh;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(scn, NULL);
+		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off))) {
+			const uint8_t *desc = (const uint8_t *)data->d_buf + desc_off;
+
+			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
+			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
+			    nh.n_descsz * 2 + 1 > cap || nh.n_descsz < 2)
+				continue;
+			for (size_t i = 0; i < nh.n_descsz; i++)
+				snprintf(hex + 2 * i, 3, "%02x", desc[i]);
+			return 0;
+		}
+	}
+	return -VMPT_ERR_NOT_FOUND;
+}
+
+/* Symbols from the separate debug file (/usr/lib/debug/.build-id/xx/yyy.debug)
+ * when the binary is stripped, as perf and gdb find them.
+ */
+static int debug_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
+			 struct vmpt_symbol **syms, size_t *n_syms)
+{
+	const struct vmpt_file *df;
+	char id[129], path[4096];
+	Elf *delf;
+	int ret;
+
+	if (elf_build_id(elf, id, sizeof(id)) < 0)
+		return 0;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
+	if (map_file(img, path, &df) < 0)
+		return 0;	/* no debug file: fine */
+	delf = elf_memory((char *)df->data, df->size);
+	if (!delf)
+		return 0;
+	ret = elf_kind(delf) == ELF_K_ELF ?
+	      elf_symbols(img, delf, df, bias, syms, n_syms) : 0;
+	elf_end(delf);
+	return ret;
+}
+
+/* Where an ELF file's segments go. */
+struct placement {
+	enum { PLACE_LINK, PLACE_BASE, PLACE_MAP } how;
+	uint64_t base;		/* PLACE_BASE: the lowest PT_LOAD goes here */
+	uint64_t start, pgoff;	/* PLACE_MAP: file offset pgoff is mapped at start */
+};
+
+static uint64_t placement_bias(Elf *elf, size_t n_phdr, uint64_t lowest,
+			       const struct placement *pl)
+{
+	if (pl->how == PLACE_BASE && lowest != UINT64_MAX)
+		return pl->base - lowest;
+	if (pl->how == PLACE_MAP) {
+		for (size_t i = 0; i < n_phdr; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD &&
+			    (ph.p_flags & PF_X) && pl->pgoff >= (ph.p_offset & ~0xfffull) &&
+			    pl->pgoff < ph.p_offset + ph.p_filesz)
+				return pl->start - (ph.p_vaddr - ph.p_offset + pl->pgoff);
+		}
+	}
+	return 0;
+}
+
 /* PT_LOAD segments of an ELF file (exec/dyn or core) as sections. */
 static int add_elf_segments(struct vmpt_image *img, const char *path,
-			    uint64_t base, int core, const struct vmpt_asid *asid,
-			    const char *name, struct vmpt_section ***added,
-			    size_t *n_added)
+			    const struct placement *pl, int core,
+			    const struct vmpt_asid *asid, const char *name,
+			    struct vmpt_section ***added, size_t *n_added)
 {
 	const struct vmpt_file *f;
 	struct vmpt_section **list = NULL;
@@ -377,8 +529,7 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 		if (ph.p_type == PT_LOAD && (ph.p_vaddr & ~0xfffull) < lowest)
 			lowest = ph.p_vaddr & ~0xfffull;
 	}
-	if (base != VMPT_ELF_LINK_ADDR && lowest != UINT64_MAX)
-		bias = base - lowest;
+	bias = placement_bias(elf, n_phdr, lowest, pl);
 	for (size_t i = 0; i < n_phdr; i++) {
 		GElf_Phdr ph;
 
@@ -389,6 +540,10 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 		 * worth trusting (kcore marks all RWX).
 		 */
 		if (!core && !(ph.p_flags & PF_X))
+			continue;
+		/* A mapping holds the one segment it was made for. */
+		if (pl->how == PLACE_MAP && (pl->pgoff < (ph.p_offset & ~0xfffull) ||
+					  pl->pgoff >= ph.p_offset + ph.p_filesz))
 			continue;
 		if (ph.p_offset > f->size || ph.p_filesz > f->size - ph.p_offset) {
 			ret = -VMPT_ERR_FORMAT;
@@ -402,10 +557,25 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 		n++;
 	}
 	if (!core) {
-		ret = elf_symbols(img, elf, f, bias, &syms, &n_syms);
+		GElf_Shdr rsh;
+		Elf_Scn *rela = section_by_name(elf, ".rela.plt", &rsh);
+		size_t n_plt = rela && rsh.sh_entsize ? rsh.sh_size / rsh.sh_entsize : 0;
+		struct vmpt_symbol *all;
+
+		ret = debug_symbols(img, elf, bias, &syms, &n_syms);
+		if (ret == 0 && !n_syms)
+			ret = elf_symbols(img, elf, f, bias, &syms, &n_syms);
 		if (ret < 0)
 			goto out;
-		attach_symbols(list, n, syms, n_syms);
+		all = malloc((n_syms + n_plt + 1) * sizeof(*all));
+		ret = own(img, all);
+		if (ret < 0)
+			goto out;
+		if (n_syms)
+			memcpy(all, syms, n_syms * sizeof(*all));
+		n_syms += plt_symbols(img, elf, bias, all + n_syms);
+		qsort(all, n_syms, sizeof(*all), cmp_sym);
+		attach_symbols(list, n, all, n_syms);
 	}
 	ret = 0;
 out:
@@ -423,14 +593,27 @@ out:
 int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 		       const struct vmpt_asid *asid)
 {
-	return add_elf_segments(img, path, base, 0, asid, NULL, NULL, NULL);
+	struct placement pl = { base == VMPT_ELF_LINK_ADDR ? PLACE_LINK : PLACE_BASE,
+				base, 0, 0 };
+
+	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
+}
+
+int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
+			   uint64_t start, uint64_t pgoff,
+			   const struct vmpt_asid *asid)
+{
+	struct placement pl = { PLACE_MAP, 0, start, pgoff };
+
+	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
 }
 
 int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
 			 const struct vmpt_asid *asid)
 {
-	return add_elf_segments(img, path, VMPT_ELF_LINK_ADDR, 1, asid, NULL,
-				NULL, NULL);
+	struct placement pl = { PLACE_LINK, 0, 0, 0 };
+
+	return add_elf_segments(img, path, &pl, 1, asid, NULL, NULL, NULL);
 }
 
 /* kallsyms lines: "ffffffff81000000 T _stext [module]". */
@@ -491,6 +674,7 @@ static int read_kallsyms(struct vmpt_image *img, const char *path,
 int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 			     const struct vmpt_asid *asid)
 {
+	struct placement link = { PLACE_LINK, 0, 0, 0 };
 	struct vmpt_section **list = NULL;
 	struct vmpt_symbol *syms;
 	size_t n = 0, n_syms;
@@ -498,7 +682,7 @@ int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/kcore", dir);
-	ret = add_elf_segments(img, path, VMPT_ELF_LINK_ADDR, 1, asid,
+	ret = add_elf_segments(img, path, &link, 1, asid,
 			       "[kernel.kallsyms]", &list, &n);
 	if (ret < 0)
 		return ret;

@@ -11,8 +11,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$VMPT" script --pt "$T/Unzip/trace" --pagecache "$T/Unzip/data" \
 	--filter 0x400000-0x427000 --itrace=i0ns -F ip > "$out/ip"
 [ "$(wc -l < "$out/ip")" -eq 149576 ] || fail "Unzip: $(wc -l < "$out/ip") instructions, libipt has 149576"
-[ "$(head -n 2 "$out/ip")" = "          41ac60
-          41ac62" ] || fail "Unzip: first instructions: $(head -n 2 "$out/ip")"
+[ "$(head -n 2 "$out/ip")" = "           41ac60
+           41ac62" ] || fail "Unzip: first instructions: $(head -n 2 "$out/ip")"
 
 # The same from the recording's ELF instead of its page cache.
 "$VMPT" script --pt "$T/Unzip/trace" --elf "$T/Unzip/data" \
@@ -30,7 +30,7 @@ done
 
 "$VMPT" script --pt "$T/Unzip/trace" --elf "$T/Unzip/data" --itrace=b \
 	-F flags,ip,addr > "$out/b"
-[ "$(sed -n 2p "$out/b")" = "call                      41ac8e =>           4019c8" ] ||
+[ "$(sed -n 2p "$out/b")" = "  call                             41ac8e =>           4019c8" ] ||
 	fail "Unzip branches: '$(sed -n 2p "$out/b")'"
 
 # Code missing from the image: error lines with offset and ip, as perf's.

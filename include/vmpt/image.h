@@ -74,11 +74,19 @@ void vmpt_image_free(struct vmpt_image *img);
 
 /* Add the loadable segments of an ELF file.  With a base, the lowest
  * PT_LOAD (page aligned) lands at base, the way a loader places a PIE or a
- * shared object; otherwise at its p_vaddr.  Symbols come from .symtab or
+ * shared object; otherwise at its p_vaddr.  Symbols come from the debug
+ * file its build-id names (/usr/lib/debug/.build-id/), else .symtab or
  * .dynsym.  Errors: -VMPT_ERR_IO (errno kept), -VMPT_ERR_FORMAT.
  */
 int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 		       const struct vmpt_asid *asid);
+
+/* Add an ELF file as an mmap of it placed it: file offset pgoff at start
+ * (perf's MMAP2 records); only the executable segment holding pgoff.
+ */
+int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
+			   uint64_t start, uint64_t pgoff,
+			   const struct vmpt_asid *asid);
 
 /* Add size bytes (0: to the end) at offset of a raw file at vaddr. */
 int vmpt_image_add_raw(struct vmpt_image *img, const char *path,

@@ -1,0 +1,87 @@
+#!/bin/sh
+# vmpt script against the synthesizer's ground truth and against perf script
+# on the same perf.data, over a real Debian binary, many seeds, return
+# compression on and off, interrupts, TNT-64, cycle-accurate timing, an
+# overflow, and the VM scenario (host kernel + guest, VMCS/PIP.NR).
+# usage: synth_test.sh VMPT_SYNTH
+set -eu
+SYNTH=$1
+D=$(dirname "$SYNTH")
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+bin=/usr/bin/bash
+checked=0
+
+# $1: name, rest: synth options.  Exact equality with the ground truth.
+truth() {
+	name=$1; shift
+	"$SYNTH" -q --branches 20000 "$@" -o "$out/t"
+	rc=--retcomp
+	case " $* " in *" --noretcomp "*) rc= ;; esac
+	# shellcheck disable=SC2086
+	"$VMPT" script --pt "$out/t.pt" $IMAGES $rc --itrace=i0ns -F ip |
+		sed 's/^ *//' > "$out/vmpt"
+	grep -v '^#' "$out/t.insn" > "$out/truth"
+	cmp -s "$out/truth" "$out/vmpt" ||
+		fail "$name: $(wc -l < "$out/vmpt") instructions, truth has $(wc -l < "$out/truth"); first difference: $(diff "$out/truth" "$out/vmpt" | sed -n 2p)"
+	checked=$((checked + $(wc -l < "$out/truth")))
+}
+
+# perf script on the synthesizer's perf.data: same instruction addresses,
+# and vmpt reading the same perf.data prints the same lines.
+perf_same() {
+	name=$1
+	perf script -i "$out/t.perf.data" --itrace=i0ns -F ip 2>/dev/null |
+		sed 's/^ *//' > "$out/perf"
+	[ -s "$out/perf" ] || fail "$name: perf script printed nothing"
+	"$VMPT" script -i "$out/t.perf.data" --itrace=i0ns -F ip | sed 's/^ *//' > "$out/vpd"
+	cmp -s "$out/perf" "$out/vpd" ||
+		fail "$name: vmpt on perf.data differs from perf script: $(diff "$out/perf" "$out/vpd" | sed -n 2p)"
+	perf script -i "$out/t.perf.data" --itrace=b -F flags,ip,addr,sym,symoff,dso \
+		2>/dev/null > "$out/perfb"
+	"$VMPT" script -i "$out/t.perf.data" --itrace=b -F flags,ip,addr,sym,symoff,dso \
+		> "$out/vpdb"
+	cmp -s "$out/perfb" "$out/vpdb" ||
+		fail "$name: branch lines differ from perf script: $(diff "$out/perfb" "$out/vpdb" | sed -n 2,4p)"
+}
+
+IMAGES="--elf $bin@0x555555554000"
+for seed in 1 2 3 4 5 6; do
+	truth "bash seed $seed" --elf $bin --seed $seed
+	perf_same "bash seed $seed"
+done
+for seed in 7 8 9; do
+	truth "bash seed $seed noretcomp" --elf $bin --seed $seed --noretcomp
+	perf_same "bash seed $seed noretcomp"
+done
+truth "interrupts" --elf $bin --seed 10 --irq-period 300
+perf_same "interrupts"
+truth "tnt64" --elf $bin --seed 11 --tnt64
+perf_same "tnt64"
+truth "cyc" --elf $bin --seed 12 --cyc
+perf_same "cyc"
+truth "timeless" --elf $bin --seed 13 --no-timing
+perf_same "timeless"
+
+# An overflow loses the instructions the CPU did not trace: the truth has
+# them, perf and vmpt agree on what is left.
+"$SYNTH" -q --branches 20000 --elf $bin --seed 14 --ovf-at 3000 -o "$out/t"
+perf_same "overflow"
+# The overflow error at perf's time and ip (vmpt has no pid sideband yet).
+where=$(perf script -i "$out/t.perf.data" --itrace=e 2>/dev/null |
+	grep -o 'time [0-9.]* cpu -1 pid [0-9]* tid [0-9]* ip 0x[0-9a-f]*' |
+	sed 's/pid [0-9]*/pid -1/')
+[ -n "$where" ] || fail "overflow: perf reports no error"
+"$VMPT" script -i "$out/t.perf.data" --itrace=e |
+	grep -q "^ instruction trace error type 1 $where offset 0x[0-9a-f]* code 16: trace overflow (packets lost)$" ||
+	fail "overflow: no error line like perf's ($where)"
+
+IMAGES="--elf $D/kvm-selftest@0x555555554000 --elf $D/vmx-kernel"
+for seed in 1 2 3; do
+	truth "vm seed $seed" --vm --elf "$D/kvm-selftest" --guest-code \
+		--host-kernel "$D/vmx-kernel" --seed $seed
+done
+truth "vm 2 vcpus" --vm --elf "$D/kvm-selftest" --guest-code \
+	--host-kernel "$D/vmx-kernel" --seed 4 --vcpus 2
+echo "ok: $checked instructions equal to the ground truth"
