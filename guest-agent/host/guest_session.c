@@ -309,7 +309,10 @@ static int chan_finish(struct vmpt_guest *g, ssh_channel ch)
 	char buf[1024];
 	int status;
 
-	while (ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 1000) > 0)
+	/* Whatever follows the reply is dropped; a guest that keeps
+	 * talking is not waited for.
+	 */
+	for (int i = 0; i < 64 && ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 1000) > 0; i++)
 		;
 	drain_stderr(g, ch);
 	ssh_channel_send_eof(ch);
@@ -830,57 +833,70 @@ int vmpt_guest_stop(struct vmpt_guest *g, const char *dir)
 	return ret;
 }
 
+/* The files to ask for: a guest name and where it goes under DIR/guest. */
 struct fetch_list {
 	struct guest_pack_request *reqs;
-	char **owned;
 	size_t nr, cap;
 };
 
+/* Most distinct guest files one fetch asks for: a guest naming more is
+ * not describing real processes.
+ */
+#define FETCH_MAX_FILES 100000
+
 static int fetch_add(struct fetch_list *l, const char *name, char *dest)
 {
-	if (!dest)
-		return -VMPT_ERR_NOMEM;
-	for (size_t i = 0; i < l->nr; i++) {
-		if (!strcmp(l->reqs[i].name, name)) {
-			free(dest);
-			return 0;
-		}
-	}
+	char *copy = strdup(name);
+
+	if (!dest || !copy)
+		goto nomem;
 	if (l->nr == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct guest_pack_request *r = realloc(l->reqs, cap * sizeof(*r));
-		char **o;
 
-		if (r)
-			l->reqs = r;
-		o = realloc(l->owned, 2 * cap * sizeof(*o));
-		if (o)
-			l->owned = o;
-		if (!r || !o) {
-			free(dest);
-			return -VMPT_ERR_NOMEM;
-		}
+		if (!r)
+			goto nomem;
+		l->reqs = r;
 		l->cap = cap;
 	}
-	l->owned[2 * l->nr] = strdup(name);
-	l->owned[2 * l->nr + 1] = dest;
-	if (!l->owned[2 * l->nr]) {
-		free(dest);
-		return -VMPT_ERR_NOMEM;
-	}
-	l->reqs[l->nr] = (struct guest_pack_request){
-		.name = l->owned[2 * l->nr], .dest = dest, .dirfd = -1,
-	};
-	l->nr++;
+	l->reqs[l->nr++] = (struct guest_pack_request){ .name = copy, .dest = dest, .dirfd = -1 };
 	return 0;
+nomem:
+	free(copy);
+	free(dest);
+	return -VMPT_ERR_NOMEM;
 }
 
 static void fetch_free(struct fetch_list *l)
 {
-	for (size_t i = 0; i < 2 * l->nr; i++)
-		free(l->owned[i]);
-	free(l->owned);
+	for (size_t i = 0; i < l->nr; i++) {
+		free((char *)l->reqs[i].name);
+		free((char *)l->reqs[i].dest);
+	}
 	free(l->reqs);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct guest_pack_request *)a)->name,
+		      ((const struct guest_pack_request *)b)->name);
+}
+
+/* Each name once (a library is mapped by every process), from index first on. */
+static void fetch_unique(struct fetch_list *l, size_t first)
+{
+	size_t out = first;
+
+	qsort(l->reqs + first, l->nr - first, sizeof(*l->reqs), by_name);
+	for (size_t i = first; i < l->nr; i++) {
+		if (out > first && !strcmp(l->reqs[out - 1].name, l->reqs[i].name)) {
+			free((char *)l->reqs[i].name);
+			free((char *)l->reqs[i].dest);
+			continue;
+		}
+		l->reqs[out++] = l->reqs[i];
+	}
+	l->nr = out;
 }
 
 /* The guest files the sideband maps executable: the code a trace runs. */
@@ -890,43 +906,59 @@ static int binaries_from_sideband(struct vmpt_guest *g, const char *dir,
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
-	char *path = join(dir, "/guest/perf.data", "");
+	char *path = join(dir, "/guest/perf.data", ""), rel[PATH_MAX];
+	size_t first = l->nr;
 	int ret;
 
 	if (!path)
 		return set_err(g, -VMPT_ERR_NOMEM, "out of memory");
 	ret = vmpt_perf_open(&pd, path);
 	free(path);
-	if (ret)
-		return set_err(g, ret, "%s", pd.errmsg);
+	if (ret) {
+		set_err(g, ret, "%s", pd.errmsg);
+		vmpt_perf_close(&pd);
+		return ret;
+	}
 	vmpt_perf_cursor_init(&pd, &cur);
 	while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
-		char rel[PATH_MAX];
-		const char *name, *why;
+		const char *name = ev.mmap.filename, *why;
 
 		if (ev.type != PERF_RECORD_MMAP && ev.type != PERF_RECORD_MMAP2)
 			continue;
 		if (ev.type == PERF_RECORD_MMAP2 && !(ev.mmap.prot & PROT_EXEC))
 			continue;
-		name = ev.mmap.filename;
 		if (!strcmp(name, "[vdso]")) {
 			ret = fetch_add(l, GUEST_PACK_VDSO, strdup("vdso"));
 		} else if (name[0] != '/' || !strncmp(name, "//anon", 6)) {
 			continue;	/* anonymous, [heap], memfd: no file */
 		} else if (guest_sysroot_path(name, rel, sizeof(rel), &why)) {
-			logf_(g, "vmpt: guest path rejected: '%s': %s\n", name, why);
-			(*rejected)++;
+			if ((*rejected)++ < 20)
+				logf_(g, "vmpt: guest path rejected: '%s': %s\n", name, why);
 			continue;
 		} else {
 			ret = fetch_add(l, name, join("root/", rel, ""));
 		}
 		if (ret)
 			break;
+		/* Every process maps the same libraries: keep the list short. */
+		if (l->nr - first >= 2 * FETCH_MAX_FILES)
+			fetch_unique(l, first);
 	}
-	if (ret < 0)
-		set_err(g, ret, "%s", ret == -VMPT_ERR_NOMEM ? "out of memory" : pd.errmsg);
+	if (ret == -VMPT_ERR_NOMEM)
+		set_err(g, ret, "out of memory");
+	else if (ret < 0)
+		set_err(g, ret, "%s", pd.errmsg);
 	vmpt_perf_close(&pd);
-	return ret < 0 ? ret : 0;
+	if (ret < 0)
+		return ret;
+	fetch_unique(l, first);
+	if (l->nr - first > FETCH_MAX_FILES)
+		return set_err(g, -VMPT_ERR_FORMAT,
+			       "the guest sideband names %zu files, more than %d",
+			       l->nr - first, FETCH_MAX_FILES);
+	if (*rejected > 20)
+		logf_(g, "vmpt: %u guest paths rejected in all\n", *rejected);
+	return 0;
 }
 
 int vmpt_guest_fetch(struct vmpt_guest *g, const char *dir, unsigned what,
