@@ -51,8 +51,9 @@ void synth_image_free(struct synth_image *img);
 const uint8_t *synth_image_code(const struct synth_image *img, uint64_t va,
 				size_t *avail);
 
-/* The address of a function symbol by name, or 0. */
-uint64_t synth_image_symbol(const struct synth_image *img, const char *name);
+/* The address of a symbol by name, or 0; its size in *size if asked. */
+uint64_t synth_image_symbol(const struct synth_image *img, const char *name,
+			    uint64_t *size);
 
 /* ---- instructions ---- */
 
@@ -226,6 +227,7 @@ struct synth_walk_config {
 	struct synth_image *kernel;	/* ring 0 code of the host (may be NULL) */
 	int trace_user, trace_kernel;
 	uint64_t user_cr3, kernel_cr3;
+	uint64_t filter_lo, filter_hi;	/* IP filter region (user), 0 none */
 	uint64_t irq_period;	/* mean instructions between interrupts, 0 none */
 	uint64_t ovf_at;	/* instruction at which the buffer overflows, 0 none */
 	uint64_t ovf_lost;	/* instructions whose packets it loses */

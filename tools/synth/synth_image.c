@@ -199,7 +199,8 @@ const uint8_t *synth_image_code(const struct synth_image *img, uint64_t va,
 	return NULL;
 }
 
-uint64_t synth_image_symbol(const struct synth_image *img, const char *name)
+uint64_t synth_image_symbol(const struct synth_image *img, const char *name,
+			    uint64_t *size)
 {
 	Elf *elf;
 	Elf_Scn *scn = NULL;
@@ -226,6 +227,8 @@ uint64_t synth_image_symbol(const struct synth_image *img, const char *name)
 			n = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (n && !strcmp(n, name)) {
 				found = sym.st_value + img->base;
+				if (size)
+					*size = sym.st_size;
 				break;
 			}
 		}

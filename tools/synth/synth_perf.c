@@ -143,6 +143,7 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 					       : w->user;
 	uint64_t id_pt = ID_PT, id_sb = ID_SIDEBAND;
 	uint64_t t0, t_end;
+	char filter[4200];
 	int ret;
 
 	time_conv(cfg, &tc);
@@ -183,6 +184,15 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 	/* One thread, no context switch records: perf takes the thread
 	 * from the AUXTRACE buffer only when have_sched_switch is 0. */
 	info.priv[VMPT_INTEL_PT_HAVE_SCHED_SWITCH] = 0;
+	if (w->filter_hi) {
+		/* perf's address filter: START/SIZE@FILE, START in the
+		 * file's own addresses (perf applies the load bias). */
+		snprintf(filter, sizeof(filter), "filter 0x%llx/0x%llx@%s",
+			 (unsigned long long)(w->filter_lo - w->user->base),
+			 (unsigned long long)(w->filter_hi - w->filter_lo),
+			 w->user->path);
+		info.filter = filter;
+	}
 	if ((ret = vmpt_perf_write_time_conv(pw, &tc)) ||
 	    (ret = vmpt_perf_write_intel_pt_info(pw, &info)) ||
 	    (ret = vmpt_perf_write_id_index(pw, ids, 2)))

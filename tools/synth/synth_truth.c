@@ -32,6 +32,12 @@ const char *synth_flags_name(unsigned f)
 		return "tr end  async";
 	if (f & SF_TRACE_BEGIN)
 		return "tr strt";
+	if ((f & SF_TRACE_END) && (f & SF_CALL))
+		return "tr end  call";
+	if ((f & SF_TRACE_END) && (f & SF_RETURN))
+		return "tr end  return";
+	if ((f & SF_TRACE_END) && (f & SF_CONDITIONAL))
+		return "tr end  jcc";
 	if (f & SF_TRACE_END)
 		return "tr end";
 	if (f & SF_ASYNC)

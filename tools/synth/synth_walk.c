@@ -114,13 +114,10 @@ static struct synth_insn_cache *cur_cache(struct cpu *c)
 	}
 }
 
-static int traced(struct cpu *c)
+static int in_filter(const struct cpu *c, uint64_t ip)
 {
-	switch (c->ctx) {
-	case CTX_USER: return c->cfg->trace_user;
-	case CTX_KERNEL: return c->cfg->trace_kernel;
-	case CTX_GUEST: default: return c->cfg->trace_kernel; /* guest ring 0 */
-	}
+	return !c->cfg->filter_hi ||
+	       (ip >= c->cfg->filter_lo && ip < c->cfg->filter_hi);
 }
 
 static int guest(struct cpu *c)
@@ -199,7 +196,7 @@ static void untraced_time(struct cpu *c, uint64_t mean)
 static void vm_exit(struct cpu *c, uint64_t resume_ip)
 {
 	struct synth_vcpu *v = cur_vcpu(c);
-	uint64_t host_rip = synth_image_symbol(c->cfg->kernel, "vmx_vmexit");
+	uint64_t host_rip = synth_image_symbol(c->cfg->kernel, "vmx_vmexit", NULL);
 
 	v->guest_ip = resume_ip;
 	needs_packet(c);
@@ -252,11 +249,13 @@ static void vmptrld(struct cpu *c)
  */
 static void user_event(struct cpu *c, uint64_t resume_ip)
 {
-	disable_async(c);
+	if (c->pt->packet_en)
+		disable_async(c);
 	c->st->irqs++;
 	untraced_time(c, 2000);
 	c->ip = resume_ip;
-	enable(c, 0);
+	if (in_filter(c, c->ip))
+		enable(c, 0);
 }
 
 /* The host kernel returns to user space and comes back with a system call. */
@@ -272,7 +271,7 @@ static void kernel_to_user_and_back(struct cpu *c)
 	c->ctx = CTX_KERNEL;
 	c->kstack.n = 0;
 	untraced_time(c, 5000);
-	c->ip = synth_image_symbol(c->cfg->kernel, "entry_SYSCALL_64");
+	c->ip = synth_image_symbol(c->cfg->kernel, "entry_SYSCALL_64", NULL);
 	enable(c, 0);
 }
 
@@ -307,6 +306,46 @@ static void overflow_end(struct cpu *c)
 		synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
 }
 
+/* What a traced branch reports, unless it leaves the filter region. */
+enum report { R_NONE, R_TNT_TAKEN, R_TNT_NOT_TAKEN, R_TIP };
+
+static void report(struct cpu *c, const struct synth_insn *in, uint64_t to,
+		   enum report r, unsigned flags)
+{
+	int taken = r != R_TNT_NOT_TAKEN;
+
+	if (!c->pt->packet_en) {	/* outside the filter region */
+		c->st->branches++;
+		return;
+	}
+	if (!in_filter(c, to)) {
+		/* Leaving the region: TIP.PGD with the target replaces the
+		 * branch's own packet (SDM: FilterEn 1 -> 0 on a branch). */
+		needs_packet(c);
+		synth_pt_ip(c->pt, VMPT_PKT_TIP_PGD, to);
+		c->pt->packet_en = 0;
+		branch(c, in->ip, to, flags | SF_TRACE_END);
+		return;
+	}
+	switch (r) {
+	case R_TNT_TAKEN:
+	case R_TNT_NOT_TAKEN:
+		tnt(c, taken);
+		break;
+	case R_TIP:
+		needs_packet(c);
+		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+		c->st->tips++;
+		break;
+	case R_NONE:
+		break;
+	}
+	if (taken)
+		branch(c, in->ip, to, flags);
+	else
+		c->st->branches++;
+}
+
 static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 {
 	const struct synth_insn *p;
@@ -329,8 +368,8 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 static void step(struct cpu *c, const struct synth_insn *in)
 {
 	struct stack *s = arch_stack(c);
-	uint64_t next = in->ip + in->size, to;
-	int taken;
+	uint64_t next = in->ip + in->size;
+	int taken, compressed;
 
 	switch (in->kind) {
 	case SK_OTHER:
@@ -338,67 +377,58 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		break;
 	case SK_JCC:
 		taken = jcc_outcome(c, in);
-		tnt(c, taken);
 		c->ip = taken ? in->target : next;
-		if (taken)
-			branch(c, in->ip, in->target, SF_CONDITIONAL);
-		else
-			c->st->branches++;
+		report(c, in, c->ip, taken ? R_TNT_TAKEN : R_TNT_NOT_TAKEN,
+		       SF_CONDITIONAL);
 		break;
 	case SK_JMP:
-		branch(c, in->ip, in->target, 0);
 		c->ip = in->target;
+		report(c, in, c->ip, R_NONE, 0);
 		break;
 	case SK_CALL:
 		/* call next-instruction is the get-IP idiom: its return
 		 * address is popped as data, and no decoder stacks it. */
 		if (in->target != next) {
 			push(c, s, next);
-			synth_pt_call(c->pt, next);
+			if (c->pt->packet_en)
+				synth_pt_call(c->pt, next);
 		}
-		branch(c, in->ip, in->target, SF_CALL);
 		c->ip = in->target;
+		report(c, in, c->ip, R_NONE, SF_CALL);
 		break;
 	case SK_CALL_IND:
-		to = random_func(c);
 		push(c, s, next);
-		synth_pt_call(c->pt, next);
-		needs_packet(c);
-		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
-		c->st->tips++;
-		branch(c, in->ip, to, SF_CALL);
-		c->ip = to;
+		if (c->pt->packet_en)
+			synth_pt_call(c->pt, next);
+		c->ip = random_func(c);
+		report(c, in, c->ip, R_TIP, SF_CALL);
 		break;
 	case SK_JMP_IND:
-		to = random_func(c);
-		needs_packet(c);
-		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
-		c->st->tips++;
-		branch(c, in->ip, to, 0);
-		c->ip = to;
+		c->ip = random_func(c);
+		report(c, in, c->ip, R_TIP, 0);
 		break;
 	case SK_RET:
-		to = s->n ? s->v[--s->n] : random_func(c);
-		if (synth_pt_ret(c->pt, to)) {
-			tnt(c, 1);
-		} else {
-			needs_packet(c);
-			synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
-			c->st->tips++;
-		}
-		branch(c, in->ip, to, SF_RETURN);
-		c->ip = to;
+		c->ip = s->n ? s->v[--s->n] : random_func(c);
+		compressed = c->pt->packet_en && synth_pt_ret(c->pt, c->ip);
+		report(c, in, c->ip, compressed ? R_TNT_TAKEN : R_TIP, SF_RETURN);
 		break;
 	case SK_SYSCALL:
 		/* User-only tracing: the kernel is not traced. */
+		c->st->syscalls++;
+		if (!c->pt->packet_en) {	/* outside the filter region */
+			c->st->branches++;
+			untraced_time(c, 3000);
+			c->ip = next;
+			break;
+		}
 		needs_packet(c);
 		synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
 		c->pt->packet_en = 0;
 		branch(c, in->ip, 0, SF_SYSCALLRET | SF_CALL | SF_TRACE_END);
-		c->st->syscalls++;
 		untraced_time(c, 3000);
 		c->ip = next;
-		enable(c, 0);
+		if (in_filter(c, c->ip))
+			enable(c, 0);
 		break;
 	case SK_SYSRET:
 		kernel_to_user_and_back(c);
@@ -467,8 +497,8 @@ static int setup(struct cpu *c, char *err, size_t errlen)
 		if ((ret = check_image(cfg->kernel, "host kernel", err, errlen)) ||
 		    (ret = check_image(cfg->guest, "guest", err, errlen)))
 			return ret;
-		if (!synth_image_symbol(cfg->kernel, "entry_SYSCALL_64") ||
-		    !synth_image_symbol(cfg->kernel, "vmx_vmexit")) {
+		if (!synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL) ||
+		    !synth_image_symbol(cfg->kernel, "vmx_vmexit", NULL)) {
 			snprintf(err, errlen, "%s: no entry_SYSCALL_64/vmx_vmexit "
 				 "symbols (not a VMM model)", cfg->kernel->path);
 			return -VMPT_ERR_INVAL;
@@ -481,7 +511,7 @@ static int setup(struct cpu *c, char *err, size_t errlen)
 			cfg->vcpus[i].guest_ip = cfg->guest_start ?
 				cfg->guest_start : cfg->guest->entry;
 		c->ctx = CTX_KERNEL;
-		c->ip = synth_image_symbol(cfg->kernel, "entry_SYSCALL_64");
+		c->ip = synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL);
 		c->pt->vmx = 1;
 		c->pt->vmcs = cfg->vcpus[0].vmcs;
 		c->pt->tsc_offset = cfg->vcpus[0].tsc_offset;
@@ -546,7 +576,8 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 	/* Tracing is switched on before the traced code runs: PSB+ without
 	 * FUP, then TIP.PGE where it starts. */
 	synth_pt_maybe_psb(pt, c.ip);
-	enable(&c, 0);
+	if (in_filter(&c, c.ip))
+		enable(&c, 0);
 	while (st->branches < cfg->max_branches && !c.oom && !pt->oom) {
 		const struct synth_insn *p;
 		struct synth_insn insn, *in = &insn;
@@ -554,7 +585,18 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 		uint64_t psbs = pt->psb_count;
 		size_t before = pt->len;
 
-		synth_pt_maybe_psb(pt, c.ip);
+		if (c.ctx == CTX_USER && cfg->filter_hi &&
+		    pt->packet_en != in_filter(&c, c.ip)) {
+			/* linear flow across a filter boundary */
+			if (pt->packet_en) {
+				synth_pt_ip(pt, VMPT_PKT_TIP_PGD, c.ip);
+				pt->packet_en = 0;
+			} else {
+				enable(&c, 0);
+			}
+		}
+		if (pt->packet_en)
+			synth_pt_maybe_psb(pt, c.ip);
 		if (pt->psb_count != psbs && !losing(&c))
 			synth_truth_psb(truth, before, st->insns + 1);
 		timed_events(&c);
@@ -593,7 +635,7 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 			c.block_start = st->insns + 1;
 			continue;
 		}
-		if (traced(&c))
+		if (pt->packet_en)
 			synth_truth_insn(truth, in->ip, pt->tsc, guest(&c));
 		st->insns++;
 		synth_pt_tick(pt, 1 + (rnd(&c) & 1));
@@ -609,7 +651,8 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 	if (losing(&c))
 		overflow_end(&c);
 	/* The end: an event takes the CPU away from the traced code. */
-	disable_async(&c);
+	if (pt->packet_en)
+		disable_async(&c);
 	synth_pt_flush_tnt(pt);
 	st->psbs = pt->psb_count;
 out:

@@ -33,6 +33,7 @@ static const char usage[] =
 "  --seed N               branch outcomes and targets (default 1)\n"
 "  --branches N           stop after N branches (default 10000)\n"
 "  --irq-period N         mean instructions between interrupts (user)\n"
+"  --filter SYM|START-END trace only this code (IP filter: TIP.PGE/TIP.PGD)\n"
 "  --vcpus N              vCPUs, one VMCS each (default 1)\n"
 "  --tsc-offset V[,V..]   guest TSC offset per vCPU (default -0x1000000000)\n"
 "  --tsc-offset-change INSN:VCPU:V  change an offset mid-trace\n"
@@ -52,7 +53,7 @@ static const char usage[] =
 
 struct opts {
 	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
-	const char *offsets, *offset_change, *corrupt, *ovf;
+	const char *offsets, *offset_change, *corrupt, *ovf, *filter;
 	int vm, guest_code, no_perf, quiet, vcpus;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, guest_period, entries_per_vcpu;
@@ -115,9 +116,28 @@ static uint64_t resolve(const struct synth_image *img, const char *s,
 	if (s && !parse_u64(s, &v))
 		return v;
 	if (s)
-		return synth_image_symbol(img, s);
-	v = synth_image_symbol(img, fallback);
+		return synth_image_symbol(img, s, NULL);
+	v = synth_image_symbol(img, fallback, NULL);
 	return v ? v : img->entry;
+}
+
+/* --filter SYM (the function's extent) or START-END (run-time addresses). */
+static int parse_filter(const struct synth_image *img, const char *spec,
+			uint64_t *lo, uint64_t *hi)
+{
+	const char *dash = strchr(spec, '-');
+	uint64_t size = 0;
+
+	if (dash) {
+		char *a = strndup(spec, (size_t)(dash - spec));
+		int bad = !a || parse_u64(a, lo) || parse_u64(dash + 1, hi);
+
+		free(a);
+		return bad || *hi <= *lo ? -1 : 0;
+	}
+	*lo = synth_image_symbol(img, spec, &size);
+	*hi = *lo + size;
+	return *lo && size ? 0 : -1;
 }
 
 static FILE *open_out(const char *prefix, const char *ext)
@@ -276,6 +296,7 @@ int main(int argc, char **argv)
 		{ "tnt64", 0, 0, '6' }, { "ovf-at", 1, 0, 'F' },
 		{ "corrupt", 1, 0, 'x' }, { "no-perf", 0, 0, 'N' },
 		{ "tsc0", 1, 0, 't' }, { "pid", 1, 0, 'P' }, { "help", 0, 0, 'H' },
+		{ "filter", 1, 0, 'L' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -315,6 +336,7 @@ int main(int argc, char **argv)
 		case '6': o.pt.tnt64 = 1; break;
 		case 'F': o.ovf = optarg; break;
 		case 'x': o.corrupt = optarg; break;
+		case 'L': o.filter = optarg; break;
 		case 'N': o.no_perf = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'v': case 'g': case 'E':
@@ -344,7 +366,7 @@ int main(int argc, char **argv)
 	}
 	if (!o.out || optind != argc || (!o.elf && !o.vm) ||
 	    (o.vm && (!o.host_kernel || (!o.guest_elf && !o.guest_code))) ||
-	    (o.guest_code && !o.elf) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
+	    (o.guest_code && !o.elf) || (o.filter && o.vm) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
 	    o.pt.psb_period < 256 || o.pt.mtc_freq > 15 ||
 	    o.pt.cyc_thresh > 15) {
 		fputs(usage, stderr);
@@ -381,6 +403,12 @@ int main(int argc, char **argv)
 			goto out;
 	} else {
 		w.trace_user = 1;
+		if (o.filter && parse_filter(&user, o.filter, &w.filter_lo,
+					     &w.filter_hi)) {
+			fprintf(stderr, "vmpt-synth: %s: bad --filter '%s' (a "
+				"function symbol or START-END)\n", o.elf, o.filter);
+			goto out;
+		}
 		w.start = resolve(&user, o.start, "main");
 		if (!w.start) {
 			fprintf(stderr, "vmpt-synth: %s: no symbol '%s'\n",
