@@ -233,7 +233,7 @@ struct vmpt_perf_env {
 	char *pmu_mappings;		/* "intel_pt=8,software=1" */
 	struct vmpt_perf_build_id *build_ids;
 	size_t nr_build_ids;
-	int32_t clockid;		/* -1 when absent */
+	int32_t clockid;		/* from CLOCK_DATA (read only); -1 when absent */
 };
 
 /* An opened perf.data (file, pipe-mode file, or directory form). */
@@ -249,16 +249,18 @@ struct vmpt_perf_data {
 	struct vmpt_perf_env env;
 	struct vmpt_perf_auxtrace_index *auxtrace_index;
 	size_t nr_auxtrace_index;
-	/* Error detail: "PATH: offset 0x...: what" after a failure. */
+	/* Error detail after a failure: "PATH: offset 0x...: what", or
+	 * "PATH: strerror" when the file cannot be opened. */
 	char errmsg[512];
 	uint64_t err_offset;
 	struct vmpt_file map;
 };
 
 /* Open and check a perf.data: header, attrs, ids, feature sections (pipe
- * mode: the HEADER_ATTR/HEADER_FEATURE records).  A directory is read as
- * perf's directory form (PATH/data, PATH/kcore_dir).  Returns 0 or a
- * negative vmpt_err with pd->errmsg telling where.
+ * mode: the HEADER_ATTR/HEADER_FEATURE/HEADER_BUILD_ID records).  A
+ * directory is read as perf's directory form (PATH/data, PATH/kcore_dir).
+ * Returns 0 or a negative vmpt_err with pd->errmsg telling where.  Call
+ * vmpt_perf_close in both cases.
  */
 int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path);
 void vmpt_perf_close(struct vmpt_perf_data *pd);
