@@ -100,4 +100,11 @@ for form in file dir; do
 	"$VMPT" dump "$out" >"$T/dump" || fail "vmpt dump $form"
 	grep -q "tip.pge .*$IP" "$T/dump" || { cat "$T/dump"; fail "vmpt dump: tip.pge"; }
 done
+# ---- vmpt dump names the file and offset of what is broken ----
+out=$T/synth-file.data
+data_size=$(od -An -t u8 -j 48 -N 8 "$out" | tr -d ' ')
+head -c 1000 "$out" >"$T/cut.data"
+if "$VMPT" dump "$T/cut.data" >/dev/null 2>"$T/err"; then fail "vmpt dump of a cut file succeeded"; fi
+echo "vmpt dump: $T/cut.data: offset 0x30: data section (offset 0x198, size $data_size) beyond end of file (1000 bytes)" >"$T/want"
+diff -u "$T/want" "$T/err" || fail "vmpt dump error for a cut file"
 echo "ok: perf accepts vmpt's perf.data"
