@@ -49,12 +49,13 @@ static const char usage[] =
 "  --ovf-at INSN[:LOST]   internal buffer overflow at an instruction\n"
 "  --corrupt OFF[:BYTE],..  overwrite trace bytes (default 0x05, a reserved opcode)\n"
 "Output:\n"
-"  -o PREFIX  --no-perf  --tsc0 N  --pid N  -q\n";
+"  -o PREFIX  --no-perf  --tsc0 N  --pid N  -q\n"
+"  --no-truth             skip PREFIX.insn/.branches (large traces for benchmarks)\n";
 
 struct opts {
 	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
 	const char *offsets, *offset_change, *corrupt, *ovf, *filter;
-	int vm, guest_code, no_perf, quiet, vcpus;
+	int vm, guest_code, no_perf, no_truth, quiet, vcpus;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, guest_period, entries_per_vcpu;
 	uint64_t tsc0, pid;
@@ -296,7 +297,7 @@ int main(int argc, char **argv)
 		{ "tnt64", 0, 0, '6' }, { "ovf-at", 1, 0, 'F' },
 		{ "corrupt", 1, 0, 'x' }, { "no-perf", 0, 0, 'N' },
 		{ "tsc0", 1, 0, 't' }, { "pid", 1, 0, 'P' }, { "help", 0, 0, 'H' },
-		{ "filter", 1, 0, 'L' },
+		{ "filter", 1, 0, 'L' }, { "no-truth", 0, 0, 'R' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -337,6 +338,7 @@ int main(int argc, char **argv)
 		case 'F': o.ovf = optarg; break;
 		case 'x': o.corrupt = optarg; break;
 		case 'L': o.filter = optarg; break;
+		case 'R': o.no_truth = 1; break;
 		case 'N': o.no_perf = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'v': case 'g': case 'E':
@@ -416,10 +418,12 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	truth.insn = open_out(o.out, ".insn");
-	truth.branch = open_out(o.out, ".branches");
-	if (!truth.insn || !truth.branch)
-		goto out;
+	if (!o.no_truth) {
+		truth.insn = open_out(o.out, ".insn");
+		truth.branch = open_out(o.out, ".branches");
+		if (!truth.insn || !truth.branch)
+			goto out;
+	}
 
 	synth_pt_init(&pt, &o.pt, o.tsc0);
 	ret = synth_walk(&w, &pt, &truth, &st, err, sizeof(err));
