@@ -3,8 +3,12 @@
 # from Debian packages and cached: prints the cache directory, holding
 #   vmlinuz      Debian's kernel (linux-image-amd64's real package)
 #   initrd.img   the whole root: busybox-static, OpenSSH's sshd and
-#                sftp-server with their libraries, e1000.ko, /init
-#   client_key   the key root accepts     known_hosts  the guest's host key
+#                sftp-server with their libraries, Debian's sudo, e1000.ko,
+#                /init
+#   client_key   the key root, vmpt and nosudo accept
+#   host_key.pub the guest's host key
+# Users: root; vmpt, who may run anything as root with sudo -n; nosudo,
+# who may not.
 # The cache key is the kernel package version and this script's content,
 # so a second run takes no time.
 set -euo pipefail
@@ -31,9 +35,10 @@ done
 T=$(mktemp -d "${TMPDIR:-/tmp}/vmpt-guest-image.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 chmod 777 "$T"	# apt's download sandbox user writes here
-(cd "$T" && apt-get download -q "$kpkg" >&2)
+(cd "$T" && apt-get download -q "$kpkg" sudo >&2)
 chmod 700 "$T"
 dpkg -x "$T"/"$kpkg"_*.deb "$T/k"
+dpkg -x "$T"/sudo_*.deb "$T/sudo"
 modver=$(ls "$T/k/lib/modules")
 
 R=$T/root
@@ -51,7 +56,15 @@ for applet in $(/bin/busybox --list); do
 done
 cp /usr/sbin/sshd "$R/usr/sbin/sshd"
 cp /usr/lib/openssh/sftp-server "$R/usr/lib/openssh/sftp-server"
-for lib in $(ldd /usr/sbin/sshd /usr/lib/openssh/sftp-server |
+mkdir -p "$R/usr/libexec" "$R/usr/lib/x86_64-linux-gnu/security" "$R/etc/pam.d"
+cp "$T/sudo/usr/bin/sudo" "$R/usr/bin/sudo"
+chmod 4755 "$R/usr/bin/sudo"
+cp -a "$T/sudo/usr/libexec/sudo" "$R/usr/libexec/"
+cp /usr/lib/x86_64-linux-gnu/security/pam_permit.so /usr/lib/x86_64-linux-gnu/security/pam_deny.so \
+	"$R/usr/lib/x86_64-linux-gnu/security/"
+# sudo's own libraries come from its package (ldd: not found here).
+for lib in $(ldd /usr/sbin/sshd /usr/lib/openssh/sftp-server "$T/sudo/usr/bin/sudo" \
+		"$T/sudo/usr/libexec/sudo/sudoers.so" |
 		grep -oE '/[^ ]+ \(0x' | cut -d' ' -f1 | sort -u); do
 	mkdir -p "$R$(dirname "$lib")"
 	cp -L "$lib" "$R$lib"
@@ -60,15 +73,26 @@ cp "$(find "$T/k/lib/modules" -name e1000.ko)" "$R/lib/modules/e1000.ko"
 
 cat > "$R/etc/passwd" <<'P'
 root:x:0:0:root:/root:/bin/sh
+vmpt:x:1000:1000::/home/vmpt:/bin/sh
+nosudo:x:1001:1001::/home/nosudo:/bin/sh
 sshd:x:102:65534::/run/sshd:/bin/false
 P
-printf 'root:x:0:\nnogroup:x:65534:\n' > "$R/etc/group"
+printf 'root:x:0:\nvmpt:x:1000:\nnosudo:x:1001:\nnogroup:x:65534:\n' > "$R/etc/group"
+printf '127.0.0.1 localhost vmpt-guest\n' > "$R/etc/hosts"
+printf 'root ALL=(ALL) ALL\nvmpt ALL=(root) NOPASSWD: ALL\n' > "$R/etc/sudoers"
+chmod 440 "$R/etc/sudoers"
+# No passwords anywhere: sudo's NOPASSWD rule is the only way to root.
+printf 'auth required pam_deny.so\naccount required pam_permit.so\nsession required pam_permit.so\n' \
+	> "$R/etc/pam.d/other"
 printf 'passwd: files\ngroup: files\nshadow: files\n' > "$R/etc/nsswitch.conf"
 ssh-keygen -q -t ed25519 -N '' -C vmpt-guest-host -f "$R/etc/ssh/ssh_host_ed25519_key"
 ssh-keygen -q -t ed25519 -N '' -C vmpt-guest-client -f "$T/client_key"
-cp "$T/client_key.pub" "$R/root/.ssh/authorized_keys"
-chmod 700 "$R/root/.ssh"
-chmod 600 "$R/root/.ssh/authorized_keys"
+for home in root home/vmpt home/nosudo; do
+	mkdir -p "$R/$home/.ssh"
+	cp "$T/client_key.pub" "$R/$home/.ssh/authorized_keys"
+	chmod 700 "$R/$home/.ssh"
+	chmod 600 "$R/$home/.ssh/authorized_keys"
+done
 cat > "$R/etc/ssh/sshd_config" <<'C'
 Port 22
 HostKey /etc/ssh/ssh_host_ed25519_key
@@ -90,6 +114,9 @@ mount -t devpts devpts /dev/pts
 mount -t tmpfs tmp /tmp
 mount -t tmpfs run /run
 mkdir -m 755 /run/sshd
+hostname vmpt-guest
+chown -R 1000:1000 /home/vmpt
+chown -R 1001:1001 /home/nosudo
 insmod /lib/modules/e1000.ko
 ip link set lo up
 ip link set eth0 up
@@ -108,4 +135,8 @@ cut -d' ' -f1,2 "$R/etc/ssh/ssh_host_ed25519_key.pub" > "$OUT.tmp/host_key.pub"
 echo "$kpkg $kver" > "$OUT.tmp/ready"
 rm -rf "$OUT"
 mv "$OUT.tmp" "$OUT"
+# Images of older kernels or of an older script are not used again.
+for old in "$CACHE"/guest-*; do
+	[ "$old" = "$OUT" ] || rm -rf "$old"
+done
 echo "$OUT"

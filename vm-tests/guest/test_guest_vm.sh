@@ -87,6 +87,28 @@ check "guest kcore: kernel and module text" python3 "$SRCDIR/guest-agent/tests/c
 check "guest modules: e1000" grep -q "^e1000 " "$G/kcore_dir/modules"
 check "collect summary" grep -qE "^guest: [0-9]+ files \([0-9]+ bytes\) in $W/rec/guest, 0 missing, 0 rejected$" "$W/collect.out"
 
+# A user who may use sudo -n, and one who may not.
+if timeout 300 "$VMPT" guest collect "ssh://vmpt@127.0.0.1:$PORT" "${CONN[@]}" -o "$W/urec" \
+	--no-binaries -- /bin/true > "$W/sudo.out" 2> "$W/sudo.err"; then
+	check "sudo -n: deployed into the user's home" \
+		grep -q "vmpt: deploying .* to 127.0.0.1:.cache/vmpt/vmpt-agent" "$W/sudo.err"
+	perf script -i "$W/urec/guest/perf.data" --show-task-events > "$W/sudo.script" 2>&1 || true
+	check "sudo -n: sideband of the command" grep -q "PERF_RECORD_COMM exec: true:" "$W/sudo.script"
+else
+	echo "FAIL: collect as vmpt with sudo -n"
+	cat "$W/sudo.err"
+	fails=$((fails + 1))
+fi
+if timeout 300 "$VMPT" guest collect "ssh://nosudo@127.0.0.1:$PORT" "${CONN[@]}" -o "$W/nrec" \
+	--no-binaries -d 0.1 > "$W/nosudo.out" 2> "$W/nosudo.err"; then
+	echo "FAIL: collect as nosudo succeeded"
+	fails=$((fails + 1))
+else
+	check "no sudo: the guest's stderr in the error" grep -qx \
+		"vmpt guest: vmpt-agent record in the guest failed (exit 1): sudo: a password is required" \
+		"$W/nosudo.err"
+fi
+
 # vmpt record --guest: guest sideband starts and stops with a host recording
 # (sideband-only host events: this machine may have no Intel PT).
 mkdir -p "$W/hrec"
