@@ -66,7 +66,8 @@ enum synth_kind {
 	SK_CALL_IND,	/* indirect call (TIP) */
 	SK_RET,		/* near return (TNT when compressed, else TIP) */
 	SK_SYSCALL,	/* to the kernel */
-	SK_SYSRET,	/* sysret/sysexit/iret: back to user */
+	SK_SYSRET,	/* sysret: back to user */
+	SK_IRET,	/* iret: back from an interrupt */
 	SK_VMENTRY,	/* vmlaunch/vmresume */
 	SK_VMPTRLD,	/* loads a VMCS: a VMCS packet */
 	SK_EXITING,	/* in a guest, exits to the host: cpuid, hlt, in/out, vmcall, rdmsr, wrmsr */

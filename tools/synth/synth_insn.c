@@ -111,10 +111,12 @@ static void classify(const cs_insn *in, struct synth_insn *out)
 		out->kind = SK_SYSCALL;
 		return;
 	case X86_INS_SYSRET:
+		out->kind = SK_SYSRET;
+		return;
 	case X86_INS_IRET:
 	case X86_INS_IRETD:
 	case X86_INS_IRETQ:
-		out->kind = SK_SYSRET;
+		out->kind = SK_IRET;
 		return;
 	case X86_INS_VMLAUNCH:
 	case X86_INS_VMRESUME:

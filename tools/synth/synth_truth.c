@@ -42,6 +42,8 @@ const char *synth_flags_name(unsigned f)
 		return "tr end";
 	if (f & SF_ASYNC)
 		return "hw int";
+	if ((f & SF_RETURN) && (f & SF_INTERRUPT))
+		return "iret";
 	if (f & SF_SYSCALLRET)
 		return (f & SF_CALL) ? "syscall" : "sysret";
 	if (f & SF_CALL)

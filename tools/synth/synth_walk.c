@@ -42,6 +42,8 @@ struct cpu {
 	unsigned vcpu;
 	uint64_t entries_on_vcpu;
 	uint64_t next_irq, guest_exit_at;
+	uint64_t user_ret;	/* user and kernel traced: where SYSRET goes */
+	uint64_t irq_ret;	/* ... and where IRET goes (0: no interrupt) */
 	uint64_t ovf_end;	/* instruction count where the lost window ends */
 	size_t ovf_len;		/* trace length when the buffer overflowed */
 	/* Instruction numbers (1-based, as in the truth) for overflows: */
@@ -249,6 +251,22 @@ static void vmptrld(struct cpu *c)
  */
 static void user_event(struct cpu *c, uint64_t resume_ip)
 {
+	if (c->cfg->trace_kernel && c->pt->packet_en) {
+		/* the kernel is traced: FUP + TIP to the handler, IRET back */
+		uint64_t handler = synth_image_symbol(c->cfg->kernel,
+						      "asm_common_interrupt", NULL);
+
+		needs_packet(c);
+		synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+		synth_pt_ip(c->pt, VMPT_PKT_TIP, handler);
+		branch(c, c->ip, handler, SF_ASYNC | SF_INTERRUPT);
+		c->st->irqs++;
+		c->irq_ret = resume_ip;
+		c->ctx = CTX_KERNEL;
+		c->kstack.n = 0;
+		c->ip = handler;
+		return;
+	}
 	if (c->pt->packet_en)
 		disable_async(c);
 	c->st->irqs++;
@@ -413,8 +431,23 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		report(c, in, c->ip, compressed ? R_TNT_TAKEN : R_TIP, SF_RETURN);
 		break;
 	case SK_SYSCALL:
-		/* User-only tracing: the kernel is not traced. */
 		c->st->syscalls++;
+		if (c->cfg->trace_kernel && c->pt->packet_en) {
+			/* user and kernel traced: a far branch, TIP */
+			c->user_ret = next;
+			c->ctx = CTX_KERNEL;
+			c->kstack.n = 0;
+			c->ip = synth_image_symbol(c->cfg->kernel,
+						   "entry_SYSCALL_64", NULL);
+			needs_packet(c);
+			synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
+			c->st->tips++;
+			c->ctx = CTX_USER;
+			branch(c, in->ip, c->ip, SF_SYSCALLRET | SF_CALL);
+			c->ctx = CTX_KERNEL;
+			break;
+		}
+		/* User-only tracing: the kernel is not traced. */
 		if (!c->pt->packet_en) {	/* outside the filter region */
 			c->st->branches++;
 			untraced_time(c, 3000);
@@ -431,7 +464,25 @@ static void step(struct cpu *c, const struct synth_insn *in)
 			enable(c, 0);
 		break;
 	case SK_SYSRET:
-		kernel_to_user_and_back(c);
+		if (c->cfg->vm) {
+			kernel_to_user_and_back(c);
+			break;
+		}
+		c->ip = c->user_ret;
+		needs_packet(c);
+		synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
+		c->st->tips++;
+		branch(c, in->ip, c->ip, SF_SYSCALLRET);
+		c->ctx = CTX_USER;
+		break;
+	case SK_IRET:
+		c->ip = c->irq_ret;
+		c->irq_ret = 0;
+		needs_packet(c);
+		synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
+		c->st->tips++;
+		branch(c, in->ip, c->ip, SF_RETURN | SF_INTERRUPT);
+		c->ctx = CTX_USER;
 		break;
 	case SK_VMENTRY:
 		vm_entry(c, in);
@@ -520,6 +571,13 @@ static int setup(struct cpu *c, char *err, size_t errlen)
 	} else {
 		if ((ret = check_image(cfg->user, "user", err, errlen)))
 			return ret;
+		if (cfg->trace_kernel &&
+		    (!synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL) ||
+		     !synth_image_symbol(cfg->kernel, "asm_common_interrupt", NULL))) {
+			snprintf(err, errlen, "%s: no entry_SYSCALL_64 and "
+				 "asm_common_interrupt symbols", cfg->kernel->path);
+			return -VMPT_ERR_INVAL;
+		}
 		c->ctx = CTX_USER;
 		c->ip = cfg->start ? cfg->start : cfg->user->entry;
 		c->pt->cr3 = 0;
@@ -622,6 +680,7 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 		     c.ctx != CTX_KERNEL) ||
 		    (in->kind == SK_SYSCALL && c.ctx != CTX_USER) ||
 		    (in->kind == SK_SYSRET && c.ctx != CTX_KERNEL) ||
+		    (in->kind == SK_IRET && !c.irq_ret) ||
 		    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
 		     !synth_insn_get(cur_cache(&c), cur_image(&c), in->target))) {
 			cannot_execute(&c);

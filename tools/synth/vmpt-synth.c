@@ -25,7 +25,8 @@ static const char usage[] =
 "  --elf FILE[@BASE]      user program (a PIE goes at BASE, default 0x555555554000)\n"
 "  --start SYM|ADDR       first instruction (default: main, else the entry)\n"
 "  --vm                   VM scenario: host kernel model + guest\n"
-"  --host-kernel FILE     host kernel (VMM model, vmx_vmenter/vmx_vmexit)\n"
+"  --host-kernel FILE     host kernel: the VMM model (--vm), or a kernel with\n"
+"                         entry_SYSCALL_64/asm_common_interrupt traced with --elf\n"
 "  --guest-elf FILE[@BASE] guest kernel image\n"
 "  --guest-code           the guest runs --elf's own code (KVM selftests)\n"
 "  --guest-start SYM      guest entry (default guest_code, else the entry)\n"
@@ -405,6 +406,7 @@ int main(int argc, char **argv)
 			goto out;
 	} else {
 		w.trace_user = 1;
+		w.trace_kernel = o.host_kernel != NULL;
 		if (o.filter && parse_filter(&user, o.filter, &w.filter_lo,
 					     &w.filter_hi)) {
 			fprintf(stderr, "vmpt-synth: %s: bad --filter '%s' (a "

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* A small guest kernel image for the VM scenario: real compiled code
- * (loops, calls, returns, indirect calls through an ops table, a switch)
- * at a kernel address, with the instructions that exit to the host:
- * CPUID, HLT, port I/O, RDMSR/WRMSR.  vmpt-synth runs it in VMX non-root
- * operation; it is never executed natively.
+/* A small kernel image: real compiled code (loops, calls, returns,
+ * indirect calls through an ops table, a switch) at a kernel address, with
+ * the instructions that exit to a hypervisor: CPUID, HLT, port I/O,
+ * RDMSR/WRMSR.  vmpt-synth runs it as a guest kernel (VM scenario) or as
+ * the kernel under a traced user program (entry_SYSCALL_64 and
+ * asm_common_interrupt below).  It is never executed natively.
  */
 #include <stdint.h>
 
@@ -139,6 +140,38 @@ __attribute__((noinline)) int handle_syscall(int nr, uint64_t arg)
 	default: return -38;
 	}
 }
+
+__attribute__((noinline)) long do_syscall_64(long nr, long arg)
+{
+	if (nr < 0 || nr > 6)
+		return -38;
+	return handle_syscall((int)nr, (uint64_t)arg);
+}
+
+/* The entry points: SYSCALL lands in entry_SYSCALL_64, which returns with
+ * SYSRET; an interrupt lands in asm_common_interrupt, which returns with
+ * IRET.
+ */
+__asm__(".text\n"
+	".globl entry_SYSCALL_64\n"
+	".type entry_SYSCALL_64, @function\n"
+	"entry_SYSCALL_64:\n"
+	"	pushq %rcx\n"
+	"	pushq %r11\n"
+	"	movq %rax, %rdi\n"
+	"	call do_syscall_64\n"
+	"	popq %r11\n"
+	"	popq %rcx\n"
+	"	sysretq\n"
+	".size entry_SYSCALL_64, . - entry_SYSCALL_64\n"
+	".globl asm_common_interrupt\n"
+	".type asm_common_interrupt, @function\n"
+	"asm_common_interrupt:\n"
+	"	pushq %rax\n"
+	"	call timer_interrupt\n"
+	"	popq %rax\n"
+	"	iretq\n"
+	".size asm_common_interrupt, . - asm_common_interrupt\n");
 
 void start_kernel(void)
 {
