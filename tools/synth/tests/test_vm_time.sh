@@ -86,4 +86,21 @@ perf inject -i chg.perf.data --vm-time-correlation=dry-run 2>&1 |
 awk '{print $1, $2; print $1, $4}' chg.tsc > chg.want
 compare "TSC offsets before and after the change" chg.want chg.got
 
+# TSC scaling: the guest TSC runs at 1.5x, so no single offset fits and
+# perf (which "requires no VMX TSC Scaling") finds a new, growing one at
+# every guest PSB: offset = 0.5 * host TSC - 0x1000, with the host TSC
+# between the trace's start and end.
+synth --seed 3 --vcpus 1 --tsc-offset -0x1000 --tsc-scale 1.5 -o sc || fail synth
+perf inject -i sc.perf.data --vm-time-correlation=dry-run 2>&1 |
+	sed -n 's/^VMCS: 0x1c0  TSC Offset \(0x[0-9a-f]*\)$/\1/p' > sc.got
+[ "$(wc -l < sc.got)" -gt 1 ] || fail "scaled TSC: perf found a single offset"
+python3 - sc.got <<'PY' || fail "scaled TSC: offsets not 0.5 * host TSC - 0x1000"
+import sys
+offs = [int(l, 16) for l in open(sys.argv[1])]
+t0 = 0x2a00000000                     # vmpt-synth's first TSC
+hosts = [2 * (o + 0x1000) for o in offs]
+assert all(a < b for a, b in zip(hosts, hosts[1:])), "not increasing"
+assert t0 <= hosts[0] and hosts[-1] < t0 + 0x10000000, "outside the trace"
+PY
+
 echo "perf agreed on the TSC offsets of $checked VMCSs and on every corrected guest TSC packet"
