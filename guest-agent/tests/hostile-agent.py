@@ -31,11 +31,16 @@ if cmd == 'record':
     if mode == 'fail':
         sys.stderr.write('boom: the guest kernel said no\n')
         sys.exit(3)
+    if mode == 'noready':
+        out.write(b'Welcome to the guest! Have a nice day\n')
+        sys.exit(0)
     out.write(b'VMPT-AGENT READY\n')
     out.flush()
     sys.stdin.buffer.read()
     if mode == 'garbage':
         out.write(b'\x7fELF this is not a reply stream' * 10)
+    elif mode == 'badperf':
+        out.write(b'VMPTPAK1' + frame(1, '[perf.data]', b'PERFILE2' + b'\xff' * 200) + frame(3, ''))
     else:
         out.write(b'VMPTPAK1' + frame(1, '[perf.data]', read('sideband')) + frame(3, ''))
     sys.exit(0)

@@ -148,6 +148,12 @@ expect_fail "vmpt-agent record in the guest failed (exit 3): boom: the guest ker
 echo garbage > "$H/mode"
 expect_fail "vmpt-agent record: agent reply offset 0: not a vmpt-agent reply (bad magic)" \
 	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h1" -d 0.1
+echo noready > "$H/mode"
+expect_fail "vmpt guest: vmpt-agent record answered 'Welcome to the guest! Have a nice day' instead of 'VMPT-AGENT READY'" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h1" -d 0.1
+echo badperf > "$H/mode"
+expect_fail "vmpt guest: $W/h1/guest/perf.data: " \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h1" -d 0.1
 mkdir -p "$W/outside"
 "$CRAFT" "$H/sideband" "/../../../../..$W/outside/escape" "/usr/lib/../../../..$W/outside/up" \
 	"/lib/evil.so" "/bin/ok" "relative/path" "[vdso]" "/bin/ok" "/lib/evil.so"
