@@ -189,12 +189,10 @@ enum synth_flag {
 
 struct synth_truth {
 	FILE *insn;		/* one IP per executed (and traced) instruction */
-	FILE *branch;		/* from to flags time machine */
-	uint64_t n_insn, n_branch, n_lost;
+	FILE *branch;		/* FROM TO TSC MACHINE FLAGS per branch */
 };
 
-void synth_truth_insn(struct synth_truth *t, uint64_t ip, uint64_t tsc,
-		      int guest);
+void synth_truth_insn(struct synth_truth *t, uint64_t ip);
 void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
 			unsigned flags, uint64_t tsc, int guest);
 void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block);
@@ -227,7 +225,7 @@ struct synth_walk_config {
 	struct synth_image *user;	/* ring 3 code (may be NULL) */
 	struct synth_image *kernel;	/* ring 0 code of the host (may be NULL) */
 	int trace_user, trace_kernel;
-	uint64_t user_cr3, kernel_cr3;
+	uint64_t kernel_cr3;
 	uint64_t filter_lo, filter_hi;	/* IP filter region (user), 0 none */
 	uint64_t irq_period;	/* mean instructions between interrupts, 0 none */
 	uint64_t ovf_at;	/* instruction at which the buffer overflows, 0 none */

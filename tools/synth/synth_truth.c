@@ -7,12 +7,8 @@
  */
 #include "synth.h"
 
-void synth_truth_insn(struct synth_truth *t, uint64_t ip, uint64_t tsc,
-		      int guest)
+void synth_truth_insn(struct synth_truth *t, uint64_t ip)
 {
-	(void)tsc;
-	(void)guest;
-	t->n_insn++;
 	if (t->insn)
 		fprintf(t->insn, "%llx\n", (unsigned long long)ip);
 }
@@ -58,7 +54,6 @@ const char *synth_flags_name(unsigned f)
 void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
 			unsigned flags, uint64_t tsc, int guest)
 {
-	t->n_branch++;
 	if (t->branch)
 		fprintf(t->branch, "%llx %llx %llu %s %s\n",
 			(unsigned long long)from, (unsigned long long)to,
@@ -74,7 +69,6 @@ void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block)
 	 * basic block: a decoder that reports a block only once its branch
 	 * is decoded (perf) shows the instructions before it.
 	 */
-	t->n_lost++;
 	if (t->insn)
 		fprintf(t->insn, "# overflow: lost from %llu block %llu\n",
 			(unsigned long long)from, (unsigned long long)block);

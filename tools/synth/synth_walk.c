@@ -695,7 +695,7 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 			continue;
 		}
 		if (pt->packet_en)
-			synth_truth_insn(truth, in->ip, pt->tsc, guest(&c));
+			synth_truth_insn(truth, in->ip);
 		st->insns++;
 		synth_pt_tick(pt, 1 + (rnd(&c) & 1));
 		step(&c, in);

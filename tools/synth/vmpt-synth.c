@@ -387,7 +387,6 @@ int main(int argc, char **argv)
 	w.user = o.elf ? &user : NULL;
 	w.kernel = o.host_kernel ? &kernel : NULL;
 	w.irq_period = o.irq_period;
-	w.user_cr3 = 0x5a000ull;
 	w.kernel_cr3 = 0x1e0d000ull;
 	if (o.ovf) {
 		char *colon;
