@@ -205,17 +205,20 @@ static int decode_block(struct vmpt_bcache *bc, const struct vmpt_image *img,
 			 */
 			int n = vmpt_image_read(img, asid, addr, window, 16);
 
-			if (n < 0)
-				return b->ninsn ? 0 : n;
+			if (n < 0) {
+				if (!b->ninsn)
+					return n;
+				break;	/* the next lookup reports it */
+			}
 			code = window;
 			avail = (size_t)n;
 		}
 		uint64_t at = addr;
 
 		if (!cs_disasm_iter(bc->cs[mode], &code, &avail, &at, in)) {
-			if (b->ninsn)
-				return 0;	/* the next lookup reports it */
-			return -VMPT_ERR_NO_MATCH;
+			if (!b->ninsn)
+				return -VMPT_ERR_NO_MATCH;
+			break;	/* the next lookup reports it */
 		}
 		cls = classify(in, &target);
 		sizes[b->ninsn++] = (uint8_t)in->size;

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Decode a trace with vmpt and with libipt's instruction flow decoder over
- * the same page-cache image and compare the instruction streams.
+ * the same image and compare the instruction streams.
  *
- * usage: flow_vs_libipt TRACE PAGECACHE_PREFIX FILTER_A FILTER_B [BYTE]
+ * usage: flow_vs_libipt [--pagecache PREFIX] [--elf FILE@BASE] [--retcomp]
+ *                       [--filter A-B] [--append BYTE] TRACE
  *
- * BYTE is appended to the trace first (recorders leave a stray 0x55).
+ * --append adds a byte to the trace first (recorders leave a stray 0x55).
+ * --until-error (for traces with injected errors) compares only up to the
+ * first error either decoder reports: after it both follow garbage their
+ * own way, libipt with fewer checks.  Both must report an error, and in
+ * the same PSB segment.
  *
  * libipt stops at an error and starts again at the next PSB; vmpt may get
  * further there.  So libipt's output is cut into runs (sync to error) and
@@ -19,6 +24,7 @@
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
 
+#include <getopt.h>
 #include <intel-pt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,6 +37,7 @@ struct vmpt_run {
 	uint64_t *err_off;	/* error events: offset and code */
 	uint64_t *err_code;
 	size_t n_errs, cap_errs;
+	size_t first_err_at;	/* instructions before the first error */
 };
 
 static int push(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
@@ -48,35 +55,20 @@ static int push(uint64_t **a, size_t *n, size_t *cap, uint64_t v)
 	return 0;
 }
 
-static int run_vmpt(const struct vmpt_file *trace, const char *pagecache,
-		    uint64_t fa, uint64_t fb, struct vmpt_run *out)
+static int run_vmpt(const struct vmpt_file *trace, const struct vmpt_image *img,
+		    const struct vmpt_flow_config *base, struct vmpt_run *out)
 {
-	struct vmpt_flow_config cfg = { 0 };
-	struct vmpt_image *img = vmpt_image_new();
-	struct vmpt_asid any = vmpt_asid_any();
+	struct vmpt_flow_config cfg = *base;
 	struct vmpt_flow_item it;
 	struct vmpt_flow *dec;
 	int ret;
 
-	if (!img)
-		return -VMPT_ERR_NOMEM;
-	ret = vmpt_image_add_pagecache(img, pagecache, &any);
-	if (ret < 0) {
-		fprintf(stderr, "%s: %s\n", pagecache, vmpt_strerror(ret));
-		vmpt_image_free(img);
-		return ret;
-	}
 	cfg.begin = trace->data;
 	cfg.end = trace->data + trace->size;
 	cfg.image = img;
-	cfg.filter_a[0] = fa;
-	cfg.filter_b[0] = fb;
-	cfg.n_filters = 1;
 	dec = vmpt_flow_new(&cfg);
-	if (!dec) {
-		vmpt_image_free(img);
+	if (!dec)
 		return -VMPT_ERR_NOMEM;
-	}
 	while ((ret = vmpt_flow_next(dec, &it)) == 0) {
 		if (it.kind == VMPT_FLOW_BLOCK) {
 			uint64_t ip = it.ip;
@@ -89,6 +81,9 @@ static int run_vmpt(const struct vmpt_file *trace, const char *pagecache,
 		} else if (it.ev == VMPT_EV_ERROR) {
 			size_t n = out->n_errs, cap = out->cap_errs;
 
+			if (!out->n_errs)
+				out->first_err_at = out->n;
+
 			if (push(&out->err_off, &n, &cap, it.offset) < 0 ||
 			    push(&out->err_code, &out->n_errs, &out->cap_errs,
 				 (uint64_t)-it.err) < 0)
@@ -96,7 +91,6 @@ static int run_vmpt(const struct vmpt_file *trace, const char *pagecache,
 		}
 	}
 	vmpt_flow_free(dec);
-	vmpt_image_free(img);
 	return ret == -VMPT_ERR_EOS ? 0 : ret;
 }
 
@@ -112,49 +106,132 @@ static size_t segment_of(const uint64_t *psbs, size_t n, uint64_t off)
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "pagecache", required_argument, NULL, 'p' },
+		{ "elf", required_argument, NULL, 'e' },
+		{ "retcomp", no_argument, NULL, 'r' },
+		{ "filter", required_argument, NULL, 'f' },
+		{ "append", required_argument, NULL, 'a' },
+		{ "until-error", no_argument, NULL, 'u' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *pagecaches[8];
+	size_t n_pc = 0;
+	struct vmpt_image *img = vmpt_image_new(), *elfs = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	struct vmpt_flow_config cfg = { 0 };
 	struct vmpt_file trace;
 	struct ref_trace ref;
 	struct vmpt_run got = { 0 };
 	uint8_t *copy = NULL;
-	uint64_t fa, fb, *psbs;
+	uint64_t *psbs;
 	size_t n_psbs, pos = 0, extra = 0, run_start = 0, e = 0;
-	int ret, fail = 0;
-	/* Sync points of libipt's runs: index in ref.ips where each starts. */
+	int ret, fail = 0, append = -1, until_error = 0, c;
 
-	if (argc != 5 && argc != 6) {
-		fprintf(stderr, "usage: %s TRACE PAGECACHE FILTER_A FILTER_B [BYTE]\n",
-			argv[0]);
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		char *at;
+
+		switch (c) {
+		case 'p':
+			if (n_pc == 8)
+				return 2;
+			pagecaches[n_pc++] = optarg;
+			ret = vmpt_image_add_pagecache(img, optarg, &any);
+			break;
+		case 'e':
+			at = strrchr(optarg, '@');
+			if (!at)
+				return 2;
+			*at = '\0';
+			ret = vmpt_image_add_elf(img, optarg, strtoull(at + 1, NULL, 0), &any);
+			if (ret == 0)
+				ret = vmpt_image_add_elf(elfs, optarg,
+							 strtoull(at + 1, NULL, 0), &any);
+			break;
+		case 'r':
+			cfg.retcomp = 1;
+			ret = 0;
+			break;
+		case 'f':
+			at = strchr(optarg, '-');
+			if (!at)
+				return 2;
+			cfg.filter_a[0] = strtoull(optarg, NULL, 0);
+			cfg.filter_b[0] = strtoull(at + 1, NULL, 0);
+			cfg.n_filters = 1;
+			ret = 0;
+			break;
+		case 'a':
+			append = (int)strtoul(optarg, NULL, 0);
+			ret = 0;
+			break;
+		case 'u':
+			until_error = 1;
+			ret = 0;
+			break;
+		default:
+			return 2;
+		}
+		if (ret < 0) {
+			fprintf(stderr, "%s: %s\n", optarg, vmpt_strerror(ret));
+			return 1;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "usage: %s [--pagecache PREFIX] [--elf FILE@BASE] "
+			"[--retcomp] [--filter A-B] [--append BYTE] TRACE\n", argv[0]);
 		return 2;
 	}
-	fa = strtoull(argv[3], NULL, 0);
-	fb = strtoull(argv[4], NULL, 0);
-	ret = vmpt_file_map(&trace, argv[1]);
+	ret = vmpt_file_map(&trace, argv[optind]);
 	if (ret < 0) {
-		fprintf(stderr, "%s: %s\n", argv[1], vmpt_strerror(ret));
+		fprintf(stderr, "%s: %s\n", argv[optind], vmpt_strerror(ret));
 		return 1;
 	}
-	if (argc == 6) {
+	if (append >= 0) {
 		copy = malloc(trace.size + 1);
 		if (!copy)
 			return 1;
 		memcpy(copy, trace.data, trace.size);
-		copy[trace.size] = (uint8_t)strtoul(argv[5], NULL, 0);
+		copy[trace.size] = (uint8_t)append;
 		vmpt_file_unmap(&trace);
 		trace.data = copy;
 		trace.size++;
 	}
-	ret = ipt_ref_decode(trace.data, trace.size, argv[2], fa, fb, 1, &ref);
+	ret = ipt_ref_decode(trace.data, trace.size, pagecaches, n_pc, elfs,
+			     cfg.filter_a[0], cfg.filter_b[0], &ref);
 	if (ret < 0) {
 		fprintf(stderr, "libipt: %s\n", pt_errstr(pt_errcode(ret)));
 		return 1;
 	}
-	ret = run_vmpt(&trace, argv[2], fa, fb, &got);
+	ret = run_vmpt(&trace, img, &cfg, &got);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt: %s\n", vmpt_strerror(ret));
 		return 1;
 	}
 	vmpt_flow_psb_offsets(trace.data, trace.data + trace.size, &psbs, &n_psbs);
 
+	if (until_error) {
+		size_t a = ref.n_errs ? ref.run_end[0] : ref.n_ips;
+		size_t b = got.n_errs ? got.first_err_at : got.n;
+		size_t n = a < b ? a : b;
+
+		if (memcmp(ref.ips, got.ips, n * sizeof(uint64_t))) {
+			printf("MISMATCH before the first error\n");
+			fail = 1;
+		} else if (!ref.n_errs || !got.n_errs) {
+			printf("only one decoder reports an error\n");
+			fail = 1;
+		} else if (segment_of(psbs, n_psbs, ref.errs[0].offset) !=
+			   segment_of(psbs, n_psbs, got.err_off[0])) {
+			printf("first errors in different PSB segments: libipt %#" PRIx64
+			       " vmpt %#" PRIx64 "\n", ref.errs[0].offset, got.err_off[0]);
+			fail = 1;
+		}
+		printf("%s: %zu instructions equal up to the first error (libipt %zu, "
+		       "vmpt %zu before it): %s\n", argv[optind], n, a, b,
+		       fail ? "FAIL" : "ok");
+		goto out;
+	}
 	/* libipt's runs: ref.run_end[k] ends run k (an error or the end). */
 	for (size_t k = 0; k <= ref.n_errs; k++) {
 		size_t end = k < ref.n_errs ? ref.run_end[k] : ref.n_ips;
@@ -216,8 +293,9 @@ int main(int argc, char **argv)
 	}
 	printf("%s: libipt %zu insns %zu errors; vmpt %zu insns %zu errors; "
 	       "vmpt decoded %zu more where libipt had errors: %s\n",
-	       argv[1], ref.n_ips, ref.n_errs, got.n, got.n_errs, extra,
+	       argv[optind], ref.n_ips, ref.n_errs, got.n, got.n_errs, extra,
 	       fail ? "FAIL" : "ok");
+out:
 	free(psbs);
 	ipt_ref_free(&ref);
 	if (copy)
@@ -227,5 +305,7 @@ int main(int argc, char **argv)
 	free(got.ips);
 	free(got.err_off);
 	free(got.err_code);
+	vmpt_image_free(img);
+	vmpt_image_free(elfs);
 	return fail;
 }

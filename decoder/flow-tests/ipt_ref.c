@@ -80,9 +80,10 @@ static int drain_events(struct pt_insn_decoder *dec, int status)
 	return status;
 }
 
-int ipt_ref_decode(const uint8_t *trace, size_t size, const char *pagecache,
-		   uint64_t filter_a, uint64_t filter_b, int noretcomp,
-		   struct ref_trace *out)
+int ipt_ref_decode(const uint8_t *trace, size_t size,
+		   const char *const *pagecaches, size_t n_pagecaches,
+		   const struct vmpt_image *img,
+		   uint64_t filter_a, uint64_t filter_b, struct ref_trace *out)
 {
 	struct pt_insn_decoder *dec;
 	struct pt_config config;
@@ -98,13 +99,19 @@ int ipt_ref_decode(const uint8_t *trace, size_t size, const char *pagecache,
 		config.addr_filter.addr0_a = filter_a;
 		config.addr_filter.addr0_b = filter_b;
 	}
-	(void)noretcomp;	/* libipt follows the trace: a TIP on a ret is
-				 * accepted either way */
 	dec = pt_insn_alloc_decoder(&config);
 	if (!dec)
 		return -pte_nomem;
 	image = pt_insn_get_image(dec);
-	status = add_pagecache(image, pagecache);
+	status = 0;
+	for (size_t i = 0; i < n_pagecaches && status >= 0; i++)
+		status = add_pagecache(image, pagecaches[i]);
+	for (unsigned i = 0; img && i < vmpt_image_count(img) && status >= 0; i++) {
+		const struct vmpt_section *s = vmpt_image_section(img, i);
+
+		status = pt_image_add_file(image, s->name, s->file_offset, s->size,
+					   NULL, s->vaddr);
+	}
 	if (status < 0) {
 		pt_insn_free_decoder(dec);
 		return status;

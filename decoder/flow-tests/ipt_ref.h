@@ -6,6 +6,8 @@
 #ifndef VMPT_IPT_REF_H
 #define VMPT_IPT_REF_H
 
+#include "vmpt/image.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,13 +24,16 @@ struct ref_trace {
 	size_t n_errs, cap_errs;
 };
 
-/* Decode trace with a page cache image (prefix.addr/prefix.dump) and one IP
- * filter range [filter_a, filter_b] (both 0: no filter), return compression
- * off when noretcomp.  Returns 0 or a negative pt_error_code from setup.
+/* Decode trace with libipt over the page caches (prefix.addr/prefix.dump,
+ * one file section per page) and the file-backed sections of img (ELF
+ * segments: name, file_offset, size, vaddr), with up to one IP filter range
+ * [filter_a, filter_b] (both 0: none).  Returns 0 or a negative
+ * pt_error_code from setup.
  */
-int ipt_ref_decode(const uint8_t *trace, size_t size, const char *pagecache,
-		   uint64_t filter_a, uint64_t filter_b, int noretcomp,
-		   struct ref_trace *out);
+int ipt_ref_decode(const uint8_t *trace, size_t size,
+		   const char *const *pagecaches, size_t n_pagecaches,
+		   const struct vmpt_image *img,
+		   uint64_t filter_a, uint64_t filter_b, struct ref_trace *out);
 
 void ipt_ref_free(struct ref_trace *t);
 

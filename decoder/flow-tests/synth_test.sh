@@ -3,9 +3,11 @@
 # on the same perf.data, over a real Debian binary, many seeds, return
 # compression on and off, interrupts, TNT-64, cycle-accurate timing, an
 # overflow, and the VM scenario (host kernel + guest, VMCS/PIP.NR).
-# usage: synth_test.sh VMPT_SYNTH
+# Also libipt's instruction decoder on the same traces, with errors injected.
+# usage: synth_test.sh VMPT_SYNTH FLOW_VS_LIBIPT
 set -eu
 SYNTH=$1
+VS_LIBIPT=$2
 D=$(dirname "$SYNTH")
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -76,6 +78,25 @@ where=$(perf script -i "$out/t.perf.data" --itrace=e 2>/dev/null |
 "$VMPT" script -i "$out/t.perf.data" --itrace=e |
 	grep -q "^ instruction trace error type 1 $where offset 0x[0-9a-f]* code 16: trace overflow (packets lost)$" ||
 	fail "overflow: no error line like perf's ($where)"
+
+# libipt on the same raw traces: equal streams; with a corrupted byte,
+# equal up to the first error, which both report in the same PSB segment.
+for seed in 31 32 33; do
+	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed -o "$out/t"
+	"$VS_LIBIPT" --elf $bin@0x555555554000 --retcomp "$out/t.pt" > "$out/cmp" ||
+		fail "libipt seed $seed: $(cat "$out/cmp")"
+	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed --noretcomp -o "$out/t"
+	"$VS_LIBIPT" --elf $bin@0x555555554000 "$out/t.pt" > "$out/cmp" ||
+		fail "libipt seed $seed noretcomp: $(cat "$out/cmp")"
+	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed --irq-period 400 -o "$out/t"
+	"$VS_LIBIPT" --elf $bin@0x555555554000 --retcomp "$out/t.pt" > "$out/cmp" ||
+		fail "libipt seed $seed interrupts: $(cat "$out/cmp")"
+done
+for seed in 21 22 23 24 25 26; do
+	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed --corrupt $((seed * 211)) -o "$out/t"
+	"$VS_LIBIPT" --until-error --elf $bin@0x555555554000 --retcomp "$out/t.pt" > "$out/cmp" ||
+		fail "libipt seed $seed corrupt: $(cat "$out/cmp")"
+done
 
 IMAGES="--elf $D/kvm-selftest@0x555555554000 --elf $D/vmx-kernel"
 for seed in 1 2 3; do

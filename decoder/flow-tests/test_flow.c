@@ -35,6 +35,8 @@ static const uint8_t prog[] = {
 	0x0f, 0x05, 0x90, 0x90, 0x90, 0xc3,
 };
 static const uint8_t modes[] = { 0x66, 0xb8, 0x01, 0x00, 0x00, 0x00, 0xc3 };
+/* 0x3000: nop; nop; then "ff e8" (jmp far with a register: #UD). */
+static const uint8_t bad[] = { 0x90, 0x90, 0xff, 0xe8 };
 
 struct trace {
 	uint8_t buf[512];
@@ -101,6 +103,7 @@ static void decode(const struct trace *t, int retcomp, char *out, size_t cap)
 
 	assert_int_equal(vmpt_image_add_buffer(img, prog, sizeof(prog), 0x1000, "prog", &any), 0);
 	assert_int_equal(vmpt_image_add_buffer(img, modes, sizeof(modes), 0x2000, "modes", &any), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, bad, sizeof(bad), 0x3000, "bad", &any), 0);
 	cfg.begin = t->buf;
 	cfg.end = t->buf + t->len;
 	cfg.image = img;
@@ -262,6 +265,24 @@ static void test_no_image(void **state)
 		"e error 5000 @1d no code mapped at this address\n");
 }
 
+/* A block cut short by an undecodable instruction: the instructions before
+ * it, then an error at it.
+ */
+static void test_bad_instruction(void **state)
+{
+	struct trace t = { 0 };
+	char out[2048];
+
+	(void)state;
+	start(&t, 0x3000);
+	put(&t, tnt(0x1, 1));
+	decode(&t, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e enabled 3000 0 0\n"
+		"b 3000 2 3002 m0 t0\n"
+		"e error 3002 @1d trace does not match the code\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -270,6 +291,7 @@ int main(void)
 		cmocka_unit_test(test_overflow_and_resync),
 		cmocka_unit_test(test_exec_modes),
 		cmocka_unit_test(test_no_image),
+		cmocka_unit_test(test_bad_instruction),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
