@@ -72,7 +72,7 @@ static void cyc(struct synth_pt *pt)
 	uint64_t n;
 	struct vmpt_packet p = { .type = VMPT_PKT_CYC };
 
-	if (!pt->cfg.cyc)
+	if (!pt->cfg.cyc || !pt->packet_en)
 		return;
 	n = pt->tsc - pt->cyc_last;	/* CBR == max non-turbo: 1 cycle per tick */
 	if (!n || (pt->cfg.cyc_thresh && n < (1ull << (pt->cfg.cyc_thresh - 1))))
@@ -130,15 +130,19 @@ void synth_pt_tick(struct synth_pt *pt, uint64_t cycles)
 	uint64_t mtc;
 
 	pt->tsc += cycles;
-	if (!pt->cfg.mtc || !pt->packet_en)
+	if (!pt->cfg.mtc)
 		return;
+	/* One MTC per CTC period, also while packet generation is off (SDM:
+	 * MTC and PSB do not depend on FilterEn or ContextEn). */
 	mtc = ctc_now(pt) >> pt->cfg.mtc_freq;
-	if (mtc != pt->mtc_last) {
+	while (pt->mtc_last != mtc) {
 		struct vmpt_packet p = { .type = VMPT_PKT_MTC };
 
-		p.mtc = (uint8_t)mtc;
+		pt->mtc_last++;
+		p.mtc = (uint8_t)pt->mtc_last;
 		put_timed(pt, &p);
-		pt->mtc_last = mtc;
+		if (!pt->packet_en)
+			synth_pt_maybe_psb(pt, 0);
 	}
 }
 
