@@ -246,6 +246,8 @@ static int parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
 		ev->sid.cpu = pd_u32(p);
 		p += 8;
 	}
+	/* Without PERIOD in the sample the attr's fixed period applies. */
+	ev->sample.period = ev->attr->attr.freq ? 0 : ev->attr->attr.sample_period;
 	if (st & PERF_SAMPLE_PERIOD) {
 		TAKE(8);
 		ev->sample.period = pd_u64(p);

@@ -185,7 +185,8 @@ struct vmpt_perf_event {
 		struct { uint64_t aux_offset, aux_size, flags; } aux;
 		struct { uint64_t id, lost; } lost;
 		struct { uint64_t lost; } lost_samples;
-		/* SAMPLE: the fields sample_type has (others 0). */
+		/* SAMPLE: the fields sample_type has (others 0; period is the
+		 * attr's sample_period when not sampled, as perf reports it). */
 		struct { uint64_t ip, addr, period; } sample;
 		/* AUXTRACE: the data follows the record in the file. */
 		struct {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* List a perf.data's records the way `perf script -D` summarizes them, so
  * tests can compare vmpt's reader with perf line by line:
- *   [CPU TIME ]OFFSET [SIZE]: PERF_RECORD_NAME details
- * (CPU TIME only for kernel records, which carry a sample_id.)
+ *   [CPU ][TIME ]OFFSET [SIZE]: PERF_RECORD_NAME details
+ * (CPU and TIME only for kernel records, which carry a sample_id.)
  * With --attrs, the attrs and AUXTRACE_INFO fields are listed instead.
  */
 #include "vmpt/perf_data.h"
@@ -116,6 +116,18 @@ static void print_details(const struct vmpt_perf_event *ev)
 	case PERF_RECORD_LOST:
 		printf(" lost %" PRIu64, ev->lost.lost);
 		break;
+	case VMPT_PERF_RECORD_THREAD_MAP: {
+		uint64_t nr, pid;
+
+		/* u64 nr, then {u64 pid, char comm[16]} */
+		memcpy(&nr, ev->raw + 8, 8);
+		printf(" nr: %" PRIu64, nr);
+		for (uint64_t i = 0; i < nr && 16 + (i + 1) * 24 <= ev->size; i++) {
+			memcpy(&pid, ev->raw + 16 + i * 24, 8);
+			printf(" thread: %" PRIu64, pid);
+		}
+		break;
+	}
 	default:
 		break;
 	}
@@ -213,12 +225,18 @@ int main(int argc, char **argv)
 	if (info) {
 		ret = list_info(&pd);
 	} else {
+		/* perf prints cpu and time when any attr samples them. */
+		uint64_t st = 0;
+
+		for (size_t i = 0; i < pd.nr_attrs; i++)
+			st |= pd.attrs[i].attr.sample_type;
 		vmpt_perf_cursor_init(&pd, &cur);
 		while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
-			if (ev.type < 64)
-				printf("%u %" PRIu64 " ",
-				       (ev.sid.present & PERF_SAMPLE_CPU) ? ev.sid.cpu : 0xffffffffu,
-				       ev.sid.time);
+			if (ev.type < 64 && (st & PERF_SAMPLE_CPU))
+				printf("%u ", (ev.sid.present & PERF_SAMPLE_CPU) ?
+				       ev.sid.cpu : 0xffffffffu);
+			if (ev.type < 64 && (st & PERF_SAMPLE_TIME))
+				printf("%" PRIu64 " ", ev.sid.time);
 			printf("%#" PRIx64 " [%#x]: PERF_RECORD_%s", ev.offset, ev.size,
 			       vmpt_perf_record_name(ev.type));
 			print_details(&ev);

@@ -4,28 +4,10 @@
 # AUXTRACE_INFO fields, and `vmpt dump`'s buffers.  perf's output is parsed
 # at test time.
 set -eu
-: "${BUILDDIR:?}" "${SHARED:?}" "${VMPT:?}"
-LIST=$BUILDDIR/perfdata/tests/pd-list
-WRITE=$BUILDDIR/perfdata/tests/pd-write
+. "$SRCDIR/perfdata/tests/perf-lib.sh"
 DIR=$SHARED/realtraces/perf-data
 F=$DIR/perf.data.intel_pt-4.14
 P=$DIR/perf.data.piped.intel_pt-4.14
-command -v perf >/dev/null || { echo "SKIP: perf (linux-perf) not installed"; exit 77; }
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-
-# perf script -D's one-line record summaries.  User records carry no
-# sample_id: their "cpu time" prefix is perf's filler and is dropped.
-perf_records() {
-	grep -oE '^([0-9-]+ [0-9-]+ )?0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_.*' "$1" |
-	sed -E 's/^[0-9-]+ [0-9-]+ (0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_(TIME_CONV|AUXTRACE|FINISHED_ROUND|ATTR|FEATURE|ID_INDEX|FINISHED_INIT))/\1/'
-}
-# vmpt's listing of the same (pd-list), without the detail lines.
-vmpt_records() { "$LIST" "$1" | grep -v '^ *\.\.\. '; }
-# The TIME_CONV fields as perf -D prints them (and pd-list).
-time_conv() { grep -E '^\.\.\. (Time|Cap Time)' "$1"; }
-no_offsets() { sed -E 's/0x[0-9a-f]+ \[/[/'; }
 
 # ---- file mode: every record, as perf lists them (perf sorts by time) ----
 perf script -D -i "$F" >"$T/perf.D" 2>"$T/perf.err"
@@ -118,10 +100,7 @@ diff -u "$T/raw.stats" "$T/perf.stats" || fail "vmpt dump --stats over the buffe
 # header size"), and its pipe offsets leave out the 16-byte pipe header.
 perf script -D -i "$P" >"$T/pipe.D" 2>"$T/pipe.err" || true
 grep -qx 'bad event header size' "$T/pipe.err" || fail "perf's pipe-mode behaviour changed"
-perf_records "$T/pipe.D" | while IFS= read -r line; do
-	off=$(echo "$line" | sed -E 's/^([0-9-]+ [0-9-]+ )?(0x[0-9a-f]+) .*/\2/')
-	printf '%s\n' "$line" | sed -E "s/(^|[ ])$off \[/\1$(printf '%#x' $((off + 16))) [/"
-done | sort >"$T/pipe.perf"
+perf_records "$T/pipe.D" | pipe_offsets | sort >"$T/pipe.perf"
 vmpt_records "$P" | sort >"$T/pipe.vmpt"
 # perf prints the first FEATURE record before its summary format starts.
 comm -23 "$T/pipe.perf" "$T/pipe.vmpt" >"$T/pipe.missing"

@@ -3,30 +3,8 @@
 # rewritten record by record, and a minimal synthetic intel_pt recording
 # over code of a real binary (file and directory form).
 set -eu
-: "${BUILDDIR:?}" "${SHARED:?}" "${VMPT:?}"
-LIST=$BUILDDIR/perfdata/tests/pd-list
-WRITE=$BUILDDIR/perfdata/tests/pd-write
+. "$SRCDIR/perfdata/tests/perf-lib.sh"
 F=$SHARED/realtraces/perf-data/perf.data.intel_pt-4.14
-command -v perf >/dev/null || { echo "SKIP: perf (linux-perf) not installed"; exit 77; }
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-fail() { echo "FAIL: $*"; exit 1; }
-perf_records() {
-	grep -oE '^([0-9-]+ [0-9-]+ )?0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_.*' "$1" |
-	sed -E 's/^[0-9-]+ [0-9-]+ (0x[0-9a-f]+ \[0x[0-9a-f]+\]: PERF_RECORD_(TIME_CONV|AUXTRACE|FINISHED_ROUND|ATTR|FEATURE|ID_INDEX|FINISHED_INIT))/\1/'
-}
-# vmpt's listing of the same (pd-list), without the detail lines.
-vmpt_records() { "$LIST" "$1" | grep -v '^ *\.\.\. '; }
-# The TIME_CONV fields as perf -D prints them (and pd-list).
-time_conv() { grep -E '^\.\.\. (Time|Cap Time)' "$1"; }
-no_offsets() { sed -E 's/0x[0-9a-f]+ \[/[/'; }
-# perf's stderr must be empty (what "accepted without complaint" means).
-quiet_perf() {
-	what=$1
-	shift
-	perf "$@" >"$T/out" 2>"$T/err" || { cat "$T/err"; fail "perf $* exited $? ($what)"; }
-	[ ! -s "$T/err" ] || { cat "$T/err"; fail "perf $* complained ($what)"; }
-}
 
 # ---- the real recording, every record re-encoded by the writer ----
 "$WRITE" copy "$F" "$T/copy.data" || fail "copy"
