@@ -28,6 +28,7 @@ int cmd_doctor(int argc, char **argv)
 		{ "dev-root", required_argument, NULL, 'd' },
 		{ "connect", required_argument, NULL, 'c' },
 		{ "no-libvirt", no_argument, NULL, 'n' },
+		{ "as-user", no_argument, NULL, 'u' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -39,12 +40,15 @@ int cmd_doctor(int argc, char **argv)
 		case 'd': o.dev_root = optarg; break;
 		case 'c': o.libvirt_uri = optarg; break;
 		case 'n': o.libvirt_uri = NULL; break;
+		case 'u': o.as_root = 0; break;
 		case 'h':
 			printf("usage: vmpt doctor [--sysfs-root DIR] [--procfs-root DIR] "
-			       "[--dev-root DIR] [-c URI | --no-libvirt]\n\n"
+			       "[--dev-root DIR] [-c URI | --no-libvirt]\n"
+			       "                   [--as-user]\n\n"
 			       "Checks whether this host can record its guests with Intel "
 			       "PT: one line per check,\nok or the problem and its fix. Exit "
-			       "status 1 when there are problems.\n");
+			       "status 1 when there are problems.\n"
+			       "--as-user judges the limits as for a user without root.\n");
 			return 0;
 		default:
 			return 2;

@@ -64,6 +64,24 @@ int64_t vmpt_aux_snapshot(struct vmpt_aux_area *a, vmpt_aux_sink sink, void *ctx
 	return (int64_t)len;
 }
 
+uint64_t vmpt_aux_count_record(struct vmpt_aux_counts *c,
+			       const struct perf_event_header *h)
+{
+	const uint64_t *u = (const uint64_t *)(h + 1);
+	if (h->type == PERF_RECORD_AUX && h->size >= sizeof(*h) + 24) {
+		c->aux_records++;
+		c->truncated += !!(u[2] & PERF_AUX_FLAG_TRUNCATED);
+		c->partial += !!(u[2] & PERF_AUX_FLAG_PARTIAL);
+		c->collision += !!(u[2] & PERF_AUX_FLAG_COLLISION);
+		return u[2];
+	}
+	if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16) {
+		c->lost_records++;
+		c->lost_events += u[1];
+	}
+	return 0;
+}
+
 int64_t vmpt_data_ring_read(struct vmpt_data_ring *r, vmpt_record_sink sink,
 			    void *ctx)
 {

@@ -291,7 +291,11 @@ static void check_debugfs(struct doc *d)
 		    "save each vCPU's tsc-offset; mount -t debugfs none /sys/kernel/debug");
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/kvm", mnt);
+	/* a mount under /sys is looked up in the sysfs root (fixtures) */
+	if (!strncmp(mnt, "/sys/", 5))
+		snprintf(path, sizeof(path), "%s/%s/kvm", d->o->sysfs_root, mnt + 5);
+	else
+		snprintf(path, sizeof(path), "%s/kvm", mnt);
 	if (access(path, R_OK))
 		say(d, VMPT_DOCTOR_PROBLEM, "debugfs", "mounted at %s, but %s is %s",
 		    mnt, path, errno == ENOENT ? "absent (KVM not loaded?)"

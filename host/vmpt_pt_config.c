@@ -332,6 +332,8 @@ int vmpt_pt_addr_filter(const struct vmpt_pmu *pmu, const char *spec,
 	char *save = NULL;
 	for (char *f = strtok_r(copy, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
 		f = trim(f);
+		if (!*f)
+			continue;
 		char *file = strchr(f, '@');
 		if (file) {
 			*file = '\0';

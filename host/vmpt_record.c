@@ -49,6 +49,7 @@ struct rec_map {
 struct rec {
 	const struct vmpt_record_opts *o;
 	struct vmpt_record_stats *st;
+	struct vmpt_aux_counts counts;
 	char *err;
 	size_t errlen;
 	int pt;				/* intel_pt, else sideband only */
@@ -314,28 +315,24 @@ static int on_record(void *ctx, const struct perf_event_header *h)
 {
 	struct rec *r = ctx;
 	const uint64_t *u = (const uint64_t *)(h + 1);
-	if (h->type == PERF_RECORD_AUX && h->size >= sizeof(*h) + 24) {
-		uint64_t flags = u[2];
-		r->st->aux_records++;
-		if (flags & PERF_AUX_FLAG_TRUNCATED) {
-			if (!r->st->aux_truncated++)
-				logf_(r, "vmpt record: AUX data truncated at offset "
-				      "0x%" PRIx64 ": the AUX area filled up before it was "
-				      "read (use a bigger -m ,AUXPAGES or snapshot mode)\n", u[0]);
-		}
-		if (flags & PERF_AUX_FLAG_PARTIAL) {
-			if (!r->st->aux_partial++)
-				logf_(r, "vmpt record: partial AUX record at offset "
-				      "0x%" PRIx64 " (the hardware stopped mid-buffer)\n", u[0]);
-		}
-		if (flags & PERF_AUX_FLAG_COLLISION)
-			r->st->aux_collision++;
-	} else if (h->type == PERF_RECORD_LOST && h->size >= sizeof(*h) + 16) {
-		if (!r->st->lost_records++)
-			logf_(r, "vmpt record: the kernel lost %" PRIu64 " sideband "
-			      "records (the data ring was full: use a bigger -m PAGES)\n", u[1]);
-		r->st->lost_events += u[1];
-	}
+	struct vmpt_aux_counts before = r->counts;
+	uint64_t flags = vmpt_aux_count_record(&r->counts, h);
+	if ((flags & PERF_AUX_FLAG_TRUNCATED) && !before.truncated)
+		logf_(r, "vmpt record: AUX data truncated at offset 0x%" PRIx64 ": the "
+		      "AUX area filled up before it was read (use a bigger "
+		      "-m ,AUXPAGES or snapshot mode)\n", u[0]);
+	if ((flags & PERF_AUX_FLAG_PARTIAL) && !before.partial)
+		logf_(r, "vmpt record: partial AUX record at offset 0x%" PRIx64
+		      " (the hardware stopped mid-buffer)\n", u[0]);
+	if (r->counts.lost_records > before.lost_records && !before.lost_records)
+		logf_(r, "vmpt record: the kernel lost %" PRIu64 " sideband records (the "
+		      "data ring was full: use a bigger -m PAGES)\n", u[1]);
+	r->st->aux_records = r->counts.aux_records;
+	r->st->aux_truncated = r->counts.truncated;
+	r->st->aux_partial = r->counts.partial;
+	r->st->aux_collision = r->counts.collision;
+	r->st->lost_records = r->counts.lost_records;
+	r->st->lost_events = r->counts.lost_events;
 	return write_record(r, h);
 }
 

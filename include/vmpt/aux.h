@@ -43,6 +43,19 @@ int64_t vmpt_aux_read(struct vmpt_aux_area *a, vmpt_aux_sink sink, void *ctx);
  */
 int64_t vmpt_aux_snapshot(struct vmpt_aux_area *a, vmpt_aux_sink sink, void *ctx);
 
+/* What the data ring said about the AUX area and itself. */
+struct vmpt_aux_counts {
+	uint64_t aux_records, truncated, partial, collision;
+	uint64_t lost_records, lost_events;
+};
+
+/* Account a PERF_RECORD_AUX (flags: truncated = the area filled up before
+ * it was read, partial = the hardware stopped mid-buffer) or
+ * PERF_RECORD_LOST.  Returns the AUX record's flags, else 0.
+ */
+uint64_t vmpt_aux_count_record(struct vmpt_aux_counts *c,
+			       const struct perf_event_header *h);
+
 struct vmpt_data_ring {
 	struct perf_event_mmap_page *pc;
 	const uint8_t *base;	/* data_size bytes after the control page */
