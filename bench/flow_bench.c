@@ -2,16 +2,18 @@
 /* Instruction-flow decoding speed: vmpt (1 thread and -j) against libipt's
  * instruction and block decoders, on the same trace and page-cache image.
  *
- * usage: flow-bench TRACE PAGECACHE FILTER_A FILTER_B [REPEAT] [JOBS]
+ * usage: flow-bench [--pagecache PREFIX] [--elf FILE@BASE] [--retcomp]
+ *                   [--filter A-B] [--repeat N] [-j N] TRACE
  *
- * REPEAT copies of the trace are laid end to end (each starts with a PSB)
- * to make a big trace out of a small real one.
+ * N copies of the trace are laid end to end (each starts with a PSB) to
+ * make a big trace out of a small real one.
  */
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
 
+#include <getopt.h>
 #include <intel-pt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -110,19 +112,41 @@ static int add_pagecache(struct pt_image *image, const char *prefix)
 	return 0;
 }
 
+/* The same code for libipt: page caches page by page, ELF segments as
+ * file sections.
+ */
+struct ipt_image_src {
+	const char *pagecache[8];
+	size_t n_pc;
+	const struct vmpt_image *elfs;
+};
+
+static void ipt_image(struct pt_image *image, const struct ipt_image_src *src)
+{
+	for (size_t i = 0; i < src->n_pc; i++)
+		add_pagecache(image, src->pagecache[i]);
+	for (unsigned i = 0; i < vmpt_image_count(src->elfs); i++) {
+		const struct vmpt_section *s = vmpt_image_section(src->elfs, i);
+
+		pt_image_add_file(image, s->name, s->file_offset, s->size, NULL, s->vaddr);
+	}
+}
+
 static void ipt_config(struct pt_config *c, const uint8_t *b, size_t size,
 		       uint64_t fa, uint64_t fb)
 {
 	pt_config_init(c);
 	c->begin = (uint8_t *)b;
 	c->end = (uint8_t *)b + size;
-	c->addr_filter.config.ctl.addr0_cfg = 1;
-	c->addr_filter.addr0_a = fa;
-	c->addr_filter.addr0_b = fb;
+	if (fa || fb) {
+		c->addr_filter.config.ctl.addr0_cfg = 1;
+		c->addr_filter.addr0_a = fa;
+		c->addr_filter.addr0_b = fb;
+	}
 }
 
-static uint64_t run_ipt_insn(const uint8_t *b, size_t size, const char *pc,
-			     uint64_t fa, uint64_t fb)
+static uint64_t run_ipt_insn(const uint8_t *b, size_t size,
+			     const struct ipt_image_src *src, uint64_t fa, uint64_t fb)
 {
 	struct pt_config c;
 	struct pt_insn_decoder *d;
@@ -130,7 +154,7 @@ static uint64_t run_ipt_insn(const uint8_t *b, size_t size, const char *pc,
 
 	ipt_config(&c, b, size, fa, fb);
 	d = pt_insn_alloc_decoder(&c);
-	add_pagecache(pt_insn_get_image(d), pc);
+	ipt_image(pt_insn_get_image(d), src);
 	for (;;) {
 		int st = pt_insn_sync_forward(d);
 
@@ -164,8 +188,8 @@ static uint64_t run_ipt_insn(const uint8_t *b, size_t size, const char *pc,
 	return n;
 }
 
-static uint64_t run_ipt_block(const uint8_t *b, size_t size, const char *pc,
-			      uint64_t fa, uint64_t fb)
+static uint64_t run_ipt_block(const uint8_t *b, size_t size,
+			      const struct ipt_image_src *src, uint64_t fa, uint64_t fb)
 {
 	struct pt_config c;
 	struct pt_block_decoder *d;
@@ -173,7 +197,7 @@ static uint64_t run_ipt_block(const uint8_t *b, size_t size, const char *pc,
 
 	ipt_config(&c, b, size, fa, fb);
 	d = pt_blk_alloc_decoder(&c);
-	add_pagecache(pt_blk_get_image(d), pc);
+	ipt_image(pt_blk_get_image(d), src);
 	for (;;) {
 		int st = pt_blk_sync_forward(d);
 
@@ -208,45 +232,87 @@ static uint64_t run_ipt_block(const uint8_t *b, size_t size, const char *pc,
 
 int main(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "pagecache", required_argument, NULL, 'p' },
+		{ "elf", required_argument, NULL, 'e' },
+		{ "retcomp", no_argument, NULL, 'r' },
+		{ "filter", required_argument, NULL, 'f' },
+		{ "repeat", required_argument, NULL, 'n' },
+		{ NULL, 0, NULL, 0 },
+	};
 	struct vmpt_flow_config cfg = { 0 };
 	struct vmpt_asid any = vmpt_asid_any();
-	struct vmpt_image *img;
+	struct vmpt_image *img = vmpt_image_new();
+	struct ipt_image_src src = { .elfs = vmpt_image_new() };
 	struct vmpt_file f;
-	uint64_t fa, fb, n;
-	size_t repeat, size;
+	uint64_t fa = 0, fb = 0, n;
+	size_t repeat = 1, size;
 	uint8_t *buf;
-	int jobs;
+	int jobs = 2, c, ret;
 	double t, mb, t_v1, t_v1w, t_vj, t_ii, t_ib;
 
-	if (argc < 5) {
-		fprintf(stderr, "usage: %s TRACE PAGECACHE FILTER_A FILTER_B [REPEAT] [JOBS]\n",
-			argv[0]);
+	while ((c = getopt_long(argc, argv, "j:", longopts, NULL)) != -1) {
+		char *at;
+
+		ret = 0;
+		switch (c) {
+		case 'p':
+			if (src.n_pc == 8)
+				return 2;
+			src.pagecache[src.n_pc++] = optarg;
+			ret = vmpt_image_add_pagecache(img, optarg, &any);
+			break;
+		case 'e':
+			at = strrchr(optarg, '@');
+			if (!at)
+				return 2;
+			*at = '\0';
+			ret = vmpt_image_add_elf(img, optarg, strtoull(at + 1, NULL, 0), &any);
+			if (!ret)
+				ret = vmpt_image_add_elf((struct vmpt_image *)src.elfs, optarg,
+							 strtoull(at + 1, NULL, 0), &any);
+			break;
+		case 'r': cfg.retcomp = 1; break;
+		case 'f':
+			at = strchr(optarg, '-');
+			if (!at)
+				return 2;
+			fa = strtoull(optarg, NULL, 0);
+			fb = strtoull(at + 1, NULL, 0);
+			break;
+		case 'n': repeat = strtoull(optarg, NULL, 0); break;
+		case 'j': jobs = atoi(optarg); break;
+		default: return 2;
+		}
+		if (ret < 0) {
+			fprintf(stderr, "%s: %s\n", optarg, vmpt_strerror(ret));
+			return 1;
+		}
+	}
+	if (optind + 1 != argc || !repeat || jobs < 1) {
+		fprintf(stderr, "usage: %s [--pagecache PREFIX] [--elf FILE@BASE] [--retcomp] "
+			"[--filter A-B] [--repeat N] [-j N] TRACE\n", argv[0]);
 		return 2;
 	}
-	fa = strtoull(argv[3], NULL, 0);
-	fb = strtoull(argv[4], NULL, 0);
-	repeat = argc > 5 ? strtoull(argv[5], NULL, 0) : 1;
-	jobs = argc > 6 ? atoi(argv[6]) : 2;
-	if (vmpt_file_map(&f, argv[1]) < 0) {
-		fprintf(stderr, "%s: cannot read\n", argv[1]);
+	if (vmpt_file_map(&f, argv[optind]) < 0) {
+		fprintf(stderr, "%s: cannot read\n", argv[optind]);
 		return 1;
 	}
 	size = f.size * repeat;
 	buf = malloc(size);
+	if (!buf)
+		return 1;
 	for (size_t i = 0; i < repeat; i++)
 		memcpy(buf + i * f.size, f.data, f.size);
 	mb = (double)size / 1e6;
-	img = vmpt_image_new();
-	if (vmpt_image_add_pagecache(img, argv[2], &any) < 0) {
-		fprintf(stderr, "%s: cannot load the page cache\n", argv[2]);
-		return 1;
-	}
 	cfg.begin = buf;
 	cfg.end = buf + size;
 	cfg.image = img;
-	cfg.filter_a[0] = fa;
-	cfg.filter_b[0] = fb;
-	cfg.n_filters = 1;
+	if (fa || fb) {
+		cfg.filter_a[0] = fa;
+		cfg.filter_b[0] = fb;
+		cfg.n_filters = 1;
+	}
 
 	t = now();
 	n = run_vmpt(&cfg, 1);
@@ -262,16 +328,17 @@ int main(int argc, char **argv)
 	printf("vmpt -j %-14d %12" PRIu64 " insns %8.3f s %9.1f MB/s (wall; 1 thread %.3f s)\n",
 	       jobs, n, t_vj, mb / t_vj, t_v1w);
 	t = now();
-	n = run_ipt_block(buf, size, argv[2], fa, fb);
+	n = run_ipt_block(buf, size, &src, fa, fb);
 	t_ib = now() - t;
 	printf("%-22s %12" PRIu64 " insns %8.3f s %9.1f MB/s\n", "libipt block", n, t_ib, mb / t_ib);
 	t = now();
-	n = run_ipt_insn(buf, size, argv[2], fa, fb);
+	n = run_ipt_insn(buf, size, &src, fa, fb);
 	t_ii = now() - t;
 	printf("%-22s %12" PRIu64 " insns %8.3f s %9.1f MB/s\n", "libipt insn", n, t_ii, mb / t_ii);
 	printf("trace %.1f MB; vmpt is %.1fx libipt block, %.1fx libipt insn (1 thread); "
 	       "-j %d speedup %.2fx (wall)\n", mb, t_ib / t_v1, t_ii / t_v1, jobs, t_v1w / t_vj);
 	vmpt_image_free(img);
+	vmpt_image_free((struct vmpt_image *)src.elfs);
 	free(buf);
 	vmpt_file_unmap(&f);
 	return 0;

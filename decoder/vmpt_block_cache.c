@@ -23,6 +23,7 @@ struct vmpt_bcache {
 	csh cs[3];		/* per enum vmpt_exec_mode */
 	cs_insn *insn[3];
 	struct arena *arena;
+	uint8_t sizes[MAX_BLOCK_INSNS];	/* of the block being decoded */
 };
 
 static void *arena_alloc(struct vmpt_bcache *bc, size_t size)
@@ -58,7 +59,6 @@ struct vmpt_bcache *vmpt_bcache_new(void)
 	for (int m = 0; m < 3; m++) {
 		if (cs_open(CS_ARCH_X86, modes[m], &bc->cs[m]) != CS_ERR_OK)
 			goto fail;
-		cs_option(bc->cs[m], CS_OPT_DETAIL, CS_OPT_ON);
 		bc->insn[m] = cs_malloc(bc->cs[m]);
 		if (!bc->insn[m])
 			goto fail;
@@ -136,14 +136,16 @@ static int is_jcc(unsigned id)
 	}
 }
 
-/* Class of one instruction; *target for direct branches. */
+/* Class of one instruction; *target for direct branches.  Capstone runs
+ * without operand details (several times faster): a direct branch prints
+ * its absolute target as the only operand ("0x401020").
+ */
 static enum vmpt_iclass classify(const cs_insn *in, uint64_t *target)
 {
-	const cs_x86 *x = &in->detail->x86;
-	int imm = x->op_count == 1 && x->operands[0].type == X86_OP_IMM;
+	int imm = in->op_str[0] == '0' && in->op_str[1] == 'x';
 
 	if (imm)
-		*target = (uint64_t)x->operands[0].imm;
+		*target = strtoull(in->op_str, NULL, 16);
 	if (is_jcc(in->id))
 		return VMPT_IC_JCC;
 	switch (in->id) {
@@ -181,7 +183,7 @@ static int decode_block(struct vmpt_bcache *bc, const struct vmpt_image *img,
 			const struct vmpt_asid *asid, uint64_t ip,
 			unsigned mode, struct vmpt_block *b)
 {
-	uint8_t sizes[MAX_BLOCK_INSNS];
+	uint8_t *sizes = bc->sizes;
 	cs_insn *in = bc->insn[mode];
 	uint64_t addr = ip;
 
@@ -237,10 +239,6 @@ static int decode_block(struct vmpt_bcache *bc, const struct vmpt_image *img,
 		if (b->ninsn == MAX_BLOCK_INSNS || addr - sec->vaddr >= sec->size)
 			break;
 	}
-	b->isize = arena_alloc(bc, b->ninsn);
-	if (!b->isize)
-		return -VMPT_ERR_NOMEM;
-	memcpy(b->isize, sizes, b->ninsn);
 	return 0;
 }
 
@@ -261,10 +259,13 @@ int vmpt_bcache_get(struct vmpt_bcache *bc, const struct vmpt_image *img,
 	ret = decode_block(bc, img, sec, asid, ip, mode, &tmp);
 	if (ret < 0)
 		return ret;
-	b = arena_alloc(bc, sizeof(*b));
+	/* The sizes right behind the block: one cache line for both. */
+	b = arena_alloc(bc, sizeof(*b) + tmp.ninsn);
 	if (!b)
 		return -VMPT_ERR_NOMEM;
 	*b = tmp;
+	b->isize = (uint8_t *)(b + 1);
+	memcpy(b->isize, bc->sizes, tmp.ninsn);
 	if (bc->n >= bc->mask && grow(bc) < 0)
 		return -VMPT_ERR_NOMEM;
 	h = hash(ip, mode, sec->id) & bc->mask;
