@@ -343,7 +343,7 @@ static int decode_slow(const uint8_t *pos, const uint8_t *end, unsigned ctx,
 	return -VMPT_ERR_BAD_OPC;
 }
 
-struct vmpt_pkt_fast vmpt_pkt_fast_table[256];
+uint32_t vmpt_pkt_fast_table[256];
 
 /* Derive the fast table from the full decoder, so the two cannot disagree:
  * a byte is fast when the full decoder, outside a block, gives it one of the
@@ -354,39 +354,37 @@ __attribute__((constructor)) static void fill_fast_table(void)
 {
 	for (unsigned b = 0; b < 256; b++) {
 		uint8_t bytes[VMPT_PKT_FAST_READ] = { (uint8_t)b };
-		struct vmpt_pkt_fast *e = &vmpt_pkt_fast_table[b];
 		struct vmpt_packet pkt;
 		int n = decode_slow(bytes, bytes + sizeof(bytes), VMPT_CTX_NONE, &pkt);
+		unsigned aux = 0;
+		uint64_t bits = 0;
 
 		if (n <= 0)
 			continue;
 		switch (pkt.type) {
 		case VMPT_PKT_PAD:
+		case VMPT_PKT_TSC:
+		case VMPT_PKT_MTC:
 			break;
 		case VMPT_PKT_TNT8:
-			e->bits = pkt.tnt.bits;
-			e->aux = pkt.tnt.count;
+			bits = pkt.tnt.bits;
+			aux = pkt.tnt.count;
 			break;
 		case VMPT_PKT_CYC:
 			if (n != 1)
 				continue;	/* multi-byte: size depends on the payload */
-			e->bits = pkt.cyc;
+			bits = pkt.cyc;
 			break;
 		case VMPT_PKT_TIP:
 		case VMPT_PKT_TIP_PGE:
 		case VMPT_PKT_TIP_PGD:
 		case VMPT_PKT_FUP:
-			e->aux = pkt.ip.ipc;
-			/* fall through */
-		case VMPT_PKT_TSC:
-		case VMPT_PKT_MTC:
-			e->mask = n > 1 ? ~0ull >> (64 - 8 * (n - 1)) : 0;
+			aux = pkt.ip.ipc;
 			break;
 		default:
 			continue;
 		}
-		e->type_size[0] = pkt.type;
-		e->type_size[1] = (uint8_t)n;
+		vmpt_pkt_fast_table[b] = VMPT_PKT_FAST(pkt.type, n, aux, bits);
 	}
 }
 
