@@ -61,7 +61,8 @@ int pd_step(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur)
 	return 1;
 }
 
-unsigned pd_sample_id_size(uint64_t st)
+/* Bytes of the sample_id trailer an attr puts on non-sample records. */
+static unsigned sample_id_size(uint64_t st)
 {
 	unsigned n = 0;
 
@@ -151,7 +152,7 @@ static int parse_trailer(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev,
 	if (!a || !a->attr.sample_id_all)
 		return (int)body;
 	st = a->attr.sample_type;
-	tsize = pd_sample_id_size(st);
+	tsize = sample_id_size(st);
 	if (body < tsize || body - tsize < body_min)
 		return pd_error(pd, ev->offset, VMPT_ERR_FORMAT,
 				"%s record size %u too small for its fields and sample_id (%u bytes)",

@@ -43,9 +43,6 @@ static inline uint16_t pd_u16(const uint8_t *p)
 int pd_error(struct vmpt_perf_data *pd, uint64_t offset, int err,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* Bytes of the sample_id trailer an attr puts on non-sample records. */
-unsigned pd_sample_id_size(uint64_t sample_type);
-
 /* Parse the features of a file's feature section or a pipe-mode
  * HEADER_FEATURE record.
  */
