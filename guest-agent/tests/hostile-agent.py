@@ -6,6 +6,7 @@
 import os
 import struct
 import sys
+import time
 
 here = os.path.dirname(os.path.abspath(sys.argv[0]))
 
@@ -37,7 +38,9 @@ if cmd == 'record':
     out.write(b'VMPT-AGENT READY\n')
     out.flush()
     sys.stdin.buffer.read()
-    if mode == 'garbage':
+    if mode == 'silent':
+        time.sleep(10)  # bounded: this "guest" is the test machine
+    elif mode == 'garbage':
         out.write(b'\x7fELF this is not a reply stream' * 10)
     elif mode == 'badperf':
         out.write(b'VMPTPAK1' + frame(1, '[perf.data]', b'PERFILE2' + b'\xff' * 200) + frame(3, ''))

@@ -53,6 +53,12 @@ check() {	# check DESCRIPTION COMMAND...
 	fi
 }
 
+# --- Where there is no guest ---
+expect_fail "vmpt guest: connecting to 127.0.0.1 port 1: Connection refused" \
+	"$VMPT" guest check ssh://root@127.0.0.1:1 "${CONN[@]}"
+expect_fail "vmpt guest: http://127.0.0.1: not an ssh://user@host[:port] URL" \
+	"$VMPT" guest check http://127.0.0.1 "${CONN[@]}"
+
 # --- Host keys and authentication ---
 : > "$W/empty_known_hosts"
 expect_fail "host key of 127.0.0.1 port $SSHD_PORT (SHA256:" \
@@ -148,6 +154,10 @@ expect_fail "vmpt-agent record in the guest failed (exit 3): boom: the guest ker
 echo garbage > "$H/mode"
 expect_fail "vmpt-agent record: agent reply offset 0: not a vmpt-agent reply (bad magic)" \
 	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h1" -d 0.1
+echo silent > "$H/mode"
+expect_fail "vmpt guest: vmpt-agent record: 127.0.0.1 sent nothing for 2 s" \
+	"$VMPT" guest collect "$URL" -i "$W/client_key" --known-hosts "$W/known_hosts" --timeout 2 \
+	"${HOSTILE[@]}" -o "$W/h1" -d 0.1
 echo noready > "$H/mode"
 expect_fail "vmpt guest: vmpt-agent record answered 'Welcome to the guest! Have a nice day' instead of 'VMPT-AGENT READY'" \
 	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h1" -d 0.1
