@@ -134,6 +134,7 @@ struct synth_pt {
 	/* state for PSB+ */
 	int packet_en;		/* tracing is on for the current context */
 	int vmx;		/* in VMX operation: VMCS goes into PSB+ */
+	int os;			/* ring 0 is traced: PIP goes into PSB+ */
 	uint64_t vmcs;		/* current VMCS base */
 	uint64_t cr3;
 	int nr;			/* in VMX non-root operation (guest) */

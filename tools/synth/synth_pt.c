@@ -263,20 +263,21 @@ void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
 		p.vmcs = pt->vmcs;
 		put(pt, &p);
 	}
-	if (pt->vmx || pt->cr3) {
+	/* SDM "PSB+": PIP if ContextEn and OS, MODE.Exec and FUP if PacketEn. */
+	if (pt->os && pt->packet_en) {
 		memset(&p, 0, sizeof(p));
 		p.type = VMPT_PKT_PIP;
 		p.pip.cr3 = pt->cr3;
 		p.pip.nr = (uint8_t)pt->nr;
 		put(pt, &p);
 	}
-	memset(&p, 0, sizeof(p));
-	p.type = VMPT_PKT_MODE_EXEC;
-	p.exec.csl = 1;
-	put(pt, &p);
 	if (pt->packet_en) {
 		uint64_t payload;
 
+		memset(&p, 0, sizeof(p));
+		p.type = VMPT_PKT_MODE_EXEC;
+		p.exec.csl = 1;
+		put(pt, &p);
 		memset(&p, 0, sizeof(p));
 		p.type = VMPT_PKT_FUP;
 		p.ip.ipc = (uint8_t)vmpt_last_ip_compress(&pt->lip, ip, &payload);

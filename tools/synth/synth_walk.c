@@ -181,8 +181,9 @@ static void disable_async(struct cpu *c)
 /* Tracing (re)starts at c->ip. */
 static void enable(struct cpu *c, unsigned flags)
 {
+	/* SDM: MODE.Exec goes with any TIP.PGE (the mode may have changed
+	 * while tracing was off); TSC only comes with PSB+ and TraceEn. */
 	c->pt->packet_en = 1;
-	synth_pt_tsc(c->pt);
 	synth_pt_mode_exec(c->pt);
 	synth_pt_ip(c->pt, VMPT_PKT_TIP_PGE, c->ip);
 	synth_truth_branch(c->truth, 0, c->ip, SF_TRACE_BEGIN | flags,
@@ -202,9 +203,10 @@ static void vm_exit(struct cpu *c, uint64_t resume_ip)
 
 	v->guest_ip = resume_ip;
 	needs_packet(c);
+	/* SDM compound packets: FUP, then PIP (CR3 and NR change), TIP;
+	 * no MODE.Exec, the host and guest both run 64-bit code. */
 	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
 	synth_pt_pip(c->pt, c->cfg->kernel_cr3, 0);
-	synth_pt_mode_exec(c->pt);
 	synth_pt_ip(c->pt, VMPT_PKT_TIP, host_rip);
 	branch(c, c->ip, host_rip, SF_VMEXIT);
 	c->st->vmexits++;
@@ -225,7 +227,6 @@ static void vm_entry(struct cpu *c, const struct synth_insn *in)
 	v->launched = 1;
 	needs_packet(c);
 	synth_pt_pip(c->pt, v->guest_cr3, 1);
-	synth_pt_mode_exec(c->pt);
 	synth_pt_ip(c->pt, VMPT_PKT_TIP, v->guest_ip);
 	branch(c, c->ip, v->guest_ip, SF_VMENTRY);
 	c->st->vmentries++;
@@ -319,7 +320,6 @@ static void overflow_end(struct cpu *c)
 	synth_pt_ovf(c->pt);
 	vmpt_last_ip_init(&c->pt->lip);
 	c->pt->rcount = 0;
-	synth_pt_tsc(c->pt);
 	if (c->pt->packet_en)
 		synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
 }
@@ -564,6 +564,7 @@ static int setup(struct cpu *c, char *err, size_t errlen)
 		c->ctx = CTX_KERNEL;
 		c->ip = synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL);
 		c->pt->vmx = 1;
+		c->pt->os = 1;
 		c->pt->vmcs = cfg->vcpus[0].vmcs;
 		c->pt->tsc_offset = cfg->vcpus[0].tsc_offset;
 		c->pt->tsc_mult = cfg->vcpus[0].tsc_mult;
@@ -580,7 +581,9 @@ static int setup(struct cpu *c, char *err, size_t errlen)
 		}
 		c->ctx = CTX_USER;
 		c->ip = cfg->start ? cfg->start : cfg->user->entry;
-		c->pt->cr3 = 0;
+		/* a process CR3 for PSB+'s PIP when the kernel is traced */
+		c->pt->os = cfg->trace_kernel;
+		c->pt->cr3 = cfg->trace_kernel ? cfg->kernel_cr3 : 0;
 	}
 	if (cfg->irq_period)
 		c->next_irq = rnd_period(c, cfg->irq_period);
