@@ -12,6 +12,7 @@
 
 #include <capstone/capstone.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -65,29 +66,20 @@ static uint64_t perf_time(const struct vmpt_perf_time_conv *tc, uint64_t cyc)
 	       ((rem * tc->time_mult) >> tc->time_shift);
 }
 
-/* Samples show microseconds, error lines nanoseconds, as perf script. */
-static void print_time(FILE *f, const struct opts *op, uint64_t tsc, const char *sep)
-{
-	if (op->have_tc) {
-		uint64_t ns = perf_time(&op->tc, tsc);
+/* Per decoding thread: output goes to its own stream, through a buffer
+ * (stdio's per-call cost would be most of the time).
+ */
+#define OUT_CAP (1u << 16)
 
-		if (*sep)
-			fprintf(f, "%5" PRIu64 ".%06" PRIu64 "%s", ns / 1000000000,
-				ns % 1000000000 / 1000, sep);
-		else
-			fprintf(f, "%" PRIu64 ".%09" PRIu64, ns / 1000000000,
-				ns % 1000000000);
-	} else {
-		fprintf(f, "%" PRIu64 "%s", tsc, sep);
-	}
-}
-
-/* Per decoding thread: output goes to its own stream. */
 struct out {
 	FILE *f;
+	char *buf;
+	size_t len;
 	const struct opts *o;
 	csh cs[3];
 	cs_insn *insn[3];
+	const struct vmpt_section *last_sec;	/* the last symbol looked up */
+	const struct vmpt_symbol *last_sym;
 	uint64_t since;		/* instructions since the last i sample */
 	uint64_t last_time;
 	int depth;		/* for --call-trace */
@@ -163,6 +155,111 @@ static int parse_fields(const char *s, unsigned *fields)
 	return 0;
 }
 
+static void out_flush(struct out *o)
+{
+	fwrite(o->buf, 1, o->len, o->f);
+	o->len = 0;
+}
+
+static void outf(struct out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void outf(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->len > OUT_CAP - 1024)
+		out_flush(o);
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, OUT_CAP - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < OUT_CAP - o->len) {
+		o->len += (size_t)n;
+		return;
+	}
+	/* Longer than the room left (a long symbol name): write it out. */
+	out_flush(o);
+	va_start(ap, fmt);
+	vfprintf(o->f, fmt, ap);
+	va_end(ap);
+}
+
+static void out_char(struct out *o, char c)
+{
+	if (o->len == OUT_CAP)
+		out_flush(o);
+	o->buf[o->len++] = c;
+}
+
+static void out_str(struct out *o, const char *str)
+{
+	size_t n = strlen(str);
+
+	if (n > OUT_CAP / 2) {
+		out_flush(o);
+		fwrite(str, 1, n, o->f);
+		return;
+	}
+	if (o->len + n > OUT_CAP)
+		out_flush(o);
+	memcpy(o->buf + o->len, str, n);
+	o->len += n;
+}
+
+/* "%lx" without printf. */
+static void out_hex(struct out *o, uint64_t v)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	if (o->len + 16 > OUT_CAP)
+		out_flush(o);
+	while (n)
+		o->buf[o->len++] = tmp[--n];
+}
+
+/* " %16lx", the way perf prints addresses, without printf. */
+static void out_hex16(struct out *o, uint64_t v)
+{
+	char *p;
+
+	if (o->len > OUT_CAP - 32)
+		out_flush(o);
+	p = o->buf + o->len;
+	memset(p, ' ', 17);
+	p += 16;
+	do {
+		*p-- = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	o->len += 17;
+}
+
+/* Samples show microseconds, error lines nanoseconds, as perf script. */
+static void print_time(struct out *o, const struct opts *op, uint64_t tsc,
+		       const char *sep)
+{
+	if (op->have_tc) {
+		uint64_t ns = perf_time(&op->tc, tsc);
+
+		if (*sep)
+			outf(o, "%5" PRIu64 ".%06" PRIu64 "%s", ns / 1000000000,
+			     ns % 1000000000 / 1000, sep);
+		else
+			outf(o, "%" PRIu64 ".%09" PRIu64, ns / 1000000000,
+			     ns % 1000000000);
+	} else {
+		outf(o, "%" PRIu64 "%s", tsc, sep);
+	}
+}
+
 static const char *branch_flags(const struct vmpt_flow_item *b)
 {
 	switch (b->iclass) {
@@ -182,15 +279,29 @@ static const char *branch_flags(const struct vmpt_flow_item *b)
 static void print_sym(struct out *o, const struct vmpt_section *sec, uint64_t ip)
 {
 	unsigned f = o->o->fields;
-	const struct vmpt_symbol *sym = sec ? vmpt_section_symbol(sec, ip) : NULL;
 
 	if (f & F_SYM) {
-		fprintf(o->f, " %s", sym ? sym->name : "[unknown]");
-		if ((f & F_SYMOFF) && sym)
-			fprintf(o->f, "+0x%" PRIx64, ip - sym->addr);
+		const struct vmpt_symbol *sym = o->last_sym;
+
+		/* Consecutive samples are mostly in one function. */
+		if (sec != o->last_sec || !sym || ip - sym->addr >= sym->size) {
+			sym = sec ? vmpt_section_symbol(sec, ip) : NULL;
+			o->last_sec = sec;
+			o->last_sym = sym;
+		}
+
+		out_char(o, ' ');
+		out_str(o, sym ? sym->name : "[unknown]");
+		if ((f & F_SYMOFF) && sym) {
+			out_str(o, "+0x");
+			out_hex(o, ip - sym->addr);
+		}
 	}
-	if (f & F_DSO)
-		fprintf(o->f, " (%s)", sec ? sec->name : "[unknown]");
+	if (f & F_DSO) {
+		out_str(o, " (");
+		out_str(o, sec ? sec->name : "[unknown]");
+		out_char(o, ')');
+	}
 }
 
 /* The fields before the ip, as perf lays them out. */
@@ -200,17 +311,17 @@ static void print_head(struct out *o, uint64_t time)
 	unsigned f = op->fields;
 
 	if (f & F_COMM)
-		fprintf(o->f, "%16s ", op->comm ? op->comm : ":-1");
+		outf(o, "%16s ", op->comm ? op->comm : ":-1");
 	if (f & (F_PID | F_TID)) {
 		if ((f & F_PID) && (f & F_TID))
-			fprintf(o->f, "%7d/%-7d ", op->pid, op->tid);
+			outf(o, "%7d/%-7d ", op->pid, op->tid);
 		else
-			fprintf(o->f, "%7d ", f & F_PID ? op->pid : op->tid);
+			outf(o, "%7d ", f & F_PID ? op->pid : op->tid);
 	}
 	if (f & F_CPU)
-		fprintf(o->f, "[%03d] ", op->cpu);
+		outf(o, "[%03d] ", op->cpu);
 	if ((f & F_TIME) && !op->it.timeless)
-		print_time(o->f, op, time, ": ");
+		print_time(o, op, time, ": ");
 }
 
 /* perf's "insn: 41 57", then (--insn-trace) the disassembly. */
@@ -226,11 +337,11 @@ static void print_insn(struct out *o, const struct vmpt_flow_item *b,
 	if (!s || ip - s->vaddr >= s->size || s->size - (ip - s->vaddr) < size)
 		return;
 	code = s->data + (ip - s->vaddr);
-	fprintf(o->f, " insn:");
+	outf(o, " insn:");
 	for (unsigned i = 0; i < size; i++)
-		fprintf(o->f, " %02x", code[i]);
+		outf(o, " %02x", code[i]);
 	if (o->o->disasm && cs_disasm_iter(o->cs[b->mode], &code, &avail, &at, in))
-		fprintf(o->f, "\t\t%s %s", in->mnemonic, in->op_str);
+		outf(o, "\t\t%s %s", in->mnemonic, in->op_str);
 }
 
 static void sample_insn(struct out *o, const struct vmpt_flow_item *b,
@@ -240,14 +351,14 @@ static void sample_insn(struct out *o, const struct vmpt_flow_item *b,
 
 	print_head(o, b->time);
 	if (f & F_FLAGS)
-		fprintf(o->f, "  %-21s ", ip == b->end_ip ? branch_flags(b) : "");
+		outf(o, "  %-21s ", ip == b->end_ip ? branch_flags(b) : "");
 	if (f & F_IP)
-		fprintf(o->f, " %16" PRIx64, ip);
+		out_hex16(o, ip);
 	if (f & F_IP)
 		print_sym(o, b->sec, ip);
 	if (f & F_INSN)
 		print_insn(o, b, ip, size);
-	fputc('\n', o->f);
+	out_char(o, '\n');
 }
 
 /* A branch from `from` to `to` (0: tracing starts or ends). */
@@ -260,24 +371,25 @@ static void sample_branch(struct out *o, const struct vmpt_flow_item *b,
 
 	print_head(o, b->time);
 	if (o->o->call_trace) {
-		fprintf(o->f, "%*s", 2 * (o->depth > 0 ? o->depth : 0), "");
+		outf(o, "%*s", 2 * (o->depth > 0 ? o->depth : 0), "");
 		print_sym(o, to ? vmpt_image_find(img, &any, to) : NULL, to);
-		fputc('\n', o->f);
+		out_char(o, '\n');
 		return;
 	}
 	if (f & F_FLAGS)
-		fprintf(o->f, "  %-21s ", flags);
+		outf(o, "  %-21s ", flags);
 	if (f & F_IP) {
-		fprintf(o->f, " %16" PRIx64, from);
+		out_hex16(o, from);
 		print_sym(o, b->kind == VMPT_FLOW_BLOCK ? b->sec :
 			  from ? vmpt_image_find(img, &any, from) : NULL, from);
 	}
 	if (f & F_ADDR) {
-		fprintf(o->f, " => %16" PRIx64, to);
+		outf(o, " =>");
+		out_hex16(o, to);
 		if (f & F_IP)
 			print_sym(o, to ? vmpt_image_find(img, &any, to) : NULL, to);
 	}
-	fputc('\n', o->f);
+	out_char(o, '\n');
 }
 
 static void on_block(struct out *o, const struct vmpt_flow_item *b)
@@ -321,9 +433,9 @@ static void on_block(struct out *o, const struct vmpt_flow_item *b)
 static void print_error(struct out *o, const struct vmpt_flow_item *e, int code,
 			const char *msg)
 {
-	fprintf(o->f, " instruction trace error type 1 time ");
-	print_time(o->f, o->o, e->time, "");
-	fprintf(o->f, " cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
+	outf(o, " instruction trace error type 1 time ");
+	print_time(o, o->o, e->time, "");
+	outf(o, " cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
 		" code %d: %s\n", o->o->cpu, o->o->pid, o->o->tid, e->ip,
 		e->offset, code, msg);
 }
@@ -370,6 +482,9 @@ static int out_init(struct out *o, const struct opts *op, FILE *f)
 	memset(o, 0, sizeof(*o));
 	o->f = f;
 	o->o = op;
+	o->buf = malloc(OUT_CAP);
+	if (!o->buf)
+		return -1;
 	for (int m = 0; m < 3; m++) {
 		if (cs_open(CS_ARCH_X86, modes[m], &o->cs[m]) != CS_ERR_OK)
 			return -1;
@@ -380,6 +495,8 @@ static int out_init(struct out *o, const struct opts *op, FILE *f)
 
 static void out_fini(struct out *o)
 {
+	out_flush(o);
+	free(o->buf);
 	for (int m = 0; m < 3; m++) {
 		if (o->insn[m])
 			cs_free(o->insn[m], 1);
