@@ -632,10 +632,10 @@ static int write_header_records(struct rec *r)
 		if (!rc)
 			rc = vmpt_perf_write_id_index(r->w, idx, 2 * n);
 	}
-	if (rc) {
+	if (rc == -VMPT_ERR_IO) {
+		/* reported with the totals, like any write error */
 		note_write_error(r);
-		rc = rec_fail(r, rc, "writing the header of %s: %s", r->o->output,
-			      strerror(r->st->write_error));
+		rc = 0;
 	}
 out:
 	free(ids);
@@ -799,7 +799,7 @@ static int run(struct rec *r)
 		      "kernel%s text\n", ks.nr_segments, ks.bytes,
 		      ks.modules_end ? " and module" : "");
 	}
-	if ((rc = write_header_records(r)))
+	if ((rc = write_header_records(r)) || r->st->write_error)
 		goto kill_child;
 	synthesize_kernel(r);
 	if (r->target_pid > 0 && !o->argv)
