@@ -23,12 +23,15 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: vmpt guest collect ssh://user@host[:port] [OPTIONS] [-- CMD ARGS]\n"
-		"       vmpt guest check ssh://user@host[:port] [OPTIONS]\n\n"
+		"       vmpt guest check ssh://user@host[:port] [OPTIONS]\n"
+		"       vmpt guest maps DIR\n\n"
 		"collect: record guest sideband (until CMD, run in the guest, ends;\n"
 		"         or for --duration; or until Ctrl-C) and fetch the guest\n"
 		"         binaries it names into DIR/guest (see docs/guest.md)\n"
 		"check:   is the guest ready (no-kvmclock, clocksource, BPF JIT,\n"
-		"         perf_event_paranoid)\n\n"
+		"         perf_event_paranoid)\n"
+		"maps:    the code DIR/guest/perf.data maps, by process, and whether\n"
+		"         it is in the sysroot\n\n"
 		"  -o, --output DIR          recording directory (default vmpt.data)\n"
 		"      --kcore               also fetch the guest's compact kcore\n"
 		"      --no-binaries         do not fetch the guest binaries\n"
@@ -141,6 +144,18 @@ int cmd_guest(int argc, char **argv)
 		return argc < 2 ? 2 : 0;
 	}
 	sub = argv[1];
+	if (!strcmp(sub, "maps")) {
+		char err[1024];
+
+		if (argc != 3) {
+			usage(stderr);
+			return 2;
+		}
+		ret = vmpt_guest_maps(argv[2], stdout, err, sizeof(err));
+		if (ret)
+			fprintf(stderr, "vmpt guest: %s\n", err);
+		return ret ? 1 : 0;
+	}
 	argc--;
 	argv++;
 	optind = 1;

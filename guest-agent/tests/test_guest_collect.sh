@@ -192,6 +192,12 @@ check "honest reply: only the sanitized names land" test \
 	"$(cd "$W/h5/guest" && find . -type f | sort | tr '\n' ' ')" = \
 	"./perf.data ./root/bin/ok ./root/lib/evil.so ./vdso "
 check "honest reply: 2 rejected" grep -q "3 files .* 0 missing, 2 rejected" "$W/h5.out"
+"$VMPT" guest maps "$W/h5" > "$W/maps.out"
+check "maps: a traversal name is shown rejected" grep -qxF \
+	"1002/1002     ?                0000000000400000-0000000000401000 /../../../../..$W/outside/escape ('.' or '..' component)" \
+	"$W/maps.out"
+check "maps: a fetched file" grep -qE " /bin/ok \(in sysroot\)$" "$W/maps.out"
+check "maps: a relative name" grep -qE " relative/path \(no file\)$" "$W/maps.out"
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails checks failed"

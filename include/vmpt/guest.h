@@ -76,6 +76,12 @@ struct vmpt_guest_fetch_stats {
 int vmpt_guest_fetch(struct vmpt_guest *g, const char *dir, unsigned what,
 		     struct vmpt_guest_fetch_stats *stats);
 
+/* List the executable mappings of DIR/guest/perf.data with their
+ * process and whether the file is in the sysroot ("in sysroot",
+ * "missing", "no file", or why the name was rejected).  No SSH involved.
+ */
+int vmpt_guest_maps(const char *dir, FILE *out, char *err, size_t errlen);
+
 /* With a host recording (vmpt record --guest): stop guest sideband and
  * fetch into the recording's directory (recording itself when it is
  * perf's directory form, else the directory holding the perf.data).

@@ -80,6 +80,10 @@ if [ -x "$PD_LIST" ]; then
 		"$(grep -c PERF_RECORD_COMM "$W/pd.out")" = "$(grep -c PERF_RECORD_COMM "$W/script.out")"
 	check "vmpt reads the TIME_CONV" grep -q PERF_RECORD_TIME_CONV "$W/pd.out"
 fi
+"$VMPT" guest maps "$W/rec" > "$W/maps.out"
+check "vmpt guest maps: ls ran busybox, in the sysroot" \
+	grep -qE "^$lspid/$lspid +ls +[0-9a-f]{16}-[0-9a-f]{16} /bin/busybox \(in sysroot\)\$" "$W/maps.out"
+check "vmpt guest maps: nothing missing" bash -c "! grep -q '(missing)' '$W/maps.out'"
 check "guest busybox in the sysroot" cmp -s /bin/busybox "$G/root/bin/busybox"
 check "guest sshd in the sysroot" cmp -s /usr/sbin/sshd "$G/root/usr/sbin/sshd"
 check "guest vdso is an ELF image" test "$(head -c4 "$G/vdso" | od -An -c | tr -d ' ')" = '177ELF'
