@@ -74,9 +74,11 @@ static int format_tnt(char *buf, size_t cap, const struct vmpt_packet *pkt)
 	return (int)n;
 }
 
+/* Like ptdump: the one wake reason of interrupt (bit 0), store (bit 2) and
+ * autonomous (bit 3); "bad" for none or several. */
 static const char *pwrx_wake(unsigned wake)
 {
-	switch (wake) {
+	switch (wake & 0xd) {
 	case 1: return "int";
 	case 4: return "st";
 	case 8: return "hw";

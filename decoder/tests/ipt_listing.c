@@ -122,10 +122,15 @@ static void print_payload(const struct pt_packet *pkt)
 		       pkt->payload.pwre.hw ? ", hw" : "");
 		return;
 	case ppt_pwrx:
-		printf(" %s: c%u, c%u", pkt->payload.pwrx.interrupt ? "int" :
-		       pkt->payload.pwrx.store ? "st" :
-		       pkt->payload.pwrx.autonomous ? "hw" : "bad",
-		       (pkt->payload.pwrx.last + 1) & 0xf,
+		/* ptdump: the single wake reason, "bad" for none or several
+		 * (it also puts a space before "st" and "hw"; spacing is not
+		 * compared). */
+		a = "bad";
+		if (pkt->payload.pwrx.interrupt + pkt->payload.pwrx.store +
+		    pkt->payload.pwrx.autonomous == 1)
+			a = pkt->payload.pwrx.interrupt ? "int" :
+			    pkt->payload.pwrx.store ? "st" : "hw";
+		printf(" %s: c%u, c%u", a, (pkt->payload.pwrx.last + 1) & 0xf,
 		       (pkt->payload.pwrx.deepest + 1) & 0xf);
 		return;
 	case ppt_ptw:
@@ -177,7 +182,7 @@ static uint8_t *read_file(const char *path, size_t *size)
 int main(int argc, char **argv)
 {
 	int stats = argc == 3 && strcmp(argv[1], "--stats") == 0;
-	uint64_t count[NTYPES + 1] = { 0 }, errors = 0;
+	uint64_t count[NTYPES + 1] = { 0 }, errors = 0, resume = 0;
 	struct pt_packet_decoder *dec;
 	struct pt_config cfg;
 	const char *path;
@@ -203,6 +208,16 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	while (pt_pkt_sync_forward(dec) >= 0) {
+		uint64_t sync;
+
+		/* libipt 2.0.5 can sync "forward" to a PSB that starts before
+		 * the bad packet, when that packet lies inside the PSB's
+		 * pattern (a byte of the PSB was taken as part of the packet
+		 * before).  Later libipt skips such a PSB ("ignore it unless
+		 * start points to its beginning"), as vmpt does: so here. */
+		pt_pkt_get_offset(dec, &sync);
+		if (sync < resume)
+			continue;
 		for (;;) {
 			struct pt_packet pkt;
 			uint64_t offset;
@@ -218,6 +233,7 @@ int main(int argc, char **argv)
 				goto done;
 			if (n < 0) {
 				errors++;
+				resume = offset;
 				if (!stats)
 					printf("[%016" PRIx64 ": error]\n", offset);
 				if (n == -pte_eos)

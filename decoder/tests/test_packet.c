@@ -580,6 +580,13 @@ static void test_pwrx(void **state)
 	assert_payload(&pkt, "st: c7, c7");
 	DECODE(&pkt, 0x02, 0xa2, 0x66, 0x08, 0, 0, 0);
 	assert_payload(&pkt, "hw: c7, c7");
+	/* As ptdump: bit 1 is no reason it knows; none or several is "bad". */
+	DECODE(&pkt, 0x02, 0xa2, 0x66, 0x03, 0, 0, 0);
+	assert_payload(&pkt, "int: c7, c7");
+	DECODE(&pkt, 0x02, 0xa2, 0x66, 0x05, 0, 0, 0);
+	assert_payload(&pkt, "bad: c7, c7");
+	DECODE(&pkt, 0x02, 0xa2, 0x66, 0x00, 0, 0, 0);
+	assert_payload(&pkt, "bad: c7, c7");
 }
 
 /* CFE: IP in bit 7 and Type[4:0] of byte 2, Vector in byte 3. */
