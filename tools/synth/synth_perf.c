@@ -144,6 +144,11 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 	uint64_t id_pt = ID_PT, id_sb = ID_SIDEBAND;
 	uint64_t t0, t_end;
 	char filter[4200];
+	/* the rest of the environment comes from this machine */
+	struct vmpt_perf_env env = {
+		.pmu_mappings = "intel_pt=10,software=1,tracepoint=2,breakpoint=5",
+		.clockid = -1,
+	};
 	int ret;
 
 	time_conv(cfg, &tc);
@@ -161,6 +166,8 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 	attr.exclude_hv = 1;
 	ret = vmpt_perf_writer_add_attr(pw, &attr, w->vm ? "intel_pt//k" :
 					"intel_pt//u", &id_pt, 1);
+	if (!ret)
+		ret = vmpt_perf_writer_set_env(pw, &env);
 	vmpt_perf_sideband_attr(&attr);
 	attr.exclude_kernel = !w->trace_kernel;
 	attr.exclude_user = !w->trace_user;

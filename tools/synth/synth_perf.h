@@ -11,8 +11,11 @@ struct synth_perf_params {
 	int vm, guest_code;
 };
 
-/* The PMU type perf record found for intel_pt (any free dynamic type). */
-#define SYNTH_PERF_PMU_TYPE 8
+/* The PMU type perf record found for intel_pt: a dynamic type, here one
+ * that none of the usual fixed PMUs (software 1, tracepoint 2, breakpoint
+ * 5) uses; the PMU_MAPPINGS feature names it.
+ */
+#define SYNTH_PERF_PMU_TYPE 10
 
 /* Time conversion: TSC at cbr * 100 MHz, so ns = tsc * 10 / cbr. */
 #define SYNTH_PERF_TIME_SHIFT 31

@@ -78,3 +78,14 @@ for seed in 1 2 3 4 5 6; do
 	done
 done
 echo "perf agreed on $franges IP-filtered traces with $fends trace ends"
+
+# The files themselves: perf reads the header and every record silently.
+for f in t.perf.data f.perf.data; do
+	perf report -i "$f" --header-only > header.txt 2> header.err ||
+		fail "perf report --header-only $f: $(cat header.err)"
+	[ ! -s header.err ] || fail "perf report --header-only $f: $(cat header.err)"
+	grep -q '^# pmu mappings: intel_pt = 10' header.txt ||
+		fail "$f: no intel_pt PMU mapping"
+	perf script -i "$f" -D > dump.txt 2> dump.err || fail "perf script -D $f"
+	[ ! -s dump.err ] || fail "perf script -D $f: $(head -3 dump.err)"
+done
