@@ -368,6 +368,50 @@ static void test_symlink_file(void **state)
 	assert_memory_equal(err, "keep", 4);
 }
 
+/* Random damage to a good reply: never a crash, always a clear error or
+ * success, and files only at the names asked for.
+ */
+static void test_mutations(void **state)
+{
+	struct fixture *f = *state;
+	static struct mem good, m;
+	char err[256], files[512], root[96];
+	unsigned seed = 12345;
+
+	memset(&good, 0, sizeof(good));
+	put(&good, GUEST_PACK_MAGIC, 8);
+	put_frame(&good, GUEST_PACK_FILE, "/usr/bin/ls", 0, 5, "hello");
+	put_frame(&good, GUEST_PACK_MISSING, "/lib/gone.so", ENOENT, 0, NULL);
+	put_frame(&good, GUEST_PACK_FILE, GUEST_PACK_VDSO, 0, 4, "vdso");
+	put_frame(&good, GUEST_PACK_END, NULL, 0, 0, NULL);
+	for (int i = 0; i < 3000; i++) {
+		struct guest_pack_request reqs[] = {
+			{ .name = "/usr/bin/ls", .dest = "usr/bin/ls" },
+			{ .name = "/lib/gone.so", .dest = "lib/gone.so" },
+			{ .name = GUEST_PACK_VDSO, .dest = "vdso" },
+		};
+		int ret;
+
+		m = good;
+		if (i % 4 == 3) {
+			m.len = rand_r(&seed) % good.len;
+		} else {
+			for (int n = 1 + rand_r(&seed) % 4; n; n--)
+				m.buf[rand_r(&seed) % m.len] = (uint8_t)rand_r(&seed);
+		}
+		ret = receive(f, &m, reqs, 3, 1 << 20, err, sizeof(err));
+		assert_true(ret == 0 || ret == -VMPT_ERR_FORMAT || ret == -VMPT_ERR_TRUNCATED);
+		if (ret)
+			assert_true(!strncmp(err, "agent reply offset ", 19));
+	}
+	snprintf(root, sizeof(root), "%s/root", f->base);
+	list_files(root, files, sizeof(files));
+	assert_true(!strcmp(files, "usr/bin/ls vdso ") || !strcmp(files, "usr/bin/ls ") ||
+		    !strcmp(files, "vdso ") || !strcmp(files, ""));
+	list_files(f->outside, files, sizeof(files));
+	assert_string_equal(files, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -384,6 +428,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_extra_frame, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
