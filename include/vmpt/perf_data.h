@@ -304,6 +304,12 @@ const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *p
 /* The record type's name as perf script -D prints it ("MMAP2", "AUXTRACE"). */
 const char *vmpt_perf_record_name(uint32_t type);
 
+/* TSC <-> perf time (ns) with a TIME_CONV's values, as perf's tsc.c does
+ * (cap_user_time_short: the TSC is extended from time_cycles by time_mask).
+ */
+uint64_t vmpt_perf_tsc_to_time(const struct vmpt_perf_time_conv *tc, uint64_t tsc);
+uint64_t vmpt_perf_time_to_tsc(const struct vmpt_perf_time_conv *tc, uint64_t ns);
+
 /* The Intel PT fields of an AUXTRACE_INFO record; -VMPT_ERR_FORMAT when it
  * is not Intel PT or too short.
  */

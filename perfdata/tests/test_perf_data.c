@@ -653,6 +653,35 @@ static void test_mutation_sweep(void **state)
 	free(good);
 }
 
+/* perf's conversion: values from the 4.14 recording's TIME_CONV. */
+static void test_tsc_conversion(void **state)
+{
+	struct vmpt_perf_time_conv tc = {
+		.time_shift = 31, .time_mult = 1789569706, .time_zero = 0,
+	};
+
+	(void)state;
+	assert_int_equal(vmpt_perf_tsc_to_time(&tc, 1203), 1002);	/* 1002.49 */
+	assert_int_equal(vmpt_perf_time_to_tsc(&tc, 1002), 1202);	/* 1202.4 */
+	/* large TSCs: no overflow in tsc * mult */
+	assert_int_equal(vmpt_perf_tsc_to_time(&tc, 1ULL << 50),
+			 (1ULL << 19) * 1789569706ULL);
+	tc.time_zero = 18446744041015200657ULL;	/* negative, as perf writes it */
+	for (uint64_t tsc = 1000000; tsc < (1ULL << 48); tsc = tsc * 3 + 7) {
+		uint64_t back = vmpt_perf_time_to_tsc(&tc, vmpt_perf_tsc_to_time(&tc, tsc));
+
+		assert_true(back <= tsc && tsc - back <= 2);
+	}
+	/* cap_user_time_short: a short counter extended from time_cycles */
+	tc.cap_user_time_short = 1;
+	tc.time_cycles = 0x1000000;
+	tc.time_mask = 0xffffff;
+	assert_int_equal(vmpt_perf_tsc_to_time(&tc, 0x10),
+			 vmpt_perf_tsc_to_time(&(struct vmpt_perf_time_conv){
+				 .time_shift = 31, .time_mult = 1789569706,
+				 .time_zero = tc.time_zero }, 0x1000010));
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -676,6 +705,7 @@ int main(void)
 		cmocka_unit_test(test_corrupt),
 		cmocka_unit_test(test_record_errors),
 		cmocka_unit_test(test_mutation_sweep),
+		cmocka_unit_test(test_tsc_conversion),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
