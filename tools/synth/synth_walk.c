@@ -8,11 +8,15 @@
  *   direct jmp/call     nothing (a call feeds return compression)
  *   indirect jmp/call   TIP
  *   ret                 TNT bit when compressed, else TIP
- *   syscall/sysret      TIP.PGD (IP suppressed) into an untraced ring,
+ *   syscall/sysret      TIP when both rings are traced; else TIP.PGD (IP
+ *                       suppressed) into the untraced ring, and MODE.Exec +
  *                       TIP.PGE when the traced ring runs again
- *   interrupt           FUP + TIP.PGD (user-only) ... TIP.PGE
- *   vmlaunch/vmresume   PIP(NR=1), MODE.Exec, TIP(guest IP)
- *   VM exit             FUP(guest IP), PIP(NR=0), MODE.Exec, TIP(host RIP)
+ *   interrupt/iret      FUP + TIP to the handler, TIP back; or, user-only,
+ *                       FUP + TIP.PGD ... MODE.Exec + TIP.PGE
+ *   leaving/entering    TIP.PGD(target) instead of the branch's packet /
+ *   the IP filter       TIP.PGE(target)
+ *   vmlaunch/vmresume   PIP(NR=1), TIP(guest IP)
+ *   VM exit             FUP(guest IP), PIP(NR=0), TIP(host RIP)
  *   vmptrld             VMCS
  */
 #include "synth.h"
@@ -62,7 +66,7 @@ static uint64_t rnd(struct cpu *c)
 	return c->rng * 0x2545f4914f6cdd1dull;
 }
 
-/* Roughly geometric with the given mean (at least 1). */
+/* Uniform in [mean/2, 3*mean/2]: the given mean, never 0 for mean > 1. */
 static uint64_t rnd_period(struct cpu *c, uint64_t mean)
 {
 	return mean / 2 + rnd(c) % (mean + 1);
