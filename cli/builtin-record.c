@@ -220,7 +220,7 @@ int cmd_record(int argc, char **argv)
 		}
 		vmpt_guest_close(guest);
 	}
-	if (o.log && (st.records || st.aux_bytes || st.bytes_written))
+	if (o.log && !st.write_error && (st.records || st.aux_bytes || st.bytes_written))
 		fprintf(stderr, "[ vmpt record: %" PRIu64 " sideband records, %" PRIu64
 			" AUX bytes (%" PRIu64 " AUX records, %" PRIu64 " truncated, %"
 			PRIu64 " partial), %" PRIu64 " lost records (%" PRIu64 " events), %"

@@ -902,6 +902,48 @@ kill_child:
 	return rc;
 }
 
+/* After a write error the file has its attrs, data_size 0 and a cut last
+ * record: cut it after the last whole record and set data_size, so perf
+ * reads what was kept.  Returns the records kept, or -1. */
+static int64_t salvage(const char *output, int dir, uint64_t *kept_bytes)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), dir ? "%s/data" : "%s", output);
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+	struct stat sb;
+	uint8_t hdr[56];
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) ||
+	    pread(fd, hdr, sizeof(hdr), 0) != sizeof(hdr) || memcmp(hdr, "PERFILE2", 8)) {
+		close(fd);
+		return -1;
+	}
+	uint64_t data_offset, pos, size = (uint64_t)sb.st_size;
+	memcpy(&data_offset, hdr + 40, 8);
+	int64_t records = 0;
+	for (pos = data_offset; pos + 8 <= size; records++) {
+		struct perf_event_header h;
+		uint64_t end, aux = 0;
+		if (pread(fd, &h, sizeof(h), (off_t)pos) != sizeof(h) || h.size < sizeof(h))
+			break;
+		end = pos + h.size;
+		/* AUXTRACE: its data (size, padded by the writer) follows */
+		if (h.type == VMPT_PERF_RECORD_AUXTRACE &&
+		    pread(fd, &aux, 8, (off_t)pos + 8) == 8)
+			end += aux;
+		if (end > size)
+			break;
+		pos = end;
+	}
+	uint64_t data_size = pos - data_offset;
+	int ok = !ftruncate(fd, (off_t)pos) &&
+		 pwrite(fd, &data_size, 8, 48) == 8;
+	close(fd);
+	*kept_bytes = data_size;
+	return ok ? records : -1;
+}
+
 static int prepare_event(struct rec *r)
 {
 	const struct vmpt_record_opts *o = r->o;
@@ -989,14 +1031,26 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 		if (crc && !stats->write_error)
 			stats->write_error = errno ? errno : EIO;
 	}
-	if (stats->write_error && !rc)
-		rc = rec_fail(&r, -VMPT_ERR_IO, "writing %s: %s; kept %" PRIu64 " bytes "
-			      "of data (%" PRIu64 " records, %" PRIu64 " AUX bytes); "
-			      "dropped %" PRIu64 " records and %" PRIu64 " AUX bytes "
-			      "read after the error", o.output,
-			      strerror(stats->write_error), stats->bytes_written,
-			      stats->records, stats->aux_bytes, stats->dropped_records,
+	if (stats->write_error && !rc) {
+		uint64_t kept = 0;
+		int64_t kept_records = r.w ? salvage(o.output, o.kcore, &kept) : -1;
+		char what[256];
+		if (kept_records >= 0)
+			snprintf(what, sizeof(what), "%s keeps the first %" PRId64 " records "
+				 "(%" PRIu64 " bytes of data), perf reads them", o.output,
+				 kept_records, kept);
+		else
+			snprintf(what, sizeof(what), "%s could not be repaired: nothing "
+				 "in it is usable", o.output);
+		rc = rec_fail(&r, -VMPT_ERR_IO, "writing %s: %s; %s. Read: %" PRIu64
+			      " records and %" PRIu64 " AUX bytes (%" PRIu64 " bytes); "
+			      "dropped after the error: %" PRIu64 " records and %" PRIu64
+			      " AUX bytes", o.output, strerror(stats->write_error), what,
+			      stats->records + stats->dropped_records,
+			      stats->aux_bytes + stats->dropped_aux_bytes,
+			      stats->bytes_written, stats->dropped_records,
 			      stats->dropped_aux_bytes);
+	}
 	for (size_t i = 0; i < r.nr_maps; i++)
 		map_close(&r.maps[i]);
 	free(r.maps);

@@ -1,0 +1,149 @@
+#!/bin/sh
+# The whole record path with the dummy event standing in for intel_pt, on
+# vm-tests/vcpu_loop (2 vCPUs on /dev/kvm): perf reads the file and sees
+# the vCPU threads' comm, mmap and context switches; KVM's tsc-offset is
+# saved; SIGINT, the control FIFO, --pid and a full disk behave.
+set -u
+LOOP="$BUILDDIR/vm-tests/vcpu_loop"
+if ! [ -r /dev/kvm ] || ! [ -w /dev/kvm ]; then
+	echo "SKIP: /dev/kvm is not accessible to this user"
+	exit 77
+fi
+if ! command -v perf >/dev/null; then
+	echo "SKIP: perf is not installed (linux-perf)"
+	exit 77
+fi
+T=$(mktemp -d)
+cleanup() {
+	[ -n "${LOOP_PID:-}" ] && kill "$LOOP_PID" 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+status=0
+fail() {
+	echo "FAIL: $*"
+	status=1
+}
+ok() {
+	echo "ok: $*"
+}
+# A private mount namespace lets the test mount debugfs (and a tiny tmpfs)
+# without touching the machine's mounts.
+NS=""
+if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+	NS=1
+fi
+
+# 1. -- COMMAND: 2 vCPUs, 20 rounds, the host pausing 2 ms at each ucall.
+if [ -n "$NS" ]; then
+	unshare -m sh -c "mount -t debugfs none /sys/kernel/debug 2>/dev/null;
+		exec \"$VMPT\" record --event dummy -o \"$T/vl.data\" -- \"$LOOP\" 2 20 200 2000" \
+		>"$T/rec.out" 2>"$T/rec.err"
+else
+	"$VMPT" record --event dummy -o "$T/vl.data" -- "$LOOP" 2 20 200 2000 \
+		>"$T/rec.out" 2>"$T/rec.err"
+fi
+rc=$?
+cat "$T/rec.out" "$T/rec.err"
+[ $rc -eq 0 ] || fail "vmpt record -- vcpu_loop: exit $rc"
+grep -q "^ok: 2 vCPUs x 20 rounds" "$T/rec.out" || fail "vcpu_loop did not pass under vmpt record"
+perf report --header-only -i "$T/vl.data" >"$T/header" 2>"$T/header.err" ||
+	fail "perf report --header-only: $(cat "$T/header.err")"
+grep -q "^# event : name = dummy, .*context_switch = 1" "$T/header" &&
+	ok "perf report --header-only shows the dummy event" || fail "header: no dummy event"
+perf script -i "$T/vl.data" --show-task-events --show-mmap-events --show-switch-events \
+	>"$T/script" 2>"$T/script.err" || fail "perf script failed: $(cat "$T/script.err")"
+[ -s "$T/script.err" ] && fail "perf script complained: $(cat "$T/script.err")"
+pid=$(sed -n 's/.*PERF_RECORD_COMM exec: vcpu_loop:\([0-9]*\)\/.*/\1/p' "$T/script" | head -n 1)
+[ -n "$pid" ] && ok "COMM exec of vcpu_loop, pid $pid" || fail "no COMM exec of vcpu_loop"
+grep -q "PERF_RECORD_MMAP2 $pid/$pid: .* r-xp $LOOP\$" "$T/script" &&
+	ok "MMAP2 of the vcpu_loop text" || fail "no MMAP2 of $LOOP"
+for v in 0 1; do
+	tid=$(sed -n "s/.*PERF_RECORD_COMM: CPU $v\/KVM:$pid\/\([0-9]*\)\$/\1/p" "$T/script" | head -n 1)
+	if [ -z "$tid" ]; then
+		fail "no COMM 'CPU $v/KVM'"
+		continue
+	fi
+	n=$(grep -c "^ *CPU $v/KVM *$tid .*PERF_RECORD_SWITCH" "$T/script")
+	[ "$n" -ge 10 ] && ok "CPU $v/KVM (tid $tid): $n context switches" ||
+		fail "CPU $v/KVM (tid $tid): only $n context switches"
+done
+if [ -n "$NS" ]; then
+	if [ -d /sys/kernel/debug/kvm ] || unshare -m sh -c 'mount -t debugfs none /sys/kernel/debug && test -d /sys/kernel/debug/kvm'; then
+		for v in 0 1; do
+			grep -q "^vm $pid-[0-9]* vcpu $v tsc-offset -\?[0-9]*" "$T/vl.data.kvm-tsc" &&
+				ok "tsc-offset of vCPU $v saved" ||
+				fail "vCPU $v missing in vl.data.kvm-tsc: $(cat "$T/vl.data.kvm-tsc" 2>&1)"
+		done
+	fi
+fi
+
+# 2. SIGINT stops cleanly: the file is complete and perf reads it.
+"$VMPT" record --event dummy -o "$T/int.data" -- "$LOOP" 2 4000 50 500 >"$T/int.out" 2>"$T/int.err" &
+REC=$!
+sleep 1
+kill -INT $REC
+wait $REC
+rc=$?
+[ $rc -eq 0 ] && ok "SIGINT: exit 0" || fail "SIGINT: exit $rc: $(cat "$T/int.err")"
+grep -q "^\[ vmpt record: [1-9][0-9]* sideband records" "$T/int.err" || fail "SIGINT: no summary"
+perf script -i "$T/int.data" --show-switch-events >"$T/int.script" 2>"$T/int.script.err" &&
+	[ ! -s "$T/int.script.err" ] && grep -q "CPU 1/KVM .*PERF_RECORD_SWITCH" "$T/int.script" &&
+	ok "SIGINT: perf script reads the switches" || fail "SIGINT: perf script: $(cat "$T/int.script.err")"
+
+# 3. --pid on a running vcpu_loop: vCPUs from /proc thread names, sideband
+# synthesized for what already runs, stopped through the control FIFO.
+"$LOOP" 2 100000 20 1000 >"$T/loop.out" 2>&1 &
+LOOP_PID=$!
+VLPID=$LOOP_PID
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	[ "$(ls /proc/$LOOP_PID/task | wc -l)" -ge 3 ] && break
+	sleep 0.1
+done
+mkfifo "$T/ctl"
+"$VMPT" record --event dummy --pid $LOOP_PID --control "fifo:$T/ctl" -o "$T/pid.data" \
+	>"$T/pid.out" 2>"$T/pid.err" &
+REC=$!
+sleep 0.7
+echo stop >"$T/ctl"
+wait $REC
+rc=$?
+kill $LOOP_PID
+wait $LOOP_PID 2>/dev/null
+LOOP_PID=""
+[ $rc -eq 0 ] && ok "control FIFO stop: exit 0" || fail "control FIFO stop: exit $rc: $(cat "$T/pid.err")"
+line=$(grep "vCPU threads of process" "$T/pid.err")
+echo "$line"
+case "$line" in
+"vmpt record: 2 vCPU threads of process $VLPID (/proc thread names): "[0-9]*" "[0-9]*) ok "--pid: vCPUs found by thread name";;
+*) fail "--pid: $line";;
+esac
+tids=${line##*: }
+perf script -i "$T/pid.data" --show-task-events --show-mmap-events --show-switch-events \
+	>"$T/pid.script" 2>&1
+for tid in $tids; do
+	grep -q "PERF_RECORD_COMM: CPU [01]/KVM:$VLPID/$tid\$" "$T/pid.script" &&
+		ok "--pid: synthesized COMM of tid $tid" || fail "--pid: no COMM for $tid"
+done
+grep -q "PERF_RECORD_MMAP2 $VLPID/$VLPID: .* r-xp $LOOP\$" "$T/pid.script" &&
+	ok "--pid: synthesized MMAP2 of the vcpu_loop text" || fail "--pid: no MMAP2"
+others=$(grep "PERF_RECORD_SWITCH" "$T/pid.script" | awk -v t=" $tids " '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) { if (index(t, " " $i " ") == 0) print; break } }' | wc -l)
+[ "$others" -eq 0 ] && ok "--pid: switches of the vCPU threads only" || fail "--pid: $others switches of other threads"
+
+# 4. A disk that fills up mid-recording: reported with what was kept, and
+# what was kept is a file perf reads.
+if [ -n "$NS" ]; then
+	mkdir "$T/small"
+	unshare -m sh -c "mount -t tmpfs -o size=12k none \"$T/small\" &&
+		\"$VMPT\" record --event dummy -o \"$T/small/p.data\" -- \"$LOOP\" 2 400 20 200;
+		echo \"exit \$?\"; perf script -i \"$T/small/p.data\" --show-switch-events 2>&1 | grep -c PERF_RECORD_SWITCH" \
+		>"$T/full.out" 2>"$T/full.err"
+	cat "$T/full.err" | tail -n 2
+	grep -q "^vmpt record: writing $T/small/p.data: No space left on device; $T/small/p.data keeps the first [1-9][0-9]* records ([1-9][0-9]* bytes of data), perf reads them. Read: [1-9][0-9]* records and 0 AUX bytes ([1-9][0-9]* bytes); dropped after the error: [0-9]* records and 0 AUX bytes$" "$T/full.err" &&
+		grep -q "^exit 1$" "$T/full.out" && ok "disk full: reported with what was kept" ||
+		fail "disk full: $(cat "$T/full.out" "$T/full.err")"
+	n=$(tail -n 1 "$T/full.out")
+	[ "$n" -gt 0 ] 2>/dev/null && ok "disk full: perf reads the $n switches kept" ||
+		fail "disk full: perf reads nothing of what was kept"
+fi
+exit $status
