@@ -1,0 +1,113 @@
+#!/bin/sh
+# vCPU discovery and recording on real QEMU processes (TCG, no disk: the
+# BIOS runs and halts, which is enough for the vCPU threads to switch).
+#  - with a QMP socket on its command line: query-cpus-fast
+#  - without QMP but with debug-threads=on: /proc thread names
+#  - with neither: a clear error
+# and per-CPU mode (-a, -C) on the QEMU's CPUs.
+set -u
+QEMU=$(command -v qemu-system-x86_64)
+if [ -z "$QEMU" ]; then
+	echo "SKIP: qemu-system-x86_64 is not installed (tools/install-deps.sh installs qemu-system-x86)"
+	exit 77
+fi
+T=$(mktemp -d)
+PIDS=""
+cleanup() {
+	for p in $PIDS; do kill "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+ok() { echo "ok: $*"; }
+
+# start_qemu NAME ARGS...: QEMU in the background, its pid in QPID
+start_qemu() {
+	name=$1
+	shift
+	"$QEMU" -machine pc,accel=tcg -smp 2 -m 64 -nodefaults -display none \
+		-no-reboot -pidfile "$T/$name.pid" "$@" >"$T/$name.log" 2>&1 &
+	QPID=$!
+	PIDS="$PIDS $QPID"
+	for i in $(seq 50); do
+		[ -s "$T/$name.pid" ] && [ "$(ls /proc/$QPID/task 2>/dev/null | wc -l)" -ge 4 ] && return 0
+		sleep 0.1
+	done
+	fail "QEMU $name did not start: $(cat "$T/$name.log")"
+	return 1
+}
+
+# vcpu_tids PID: "CPU n/..." thread ids from /proc, in vCPU order
+vcpu_tids() {
+	for t in /proc/$1/task/*; do
+		c=$(cat "$t/comm")
+		case "$c" in "CPU "*/*) echo "${c#CPU } ${t##*/}";; esac
+	done | sort -n | awk '{ printf "%s%s", sep, $2; sep = " " }'
+}
+
+record_for() {	# record_for SECONDS OUT ARGS...: SIGINT after SECONDS
+	secs=$1
+	out=$2
+	shift 2
+	"$VMPT" record --event dummy -o "$out" "$@" >"$out.out" 2>"$out.err" &
+	rec=$!
+	sleep "$secs"
+	kill -INT $rec
+	wait $rec
+}
+
+# 1. QMP
+start_qemu qmp -name vmpt-qmp,debug-threads=on -qmp "unix:$T/qmp.sock,server=on,wait=off" || exit 1
+want=$(vcpu_tids $QPID)
+record_for 1 "$T/qmp.data" --pid $QPID
+rc=$?
+cat "$T/qmp.data.err"
+[ $rc -eq 0 ] || fail "record --pid (QMP): exit $rc"
+grep -q "^vmpt record: 2 vCPU threads of process $QPID (QMP query-cpus-fast): $want\$" "$T/qmp.data.err" &&
+	ok "QMP query-cpus-fast found the vCPU threads $want" || fail "QMP: expected threads $want"
+perf report --header-only -i "$T/qmp.data" >/dev/null 2>"$T/h.err" && [ ! -s "$T/h.err" ] &&
+	ok "perf report --header-only reads it" || fail "perf report --header-only: $(cat "$T/h.err")"
+perf script -i "$T/qmp.data" --show-task-events --show-mmap-events --show-switch-events \
+	>"$T/qmp.script" 2>"$T/qmp.script.err"
+[ -s "$T/qmp.script.err" ] && fail "perf script: $(cat "$T/qmp.script.err")"
+i=0
+for tid in $want; do
+	grep -q "PERF_RECORD_COMM: CPU $i/TCG:$QPID/$tid\$" "$T/qmp.script" &&
+		ok "COMM of CPU $i/TCG ($tid)" || fail "no COMM of CPU $i/TCG ($tid)"
+	i=$((i + 1))
+done
+grep -q "PERF_RECORD_MMAP2 $QPID/$QPID: .* r-xp $(readlink -f "$QEMU")\$" "$T/qmp.script" &&
+	ok "MMAP2 of the QEMU binary" || fail "no MMAP2 of $QEMU"
+tid0=${want%% *}
+n=$(grep -c "^ *CPU 0/TCG *$tid0 .*PERF_RECORD_SWITCH" "$T/qmp.script")
+[ "$n" -gt 0 ] && ok "CPU 0/TCG: $n context switches" || fail "no context switch of CPU 0/TCG"
+others=$(grep "PERF_RECORD_SWITCH" "$T/qmp.script" |
+	awk -v t=" $want " '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) { if (index(t, " " $i " ") == 0) print; break } }' | wc -l)
+[ "$others" -eq 0 ] && ok "only the vCPU threads are traced" || fail "$others switches of other threads"
+
+# 2. per-CPU: -a follows every CPU (CPU-wide switch records), -C 0 one
+record_for 0.5 "$T/all.data" -a --pid $QPID
+perf script -i "$T/all.data" --show-switch-events >"$T/all.script" 2>&1
+grep -q "PERF_RECORD_SWITCH_CPU_WIDE" "$T/all.script" &&
+	ok "-a: CPU-wide switch records" || fail "-a: no SWITCH_CPU_WIDE: $(cat "$T/all.data.err")"
+record_for 0.5 "$T/cpu0.data" -C 0 --pid $QPID
+perf script -i "$T/cpu0.data" --show-switch-events >"$T/cpu0.script" 2>&1
+cpus=$(grep -o ' \[[0-9]*\] ' "$T/cpu0.script" | sort -u | tr -d ' \n')
+[ "$cpus" = "[000]" ] && ok "-C 0: records of CPU 0 only" || fail "-C 0: CPUs $cpus"
+
+# 3. no QMP: /proc thread names
+start_qemu named -name vmpt-named,debug-threads=on || exit 1
+want=$(vcpu_tids $QPID)
+record_for 0.3 "$T/named.data" --pid $QPID
+grep -q "^vmpt record: 2 vCPU threads of process $QPID (/proc thread names): $want\$" "$T/named.data.err" &&
+	ok "/proc thread names found $want" || fail "/proc fallback: $(cat "$T/named.data.err")"
+
+# 4. neither
+start_qemu anon || exit 1
+"$VMPT" record --event dummy -o "$T/anon.data" --pid $QPID >"$T/anon.out" 2>"$T/anon.err"
+rc=$?
+want="vmpt record: cannot find the vCPU threads of process $QPID: no QMP socket on the command line of process $QPID; no thread of process $QPID is named 'CPU N/KVM' (start QEMU with -name ...,debug-threads=on)"
+[ $rc -eq 1 ] && [ "$(tail -n 1 "$T/anon.err")" = "$want" ] && ok "$want" ||
+	fail "no discovery: exit $rc: $(cat "$T/anon.err")"
+exit $status
