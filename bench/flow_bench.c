@@ -57,7 +57,7 @@ static void *vmpt_piece(void *arg)
 
 	if (!dec)
 		return NULL;
-	vmpt_flow_sync_at(dec, p->start);
+	vmpt_flow_sync_at(dec, p->start, p->cfg.stop_offset);
 	while (vmpt_flow_next(dec, &it) == 0)
 		if (it.kind == VMPT_FLOW_BLOCK)
 			p->insns += it.ninsn;

@@ -157,7 +157,8 @@ static int parse_fields(const char *s, unsigned *fields)
 
 static void out_flush(struct out *o)
 {
-	fwrite(o->buf, 1, o->len, o->f);
+	if (o->len && o->f)
+		fwrite(o->buf, 1, o->len, o->f);
 	o->len = 0;
 }
 
@@ -504,107 +505,122 @@ static void out_fini(struct out *o)
 	}
 }
 
-struct segment {
-	struct vmpt_flow_config cfg;
-	uint64_t start;
-	const struct opts *op;
-	char *buf;
-	size_t len;
-	int ret;
-};
-
-static int decode(const struct vmpt_flow_config *cfg, uint64_t start,
+static int decode(struct vmpt_flow *dec, uint64_t start, uint64_t stop,
 		  struct out *o)
 {
-	struct vmpt_flow *dec = vmpt_flow_new(cfg);
 	struct vmpt_flow_item it;
 	int ret;
 
-	if (!dec)
-		return -VMPT_ERR_NOMEM;
-	vmpt_flow_sync_at(dec, start);
+	vmpt_flow_sync_at(dec, start, stop);
 	while ((ret = vmpt_flow_next(dec, &it)) == 0) {
 		if (it.kind == VMPT_FLOW_BLOCK)
 			on_block(o, &it);
 		else
 			on_event(o, &it);
 	}
-	vmpt_flow_free(dec);
+	out_flush(o);
 	return ret == -VMPT_ERR_EOS ? 0 : ret;
 }
 
-static void *segment_thread(void *arg)
-{
-	struct segment *s = arg;
-	FILE *f = open_memstream(&s->buf, &s->len);
+/* A decoding thread keeps its decoder (and so its block cache) from one
+ * piece of the trace to the next; each piece's output goes to memory.
+ */
+struct worker {
+	struct vmpt_flow *dec;
 	struct out o;
+	uint64_t start, stop;
+	char *buf;
+	size_t len;
+	int ret;
+};
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	FILE *f = open_memstream(&w->buf, &w->len);
 
 	if (!f) {
-		s->ret = -VMPT_ERR_NOMEM;
+		w->ret = -VMPT_ERR_NOMEM;
 		return NULL;
 	}
-	out_init(&o, s->op, f);
-	s->ret = decode(&s->cfg, s->start, &o);
-	out_fini(&o);
+	w->o.f = f;
+	w->ret = decode(w->dec, w->start, w->stop, &w->o);
 	fclose(f);
 	return NULL;
 }
 
-/* Decode one stream, split at PSBs into jobs pieces when jobs > 1; each
- * piece ends where the next begins, output in trace order.
+/* Decode one stream; with -j, cut at PSBs into pieces of about 1 MiB (at
+ * least 4 per thread), decoded jobs at a time and printed in trace order.
+ * Each piece ends exactly where the next begins.
  */
 static int run_stream(const struct vmpt_flow_config *base, const struct opts *op)
 {
+	size_t n_psbs = 0, pieces, size = (size_t)(base->end - base->begin);
+	struct worker *w = NULL;
 	uint64_t *psbs = NULL;
-	size_t n_psbs = 0;
 	int jobs = op->jobs, ret = 0;
 
 	if (jobs > 1 && vmpt_flow_psb_offsets(base->begin, base->end, &psbs, &n_psbs) < 0)
 		return -VMPT_ERR_NOMEM;
 	if (jobs <= 1 || n_psbs < 2) {
+		struct vmpt_flow *dec = vmpt_flow_new(base);
 		struct out o;
 
 		free(psbs);
-		out_init(&o, op, stdout);
-		ret = decode(base, 0, &o);
+		if (!dec || out_init(&o, op, stdout) < 0) {
+			vmpt_flow_free(dec);
+			return -VMPT_ERR_NOMEM;
+		}
+		ret = decode(dec, 0, 0, &o);
 		out_fini(&o);
+		vmpt_flow_free(dec);
 		return ret;
 	}
 	if ((size_t)jobs > n_psbs)
 		jobs = (int)n_psbs;
-	/* More pieces than threads balances uneven segments. */
-	size_t pieces = (size_t)jobs * 4 < n_psbs ? (size_t)jobs * 4 : n_psbs;
-	struct segment *segs = calloc(pieces, sizeof(*segs));
-	pthread_t *th = calloc((size_t)jobs, sizeof(*th));
-
-	if (!segs || !th) {
-		free(segs);
-		free(th);
+	pieces = size >> 20 > (size_t)jobs * 4 ? size >> 20 : (size_t)jobs * 4;
+	if (pieces > n_psbs)
+		pieces = n_psbs;
+	w = calloc((size_t)jobs, sizeof(*w));
+	if (!w) {
 		free(psbs);
 		return -VMPT_ERR_NOMEM;
 	}
-	for (size_t i = 0; i < pieces; i++) {
-		segs[i].cfg = *base;
-		segs[i].start = i ? psbs[i * n_psbs / pieces] : 0;
-		segs[i].cfg.stop_offset = i + 1 < pieces ?
-			psbs[(i + 1) * n_psbs / pieces] : 0;
-		segs[i].op = op;
+	for (int k = 0; k < jobs; k++) {
+		w[k].dec = vmpt_flow_new(base);
+		if (!w[k].dec || out_init(&w[k].o, op, NULL) < 0) {
+			ret = -VMPT_ERR_NOMEM;
+			jobs = k + 1;
+			goto out;
+		}
 	}
 	for (size_t done = 0; done < pieces; done += (size_t)jobs) {
 		size_t n = pieces - done < (size_t)jobs ? pieces - done : (size_t)jobs;
+		pthread_t th[n];
 
-		for (size_t k = 0; k < n; k++)
-			pthread_create(&th[k], NULL, segment_thread, &segs[done + k]);
+		for (size_t k = 0; k < n; k++) {
+			size_t i = done + k;
+
+			w[k].start = i ? psbs[i * n_psbs / pieces] : 0;
+			w[k].stop = i + 1 < pieces ? psbs[(i + 1) * n_psbs / pieces] : 0;
+			pthread_create(&th[k], NULL, worker_run, &w[k]);
+		}
 		for (size_t k = 0; k < n; k++) {
 			pthread_join(th[k], NULL);
-			fwrite(segs[done + k].buf, 1, segs[done + k].len, stdout);
-			free(segs[done + k].buf);
-			if (segs[done + k].ret < 0 && !ret)
-				ret = segs[done + k].ret;
+			fwrite(w[k].buf, 1, w[k].len, stdout);
+			free(w[k].buf);
+			w[k].buf = NULL;
+			if (w[k].ret < 0 && !ret)
+				ret = w[k].ret;
 		}
 	}
-	free(segs);
-	free(th);
+out:
+	for (int k = 0; k < jobs; k++) {
+		if (w[k].o.buf)
+			out_fini(&w[k].o);
+		vmpt_flow_free(w[k].dec);
+	}
+	free(w);
 	free(psbs);
 	return ret;
 }

@@ -887,13 +887,16 @@ static int step(struct vmpt_flow *dec)
 	return ret < 0 ? error_resync(dec, ret) : 0;
 }
 
-int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset)
+int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 {
 	if (vmpt_pkt_seek(&dec->pd, offset) < 0)
 		return -VMPT_ERR_EOS;
 	dec->pd.sync = NULL;
 	dec->synced = 0;
 	dec->enabled = 0;
+	dec->stopping = 0;
+	dec->cfg.stop_offset = stop;
+	dec->qh = dec->qn = 0;
 	reset_flow_state(dec);
 	return 0;
 }

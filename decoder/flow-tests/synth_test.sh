@@ -53,6 +53,13 @@ for seed in 1 2 3 4 5 6; do
 	truth "bash seed $seed" --elf $bin --seed $seed
 	perf_same "bash seed $seed"
 done
+# Pieces decoded in parallel join exactly (a small PSB period: many pieces).
+"$SYNTH" -q --branches 20000 --elf $bin --seed 15 --psb-period 2048 -o "$out/t"
+"$VMPT" script -j 3 --pt "$out/t.pt" $IMAGES --retcomp --itrace=i0ns -F ip |
+	sed 's/^ *//' > "$out/vmptj"
+grep -v '^#' "$out/t.insn" > "$out/truth"
+cmp -s "$out/truth" "$out/vmptj" || fail "-j 3 differs from the truth"
+
 for seed in 7 8 9; do
 	truth "bash seed $seed noretcomp" --elf $bin --seed $seed --noretcomp
 	perf_same "bash seed $seed noretcomp"

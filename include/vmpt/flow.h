@@ -108,8 +108,11 @@ struct vmpt_flow;
 struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config);
 void vmpt_flow_free(struct vmpt_flow *dec);
 
-/* Start at the PSB at or after offset. 0 or -VMPT_ERR_EOS. */
-int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset);
+/* Start at the PSB at or after offset and end at the PSB at stop (0: the
+ * end of the trace), as config->stop_offset does.  The block cache stays:
+ * one decoder can take piece after piece.  0 or -VMPT_ERR_EOS.
+ */
+int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop);
 
 /* The next item.  Returns 0, or -VMPT_ERR_EOS at the end of the trace.
  * Errors in the trace come as VMPT_EV_ERROR items, never as return values.
