@@ -121,7 +121,7 @@ int vmpt_pmu_open(struct vmpt_pmu *pmu, const char *sysfs_root,
 			ret = -VMPT_ERR_FORMAT;
 			break;
 		}
-		snprintf(fmt->name, sizeof(fmt->name), "%s", de->d_name);
+		memcpy(fmt->name, de->d_name, strlen(de->d_name) + 1); /* length checked above */
 		pmu->nr_formats++;
 	}
 	closedir(d);
