@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent.h"
+#include "guest_pack.h"
 
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,7 +32,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (!strcmp(argv[1], "--version")) {
-		printf("vmpt-agent %s\n", VMPT_VERSION);
+		uint8_t *self;
+		size_t size;
+
+		if (agent_read_file("/proc/self/exe", &self, &size)) {
+			printf("vmpt-agent %s\n", VMPT_VERSION);
+			return 0;
+		}
+		printf("vmpt-agent %s fnv1a64:%016llx\n", VMPT_VERSION,
+		       (unsigned long long)guest_fnv1a64(GUEST_FNV_INIT, self, size));
+		free(self);
 		return 0;
 	}
 	if (!strcmp(argv[1], "--help")) {

@@ -14,6 +14,7 @@
 #ifndef VMPT_GUEST_PACK_H
 #define VMPT_GUEST_PACK_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define GUEST_PACK_MAGIC "VMPTPAK1"
@@ -33,6 +34,18 @@ enum guest_pack_kind {
 #define GUEST_PACK_KALLSYMS "[kallsyms]"
 #define GUEST_PACK_MODULES "[modules]"
 #define GUEST_PACK_VDSO "[vdso]"
+
+/* `vmpt-agent --version` says "vmpt-agent VERSION fnv1a64:HASH" with the
+ * FNV-1a hash of its own file, so the host deploys again on any change.
+ */
+#define GUEST_FNV_INIT 0xcbf29ce484222325ull
+
+static inline uint64_t guest_fnv1a64(uint64_t h, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	return h;
+}
 
 /* The line `vmpt-agent record` prints once its events are enabled. */
 #define GUEST_AGENT_READY "VMPT-AGENT READY"

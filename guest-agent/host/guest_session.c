@@ -513,8 +513,28 @@ out:
 	return ret;
 }
 
-/* Does the guest's agent answer --version as ours does? */
-static int agent_current(struct vmpt_guest *g, const char *quoted)
+/* What our agent answers to --version: its version and its file's hash. */
+static int expected_version(struct vmpt_guest *g, char *buf, size_t size)
+{
+	int fd = open(g->o.agent_path, O_RDONLY | O_CLOEXEC);
+	uint64_t h = GUEST_FNV_INIT;
+	uint8_t chunk[65536];
+	ssize_t n;
+
+	if (fd < 0)
+		return set_err(g, -VMPT_ERR_IO, "%s: %s", g->o.agent_path, strerror(errno));
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		h = guest_fnv1a64(h, chunk, (size_t)n);
+	close(fd);
+	if (n < 0)
+		return set_err(g, -VMPT_ERR_IO, "%s: %s", g->o.agent_path, strerror(errno));
+	snprintf(buf, size, "vmpt-agent %s fnv1a64:%016llx\n", GUEST_AGENT_VERSION,
+		 (unsigned long long)h);
+	return 0;
+}
+
+/* Does the guest's agent answer --version as ours would?  1 yes, 0 no. */
+static int agent_current(struct vmpt_guest *g, const char *quoted, const char *expected)
 {
 	char *cmd = join(quoted, " --version", ""), *out = NULL;
 	int status, same;
@@ -528,25 +548,8 @@ static int agent_current(struct vmpt_guest *g, const char *quoted)
 	free(cmd);
 	if (status < 0)
 		return status;
-	same = status == 0 && !strcmp(out, "vmpt-agent " GUEST_AGENT_VERSION "\n");
+	same = status == 0 && !strcmp(out, expected);
 	free(out);
-	return same;
-}
-
-static int remote_size_matches(struct vmpt_guest *g, const char *remote)
-{
-	sftp_session sftp = sftp_new(g->s);
-	sftp_attributes st = NULL;
-	struct stat local;
-	int same = 0;
-
-	if (sftp && sftp_init(sftp) == SSH_OK && !stat(g->o.agent_path, &local) &&
-	    (st = sftp_stat(sftp, remote)))
-		same = st->size == (uint64_t)local.st_size;
-	if (st)
-		sftp_attributes_free(st);
-	if (sftp)
-		sftp_free(sftp);
 	return same;
 }
 
@@ -554,21 +557,21 @@ static int deploy(struct vmpt_guest *g)
 {
 	char *remote = join(g->o.remote_dir, "/vmpt-agent", "");
 	char *quoted = remote ? shell_quote(remote) : NULL;
-	char *uid = NULL;
+	char *uid = NULL, expected[128];
 	int ret, status;
 
 	if (!quoted) {
 		ret = set_err(g, -VMPT_ERR_NOMEM, "out of memory");
 		goto out;
 	}
-	ret = agent_current(g, quoted);
-	if (ret == 1 && !remote_size_matches(g, remote))
-		ret = 0;
+	ret = expected_version(g, expected, sizeof(expected));
+	if (!ret)
+		ret = agent_current(g, quoted, expected);
 	if (ret == 0) {
 		logf_(g, "vmpt: deploying %s to %s:%s\n", g->o.agent_path, g->host, remote);
 		ret = upload(g, remote);
 		if (!ret) {
-			ret = agent_current(g, quoted);
+			ret = agent_current(g, quoted, expected);
 			if (ret == 0)
 				ret = remote_err(g, 1, "the deployed vmpt-agent --version");
 		}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # A hostile vmpt-agent for the tests: deployed like the real one, it says
 # the right version and then misbehaves as the file "mode" beside it says.
-# "version" beside it holds the version to claim; "sideband" the perf.data
+# "version" beside it holds the version to claim (its hash it computes as
+# the real agent does); "sideband" the perf.data
 # it sends for `record`.
 import os
 import struct
@@ -26,7 +27,10 @@ out = sys.stdout.buffer
 cmd = sys.argv[1] if len(sys.argv) > 1 else ''
 mode = read('mode').decode().strip()
 if cmd == '--version':
-    out.write(b'vmpt-agent ' + read('version').strip() + b'\n')
+    h = 0xcbf29ce484222325
+    for b in open(sys.argv[0], 'rb').read():
+        h = ((h ^ b) * 0x100000001b3) & 0xffffffffffffffff
+    out.write(b'vmpt-agent %s fnv1a64:%016x\n' % (read('version').strip(), h))
     sys.exit(0)
 if cmd == 'record':
     if mode == 'fail':
