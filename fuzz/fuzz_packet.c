@@ -2,9 +2,11 @@
 /* libFuzzer target for the packet layer: the stream decoder with PSB sync
  * and last-IP tracking, every decoded packet re-encoded and decoded again
  * (fields must survive), single-packet decoding at every offset in every
- * block context, and the dump listing (into /dev/null).  See
+ * block context, the dump listing (into /dev/null), and libipt's packet
+ * decoder in lockstep (same packets, errors and resyncs).  See
  * docs/fuzzing.md; build and run with fuzz/run.sh.
  */
+#include "pkt_lockstep.h"
 #include "vmpt/dump.h"
 #include "vmpt/error.h"
 #include "vmpt/packet.h"
@@ -100,6 +102,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(copy, data, size);
 
 	walk(copy, size);
+	{
+		struct pkt_lockstep_stats st = { 0 };
+
+		if (pkt_lockstep(copy, size, &st) != 0)
+			abort();	/* vmpt and libipt disagree */
+	}
 	for (size_t i = 0; i < size; i++)
 		for (unsigned ctx = VMPT_CTX_NONE; ctx <= VMPT_CTX_BLK8; ctx++)
 			if (vmpt_pkt_decode(copy + i, copy + size, ctx, &pkt) > (int)(size - i))
