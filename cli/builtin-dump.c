@@ -35,15 +35,17 @@ static int dump_perf_data(const char *path, const struct vmpt_dump_opts *opts,
 	while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
 		if (ev.type != VMPT_PERF_RECORD_AUXTRACE)
 			continue;
-		if (!opts->quiet &&
-		    printf("[auxtrace: cpu %d, tid %d, offset %016llx, size %#llx]\n",
-			   (int)ev.auxtrace.cpu, (int)ev.auxtrace.tid,
-			   (unsigned long long)ev.auxtrace.data_offset,
-			   (unsigned long long)ev.auxtrace.size) < 0)
-			break;
-		if (vmpt_dump_stream(stdout, ev.auxtrace.data, ev.auxtrace.size,
-				     ev.auxtrace.data_offset, opts, stats) < 0)
-			break;
+		if ((!opts->quiet &&
+		     printf("[auxtrace: cpu %d, tid %d, offset %016llx, size %#llx]\n",
+			    (int)ev.auxtrace.cpu, (int)ev.auxtrace.tid,
+			    (unsigned long long)ev.auxtrace.data_offset,
+			    (unsigned long long)ev.auxtrace.size) < 0) ||
+		    vmpt_dump_stream(stdout, ev.auxtrace.data, ev.auxtrace.size,
+				     ev.auxtrace.data_offset, opts, stats) < 0) {
+			fprintf(stderr, "vmpt dump: writing output: %s\n", strerror(errno));
+			vmpt_perf_close(&pd);
+			return 1;
+		}
 	}
 	if (ret < 0) {
 		fflush(stdout);
@@ -72,13 +74,14 @@ static int dump_perf_data_and_stats(const char *path,
 	struct vmpt_dump_stats stats = { 0 };
 	int ret = dump_perf_data(path, opts, &stats);
 
-	if (stats_only && vmpt_dump_print_stats(stdout, &stats) < 0)
-		ret = 1;
-	if (fflush(stdout) != 0) {
+	if (ret)
+		return ret;	/* reported */
+	if ((stats_only && vmpt_dump_print_stats(stdout, &stats) < 0) ||
+	    fflush(stdout) != 0) {
 		fprintf(stderr, "vmpt dump: writing output: %s\n", strerror(errno));
 		return 1;
 	}
-	return ret;
+	return 0;
 }
 
 int cmd_dump(int argc, char **argv)
