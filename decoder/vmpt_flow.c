@@ -59,6 +59,11 @@ struct vmpt_flow {
 	int fup_event;
 	uint64_t fup_payload;
 	uint64_t walked;
+	/* Blocks get the time as of when the trace read so far was used up,
+	 * as perf's samples do: timing packets read ahead count from the
+	 * flow packet after them.
+	 */
+	uint64_t block_time;
 	uint64_t stack[STACK_DEPTH];
 	unsigned sp, depth;
 	struct vmpt_flow_item *q;
@@ -150,7 +155,7 @@ fill:
 	it->kind = (uint8_t)kind;
 	it->mode = dec->mode;
 	it->offset = dec->pkt_off;
-	it->time = dec->time.tsc;
+	it->time = kind == VMPT_FLOW_BLOCK ? dec->block_time : dec->time.tsc;
 	return it;
 }
 
@@ -691,6 +696,8 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 			return -VMPT_ERR_NO_MATCH;
 		dec->tnt_n--;
 		dec->walked = 0;
+		if (!dec->tnt_n)
+			it->time = dec->block_time = dec->time.tsc;
 		it->taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		it->to = dec->ip = it->taken ? b->target : b->next_ip;
 		return 0;
@@ -701,6 +708,8 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 			 */
 			dec->tnt_n--;
 			dec->walked = 0;
+			if (!dec->tnt_n)
+				it->time = dec->block_time = dec->time.tsc;
 			if (!dec->cfg.retcomp || !((dec->tnt_bits >> dec->tnt_n) & 1))
 				return -VMPT_ERR_NO_MATCH;
 			ret = pop_ret(dec, &to);
@@ -730,6 +739,7 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 	dec->walked = 0;
 	it->taken = 1;
 	it->to = dec->ip = dec->pkt_ip;
+	it->time = dec->block_time = dec->time.tsc;
 	return apply_pending(dec);
 }
 
@@ -855,11 +865,13 @@ static int step(struct vmpt_flow *dec)
 		if (ret < 0)
 			return error_resync(dec, ret);
 		ret = psb_plus(dec);
+		dec->block_time = dec->time.tsc;
 		if (ret == -VMPT_ERR_EOS)
 			return ret;
 		return ret < 0 ? error_resync(dec, ret) : 0;
 	}
 	if (!dec->tnt_n && !dec->have_pkt) {
+		dec->block_time = dec->time.tsc;
 		ret = fetch(dec);
 		if (ret == -VMPT_ERR_EOS)
 			return ret;
