@@ -82,6 +82,7 @@ struct out {
 	const struct vmpt_symbol *last_sym;
 	uint64_t since;		/* instructions since the last i sample */
 	uint64_t last_time;
+	int have_last;
 	int depth;		/* for --call-trace */
 };
 
@@ -399,18 +400,30 @@ static void on_block(struct out *o, const struct vmpt_flow_item *b)
 
 	if (it->insns) {
 		uint64_t ip = b->ip;
+		/* Periods are in ns of perf time when the recording says how
+		 * to convert, else in TSC ticks.
+		 */
+		uint64_t now = o->o->have_tc && b->time ? perf_time(&o->o->tc, b->time) :
+			       b->time;
 
 		for (uint32_t i = 0; i < b->ninsn; i++) {
 			int take;
 
-			if (it->period_time)
-				take = it->period == 0 || it->timeless || !b->time ||
-				       b->time - o->last_time >= it->period;
-			else
+			if (it->period_time && (it->period == 0 || it->timeless || !b->time)) {
+				take = 1;
+			} else if (it->period_time) {
+				/* Like perf: a sample when the time enters a new
+				 * period, counted from the first timestamp.
+				 */
+				if (!o->have_last)
+					o->last_time = now, o->have_last = 1;
+				take = now / it->period != o->last_time / it->period;
+			} else {
 				take = ++o->since >= (it->period ? it->period : 1);
+			}
 			if (take) {
 				o->since = 0;
-				o->last_time = b->time;
+				o->last_time = now;
 				sample_insn(o, b, ip, b->isize[i]);
 			}
 			ip += b->isize[i];
