@@ -46,6 +46,11 @@ perf_same() {
 		> "$out/vpdb"
 	cmp -s "$out/perfb" "$out/vpdb" ||
 		fail "$name: branch lines differ from perf script: $(diff "$out/perfb" "$out/vpdb" | sed -n 2,4p)"
+	perf script -i "$out/t.perf.data" --itrace=i1000i -F ip,sym,symoff,dso \
+		2>/dev/null > "$out/perfp"
+	"$VMPT" script -i "$out/t.perf.data" --itrace=i1000i -F ip,sym,symoff,dso > "$out/vpdp"
+	cmp -s "$out/perfp" "$out/vpdp" ||
+		fail "$name: i1000i samples differ from perf script: $(diff "$out/perfp" "$out/vpdp" | sed -n 2,4p)"
 }
 
 IMAGES="--elf $bin@0x555555554000"
