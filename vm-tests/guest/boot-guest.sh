@@ -1,13 +1,15 @@
 #!/bin/bash
-# boot-guest.sh IMAGE_DIR WORK_DIR [TIMEOUT_SEC]: boot the image of
+# boot-guest.sh IMAGE_DIR WORK_DIR [TIMEOUT_SEC [LIFETIME_SEC]]: boot the image of
 # build-image.sh under QEMU TCG in the background, with user networking
 # that forwards a loopback port to the guest's sshd (the guest reaches
 # nothing else: restrict=on).  Waits for the SSH banner, then prints the
 # port.  WORK_DIR gets qemu.pid and console.log; kill the pid to stop it.
+# The guest powers itself off after LIFETIME_SEC (default 1200) anyway.
 set -euo pipefail
 IMG=$1
 W=$2
 TIMEOUT=${3:-240}
+LIFETIME=${4:-1200}
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "boot-guest: qemu-system-x86_64 missing (tools/install-deps.sh)" >&2; exit 1; }
 free_port() {
@@ -17,7 +19,7 @@ port=$(free_port)
 # no-kvmclock and a TSC clocksource: what guests traced by vmpt run with.
 qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nodefaults -display none \
 	-kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" \
-	-append "console=ttyS0 no-kvmclock tsc=reliable clocksource=tsc panic=-1 quiet" \
+	-append "console=ttyS0 no-kvmclock tsc=reliable clocksource=tsc panic=-1 quiet vmpt.lifetime=$LIFETIME" \
 	-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" \
 	-device e1000,netdev=n0 \
 	-serial "file:$W/console.log" -no-reboot \

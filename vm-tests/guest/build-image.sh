@@ -123,6 +123,10 @@ ip link set eth0 up
 ip addr add 10.0.2.15/24 dev eth0
 /usr/sbin/sshd -E /tmp/sshd.log
 echo "vmpt-guest: sshd started"
+# vmpt.lifetime=SEC on the kernel command line: power off by then, so a
+# forgotten guest cannot outlive its test.
+life=$(sed -n 's/.*vmpt\.lifetime=\([0-9]*\).*/\1/p' /proc/cmdline)
+[ -n "$life" ] && (sleep "$life"; echo "vmpt-guest: lifetime over"; poweroff -f) &
 while :; do sleep 3600; done
 I
 chmod 755 "$R/init"

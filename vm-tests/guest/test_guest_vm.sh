@@ -21,6 +21,7 @@ cleanup() {
 	rm -rf "$W"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 fails=0
 check() {	# check DESCRIPTION COMMAND...
 	local what=$1
@@ -37,7 +38,7 @@ t0=$(date +%s)
 IMG=$(timeout 600 "$HERE/build-image.sh")
 t1=$(date +%s)
 echo "image: $IMG ($((t1 - t0)) s)"
-PORT=$(timeout 300 "$HERE/boot-guest.sh" "$IMG" "$W" 240)
+PORT=$(timeout 300 "$HERE/boot-guest.sh" "$IMG" "$W" 240 1200)
 t2=$(date +%s)
 echo "boot: SSH on 127.0.0.1:$PORT after $((t2 - t1)) s"
 echo "[127.0.0.1]:$PORT $(cat "$IMG/host_key.pub")" > "$W/known_hosts"
