@@ -105,7 +105,8 @@ mkfifo "$T/ctl"
 	>"$T/pid.out" 2>"$T/pid.err" &
 REC=$!
 sleep 0.7
-echo stop >"$T/ctl"
+# a writer blocks while no reader has the FIFO open: bound it
+timeout 10 sh -c "echo stop >'$T/ctl'" || fail "control FIFO: nobody read 'stop'"
 wait $REC
 rc=$?
 kill $LOOP_PID

@@ -80,7 +80,8 @@ static int sink(void *ctx, uint64_t offset, const void *a, size_t alen,
 		s->out = realloc(s->out, s->out_cap);
 	}
 	memcpy(s->out + s->out_len, a, alen);
-	memcpy(s->out + s->out_len + alen, b, blen);
+	if (blen)
+		memcpy(s->out + s->out_len + alen, b, blen);
 	s->out_len += alen + blen;
 	return 0;
 }
