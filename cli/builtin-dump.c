@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 
 /* Every AUXTRACE buffer of a perf.data (file, pipe mode or perf's
- * directory form), each after a header line, offsets in the file.
+ * directory form, data.N files included), each after a header line,
+ * offsets in the file.
  */
 static int dump_perf_data(const char *path, const struct vmpt_dump_opts *opts,
 			  struct vmpt_dump_stats *stats)
@@ -35,11 +36,17 @@ static int dump_perf_data(const char *path, const struct vmpt_dump_opts *opts,
 	while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
 		if (ev.type != VMPT_PERF_RECORD_AUXTRACE)
 			continue;
+		/* Offsets are in the record's file: data.N of a threaded
+		 * recording says so. */
+		char part[32] = "";
+
+		if (ev.part)
+			snprintf(part, sizeof(part), ", in data.%u", ev.part - 1);
 		if ((!opts->quiet &&
-		     printf("[auxtrace: cpu %d, tid %d, offset %016llx, size %#llx]\n",
+		     printf("[auxtrace: cpu %d, tid %d, offset %016llx, size %#llx%s]\n",
 			    (int)ev.auxtrace.cpu, (int)ev.auxtrace.tid,
 			    (unsigned long long)ev.auxtrace.data_offset,
-			    (unsigned long long)ev.auxtrace.size) < 0) ||
+			    (unsigned long long)ev.auxtrace.size, part) < 0) ||
 		    vmpt_dump_stream(stdout, ev.auxtrace.data, ev.auxtrace.size,
 				     ev.auxtrace.data_offset, opts, stats) < 0) {
 			fprintf(stderr, "vmpt dump: writing output: %s\n", strerror(errno));

@@ -15,16 +15,32 @@ void vmpt_perf_cursor_init(const struct vmpt_perf_data *pd,
 {
 	cur->pos = pd->data_offset;
 	cur->end = pd->data_offset + pd->data_size;
+	cur->part = 0;
 	cur->attrs_seen = 0;
+}
+
+static const struct vmpt_file *cursor_file(const struct vmpt_perf_data *pd,
+					   const struct vmpt_perf_cursor *cur)
+{
+	return cur->part ? &pd->parts[cur->part - 1] : &pd->map;
 }
 
 int pd_step(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur)
 {
-	const uint8_t *d = pd->map.data;
-	uint64_t pos = cur->pos, left, payload = 0;
+	const uint8_t *d;
+	uint64_t pos, left, payload = 0;
 	uint32_t type;
 	uint16_t size;
 
+	/* At the end of a file, on to the next data.N (records from 0). */
+	while (cur->pos >= cur->end && cur->part < pd->nr_parts) {
+		cur->part++;
+		cur->pos = 0;
+		cur->end = pd->parts[cur->part - 1].size;
+	}
+	pd->cur_file = cursor_file(pd, cur);
+	d = pd->cur_file->data;
+	pos = cur->pos;
 	if (pos >= cur->end)
 		return 0;
 	left = cur->end - pos;
@@ -387,7 +403,7 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 		ev->auxtrace.tid = pd_u32(b + 28);
 		ev->auxtrace.cpu = pd_u32(b + 32);
 		ev->auxtrace.data_offset = ev->offset + ev->size;
-		ev->auxtrace.data = pd->map.data + ev->auxtrace.data_offset;
+		ev->auxtrace.data = ev->raw + ev->size;
 		return 0;
 	case VMPT_PERF_RECORD_AUXTRACE_INFO:
 		if (body < 8)
@@ -456,14 +472,18 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
 		   struct vmpt_perf_event *ev)
 {
-	uint64_t pos = cur->pos;
+	struct vmpt_perf_cursor before = *cur;
+	uint64_t pos;
 	int ret = pd_step(pd, cur);
 
 	if (ret <= 0)
 		return ret;
+	/* pd_step may have moved on to the next data.N file first. */
+	pos = cur->part == before.part ? before.pos : 0;
 	memset(ev, 0, sizeof(*ev));
-	ev->raw = pd->map.data + pos;
+	ev->raw = pd->cur_file->data + pos;
 	ev->offset = pos;
+	ev->part = cur->part;
 	ev->type = pd_u32(ev->raw);
 	ev->misc = pd_u16(ev->raw + 4);
 	ev->size = pd_u16(ev->raw + 6);

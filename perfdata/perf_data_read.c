@@ -21,8 +21,10 @@ int pd_error(struct vmpt_perf_data *pd, uint64_t offset, int err,
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	const struct vmpt_file *f = pd->cur_file ? pd->cur_file : &pd->map;
+
 	snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: offset %#llx: %s",
-		 pd->map.path ? pd->map.path : pd->path,
+		 f->path ? f->path : pd->path,
 		 (unsigned long long)offset, what);
 	pd->err_offset = offset;
 	return -err;
@@ -239,11 +241,44 @@ static int scan_pipe_headers(struct vmpt_perf_data *pd)
 	return 0;
 }
 
+/* The data.N files of perf record --threads, in order. */
+static int map_parts(struct vmpt_perf_data *pd, const char *dir)
+{
+	for (;;) {
+		struct vmpt_file *parts;
+		char *part_path;
+		struct stat st;
+		int err;
+
+		if (asprintf(&part_path, "%s/data.%zu", dir, pd->nr_parts) < 0)
+			return -VMPT_ERR_NOMEM;
+		if (stat(part_path, &st) != 0) {
+			free(part_path);
+			return 0;
+		}
+		parts = realloc(pd->parts, (pd->nr_parts + 1) * sizeof(*parts));
+		if (!parts) {
+			free(part_path);
+			return -VMPT_ERR_NOMEM;
+		}
+		pd->parts = parts;
+		err = vmpt_file_map(&parts[pd->nr_parts], part_path);
+		if (err < 0) {
+			snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: %s", part_path,
+				 err == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(err));
+			free(part_path);
+			return err;
+		}
+		free(part_path);
+		pd->nr_parts++;
+	}
+}
+
 int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 {
 	char *data_path = NULL;
 	struct stat st;
-	int err;
+	int err, is_dir;
 
 	memset(pd, 0, sizeof(*pd));
 	pd->env.clockid = -1;
@@ -262,25 +297,6 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 			pd->kcore_dir = NULL;
 		}
 	}
-	if (data_path) {
-		char *thread_path = NULL;
-		int threaded;
-
-		/* perf record --threads spreads records over data.N files. */
-		if (asprintf(&thread_path, "%s/data.0", path) < 0) {
-			free(data_path);
-			return -VMPT_ERR_NOMEM;
-		}
-		threaded = stat(thread_path, &st) == 0;
-		free(thread_path);
-		if (threaded) {
-			snprintf(pd->errmsg, sizeof(pd->errmsg),
-				 "%s: perf record --threads output (data.N files) is not supported",
-				 path);
-			free(data_path);
-			return -VMPT_ERR_UNSUPPORTED;
-		}
-	}
 	err = vmpt_file_map(&pd->map, data_path ? data_path : path);
 	if (err < 0) {
 		snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: %s",
@@ -289,6 +305,7 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 		free(data_path);
 		return err;
 	}
+	is_dir = data_path != NULL;
 	free(data_path);
 	if (pd->map.size < PERF_PIPE_HEADER_SIZE)
 		return pd_error(pd, pd->map.size, VMPT_ERR_FORMAT,
@@ -307,7 +324,7 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 		return err;
 	if (pd->pipe)
 		return scan_pipe_headers(pd);
-	return 0;
+	return is_dir ? map_parts(pd, path) : 0;
 }
 
 static void free_env(struct vmpt_perf_env *env)
@@ -339,5 +356,8 @@ void vmpt_perf_close(struct vmpt_perf_data *pd)
 	free(pd->kcore_dir);
 	free(pd->path);
 	vmpt_file_unmap(&pd->map);
+	for (size_t i = 0; i < pd->nr_parts; i++)
+		vmpt_file_unmap(&pd->parts[i]);
+	free(pd->parts);
 	memset(pd, 0, sizeof(*pd));
 }

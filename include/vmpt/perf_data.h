@@ -159,7 +159,8 @@ struct vmpt_perf_event {
 	uint32_t type;		/* PERF_RECORD_* or VMPT_PERF_RECORD_* */
 	uint16_t misc;
 	uint16_t size;
-	uint64_t offset;	/* file offset of the record header */
+	uint64_t offset;	/* offset of the record header in its file */
+	unsigned part;		/* its file: 0 the perf.data, N data.(N-1) */
 	const uint8_t *raw;	/* the size bytes of the record */
 	const struct vmpt_perf_attr *attr;	/* the event it belongs to, or NULL */
 	struct vmpt_perf_sample_id sid;		/* present == 0 when none */
@@ -192,7 +193,7 @@ struct vmpt_perf_event {
 		struct {
 			uint64_t size, offset, reference;
 			uint32_t idx, tid, cpu;
-			uint64_t data_offset;	/* file offset of the data */
+			uint64_t data_offset;	/* offset of the data, same file */
 			const uint8_t *data;	/* size bytes */
 		} auxtrace;
 		struct {
@@ -255,11 +256,17 @@ struct vmpt_perf_data {
 	char errmsg[512];
 	uint64_t err_offset;
 	struct vmpt_file map;
+	/* perf record --threads: DIR/data.0, data.1, ... hold records only
+	 * (no header); the walk goes through them after the data section. */
+	struct vmpt_file *parts;
+	size_t nr_parts;
+	const struct vmpt_file *cur_file;	/* the walk's file, for errors */
 };
 
 /* Open and check a perf.data: header, attrs, ids, feature sections (pipe
  * mode: the HEADER_ATTR/HEADER_FEATURE/HEADER_BUILD_ID records).  A
- * directory is read as perf's directory form (PATH/data, PATH/kcore_dir).
+ * directory is read as perf's directory form (PATH/data, PATH/kcore_dir,
+ * PATH/data.N of perf record --threads).
  * Returns 0 or a negative vmpt_err with pd->errmsg telling where.  Call
  * vmpt_perf_close in both cases.
  */
@@ -276,9 +283,12 @@ static inline int vmpt_perf_has_feature(const struct vmpt_perf_data *pd,
 	       (pd->features[feat / 64] >> (feat % 64)) & 1;
 }
 
-/* Walk the records of the data section in file order. */
+/* Walk the records of the data section in file order, then those of the
+ * data.N files of a threaded directory.
+ */
 struct vmpt_perf_cursor {
 	uint64_t pos, end;
+	unsigned part;		/* 0: the data section; N: parts[N - 1] */
 	size_t attrs_seen;	/* HEADER_ATTR records passed (pipe mode) */
 };
 

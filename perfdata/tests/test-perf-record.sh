@@ -1,7 +1,7 @@
 #!/bin/sh
 # perf.data as this machine's perf 6.1 writes it (recorded at test time
-# with software events: no Intel PT here), file and pipe mode: vmpt reads
-# every record, attr and feature as perf does.
+# with software events: no Intel PT here), file, pipe and threaded
+# directory form: vmpt reads every record, attr and feature as perf does.
 set -eu
 . "$SRCDIR/perfdata/tests/perf-lib.sh"
 
@@ -73,4 +73,13 @@ for f in hostname 'os release' arch cpuid; do
 	[ "$(sed -nE "s/^$f (.*)/\\1/p" "$T/pinfo")" = "$(info "$f")" ] ||
 		fail "pipe-mode $f"
 done
+# ---- directory form of perf record --threads: records in data.N too ----
+record --threads -o "$T/threads.data" >/dev/null || fail "perf record --threads"
+ls "$T/threads.data/data.0" >/dev/null || fail "no data.0 in the threaded recording"
+quiet_perf threads script -D -i "$T/threads.data"
+cp "$T/out" "$T/threads.D"
+perf_records "$T/threads.D" | sort >"$T/a"
+vmpt_records "$T/threads.data" | sort >"$T/b"
+diff -u "$T/a" "$T/b" || fail "records differ from perf's (perf record --threads)"
+grep -q 'PERF_RECORD_SAMPLE' "$T/b" || fail "no samples read from the data.N files"
 echo "ok: perf 6.1 recordings read as perf reads them"

@@ -402,36 +402,6 @@ static void test_round_trip(void **state)
 	read_back(tmp_path("rt.data"));
 }
 
-static void test_directory_form(void **state)
-{
-	struct vmpt_perf_writer *w;
-	struct vmpt_perf_writer_opts opts = { .dir = 1 };
-	struct vmpt_perf_data pd;
-	char path[300];
-
-	(void)state;
-	assert_int_equal(write_sample_file(tmp_path("dir.data"), 1), 0);
-	read_back(tmp_path("dir.data"));
-	/* kcore_dir is there once the writer made it */
-	assert_int_equal(vmpt_perf_writer_open(&w, tmp_path("dir2.data"), &opts), 0);
-	snprintf(path, sizeof(path), "%s/kcore_dir", tmp_path("dir2.data"));
-	assert_string_equal(vmpt_perf_writer_kcore_dir(w), path);
-	assert_int_equal(vmpt_perf_writer_close(w), 0);
-	assert_int_equal(vmpt_perf_open(&pd, tmp_path("dir2.data")), 0);
-	assert_string_equal(pd.kcore_dir, path);
-	assert_int_equal(pd.nr_attrs, 0);
-	vmpt_perf_close(&pd);
-	/* perf record --threads output is refused, not half read */
-	snprintf(path, sizeof(path), "%s/data.0", tmp_path("dir2.data"));
-	spit(path, (const uint8_t *)"", 0);
-	assert_int_equal(vmpt_perf_open(&pd, tmp_path("dir2.data")), -VMPT_ERR_UNSUPPORTED);
-	snprintf(path, sizeof(path),
-		 "%s: perf record --threads output (data.N files) is not supported",
-		 tmp_path("dir2.data"));
-	assert_string_equal(pd.errmsg, path);
-	vmpt_perf_close(&pd);
-}
-
 static uint64_t record_offset(const char *path, uint32_t type)
 {
 	struct vmpt_perf_data pd;
@@ -473,6 +443,74 @@ static int walk(const char *path, char *msg, size_t cap)
 	snprintf(msg, cap, "%s", ret < 0 ? pd.errmsg : "");
 	vmpt_perf_close(&pd);
 	return ret < 0 ? ret : 0;
+}
+
+static void test_directory_form(void **state)
+{
+	struct vmpt_perf_writer *w;
+	struct vmpt_perf_writer_opts opts = { .dir = 1 };
+	struct vmpt_perf_data pd;
+	char path[300], msg[600], want[700];
+
+	(void)state;
+	assert_int_equal(write_sample_file(tmp_path("dir.data"), 1), 0);
+	read_back(tmp_path("dir.data"));
+	/* kcore_dir is there once the writer made it */
+	assert_int_equal(vmpt_perf_writer_open(&w, tmp_path("dir2.data"), &opts), 0);
+	snprintf(path, sizeof(path), "%s/kcore_dir", tmp_path("dir2.data"));
+	assert_string_equal(vmpt_perf_writer_kcore_dir(w), path);
+	assert_int_equal(vmpt_perf_writer_close(w), 0);
+	assert_int_equal(vmpt_perf_open(&pd, tmp_path("dir2.data")), 0);
+	assert_string_equal(pd.kcore_dir, path);
+	assert_int_equal(pd.nr_attrs, 0);
+	vmpt_perf_close(&pd);
+	/* perf record --threads: records continue in data.0, data.1, ... */
+	{
+		uint8_t *main_file;
+		size_t size;
+		uint64_t data_off, data_size;
+		struct vmpt_perf_cursor cur;
+		struct vmpt_perf_event ev;
+		unsigned n_main = 0, n_part = 0;
+
+		snprintf(path, sizeof(path), "%s/data", tmp_path("dir.data"));
+		main_file = slurp(path, &size);
+		memcpy(&data_off, main_file + 40, 8);
+		memcpy(&data_size, main_file + 48, 8);
+		snprintf(path, sizeof(path), "%s/data.0", tmp_path("dir.data"));
+		spit(path, main_file + data_off, data_size);
+		snprintf(path, sizeof(path), "%s/data.1", tmp_path("dir.data"));
+		spit(path, main_file, 0);
+		snprintf(path, sizeof(path), "%s/data.2", tmp_path("dir.data"));
+		spit(path, main_file + data_off, 56);	/* TIME_CONV */
+		assert_int_equal(vmpt_perf_open(&pd, tmp_path("dir.data")), 0);
+		assert_int_equal(pd.nr_parts, 3);
+		vmpt_perf_cursor_init(&pd, &cur);
+		while (vmpt_perf_next(&pd, &cur, &ev) > 0) {
+			if (!ev.part) {
+				n_main++;
+				continue;
+			}
+			if (!n_part++)
+				assert_int_equal(ev.offset, 0);
+			if (ev.type == VMPT_PERF_RECORD_AUXTRACE) {
+				assert_int_equal(ev.part, 1);
+				assert_memory_equal(ev.auxtrace.data, trace, sizeof(trace));
+				assert_int_equal(ev.auxtrace.data_offset, data_size - 32);
+			}
+		}
+		assert_int_equal(n_part, n_main + 1);
+		assert_int_equal(ev.part, 3);
+		vmpt_perf_close(&pd);
+		/* an error in a part names that file */
+		snprintf(path, sizeof(path), "%s/data.2", tmp_path("dir.data"));
+		spit(path, main_file + data_off, 20);
+		assert_int_equal(walk(tmp_path("dir.data"), msg, sizeof(msg)), -VMPT_ERR_FORMAT);
+		snprintf(want, sizeof(want),
+			 "%s: offset 0: record truncated (type 79, size 56, 20 bytes left)", path);
+		assert_string_equal(msg, want);
+		free(main_file);
+	}
 }
 
 struct corruption {
