@@ -333,9 +333,15 @@ static void strip_newline(char *s)
 /* "remote `what` failed (exit N): stderr" */
 static int remote_err(struct vmpt_guest *g, int status, const char *what)
 {
+	char how[32];
+
 	strip_newline(g->stderr_tail);
-	return set_err(g, -VMPT_ERR_REMOTE, "%s in the guest failed (exit %d)%s%s",
-		       what, status, g->stderr_len ? ": " : "",
+	if (status < 0)
+		snprintf(how, sizeof(how), "no exit status: killed?");
+	else
+		snprintf(how, sizeof(how), "exit %d", status);
+	return set_err(g, -VMPT_ERR_REMOTE, "%s in the guest failed (%s)%s%s",
+		       what, how, g->stderr_len ? ": " : "",
 		       g->stderr_len ? g->stderr_tail : "");
 }
 
