@@ -91,6 +91,18 @@ perf script -i "$T/int.data" --show-switch-events >"$T/int.script" 2>"$T/int.scr
 	[ ! -s "$T/int.script.err" ] && grep -q "CPU 1/KVM .*PERF_RECORD_SWITCH" "$T/int.script" &&
 	ok "SIGINT: perf script reads the switches" || fail "SIGINT: perf script: $(cat "$T/int.script.err")"
 
+# 2b. SIGUSR2 asks for a snapshot; the dummy event has no AUX area to take
+"$VMPT" record --event dummy -S -o "$T/usr2.data" -- "$LOOP" 2 2000 50 500 >"$T/usr2.out" 2>"$T/usr2.err" &
+REC=$!
+sleep 0.5
+kill -USR2 $REC
+sleep 0.3
+kill -INT $REC
+wait $REC
+rc=$?
+[ $rc -eq 0 ] && grep -q "^vmpt record: snapshot requested, but the dummy event has no AUX area: nothing to take$" "$T/usr2.err" &&
+	ok "SIGUSR2: snapshot request handled" || fail "SIGUSR2: exit $rc: $(cat "$T/usr2.err")"
+
 # 3. --pid on a running vcpu_loop: vCPUs from /proc thread names, sideband
 # synthesized for what already runs, stopped through the control FIFO.
 "$LOOP" 2 100000 20 1000 >"$T/loop.out" 2>&1 &

@@ -4,6 +4,7 @@
  *                         direct map and module segments) built here
  *   test_kcore here       this machine's /proc (skips when /proc/kcore is
  *                         absent or unreadable, saying why)
+ *   test_kcore procfs DIR only writes the synthetic procfs to DIR
  * Either way: every core-kernel text symbol of the copied kallsyms, and
  * every module symbol, falls inside a copied segment, whose bytes equal
  * the source's.
@@ -120,15 +121,18 @@ static void write_file(const char *path, const void *data, size_t len)
 	}
 }
 
+static const char modules[] =
+	"kvm_intel 65536 0 - Live 0xffffffffc0040000\n"
+	"kvm 131072 1 kvm_intel, Live 0xffffffffc0010000\n";
+
 #define KTEXT 0xffffffff81000000ULL
 #define DMAP 0xffff888000000000ULL
 #define MODS 0xffffffffc0000000ULL
 
-static int synthetic(void)
+/* A procfs with kcore, kallsyms and modules in root. */
+static void make_procfs(const char *root, uint8_t **image)
 {
-	char root[] = "/tmp/vmpt-kcore-XXXXXX", path[4400], out[4200];
-	if (!mkdtemp(root))
-		return 1;
+	char path[4400];
 	/* kcore: ELF header, 3 PT_LOAD (kernel text 2 MiB, direct map 1 MiB,
 	 * module area 1 MiB), data after the headers */
 	const struct { uint64_t vaddr, size; } src[3] = {
@@ -174,11 +178,18 @@ static int synthetic(void)
 		"ffffffffc0041000 t vmx_vcpu_run\t[kvm_intel]\n";
 	snprintf(path, sizeof(path), "%s/kallsyms", root);
 	write_file(path, kallsyms, strlen(kallsyms));
-	const char *modules =
-		"kvm_intel 65536 0 - Live 0xffffffffc0040000\n"
-		"kvm 131072 1 kvm_intel, Live 0xffffffffc0010000\n";
 	snprintf(path, sizeof(path), "%s/modules", root);
 	write_file(path, modules, strlen(modules));
+	*image = img;
+}
+
+static int synthetic(void)
+{
+	char root[] = "/tmp/vmpt-kcore-XXXXXX", path[4400], out[4200];
+	if (!mkdtemp(root))
+		return 1;
+	uint8_t *img;
+	make_procfs(root, &img);
 
 	snprintf(out, sizeof(out), "%s/kcore_dir", root);
 	struct vmpt_kcore_stats st;
@@ -275,5 +286,12 @@ static int here(void)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2 && !strcmp(argv[1], "procfs")) {
+		/* for record-kcore.sh: just the synthetic procfs */
+		uint8_t *img;
+		make_procfs(argv[2], &img);
+		free(img);
+		return 0;
+	}
 	return argc > 1 && !strcmp(argv[1], "here") ? here() : synthetic();
 }
