@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 enum field {
 	F_TIME = 1 << 0, F_IP = 1 << 1, F_ADDR = 1 << 2, F_SYM = 1 << 3,
@@ -681,6 +682,75 @@ static void intel_pt_config(const struct vmpt_perf_data *pd,
 	}
 }
 
+/* An executable mapping of the sideband as code: the ELF placed as mapped
+ * (a file that is no ELF, a JIT dump, maps raw).  root prefixes the path
+ * (a guest's binaries live under guest/root); vdso names the file for
+ * "[vdso]".  Missing binaries show up later as errors at their IPs.
+ */
+static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev,
+			const char *root, const char *vdso,
+			const struct vmpt_asid *asid)
+{
+	const char *name = ev->mmap.filename;
+	char path[4096];
+
+	if (ev->type == PERF_RECORD_MMAP2 && !(ev->mmap.prot & 4))
+		return;
+	if (!strcmp(name, "[vdso]") && vdso)
+		snprintf(path, sizeof(path), "%s", vdso);
+	else if (name[0] == '/')
+		snprintf(path, sizeof(path), "%s%s", root, name);
+	else
+		return;
+	if (vmpt_image_add_elf_map(img, path, ev->mmap.start, ev->mmap.pgoff,
+				   asid) == -VMPT_ERR_FORMAT)
+		vmpt_image_add_raw(img, path, ev->mmap.pgoff, ev->mmap.len,
+				   ev->mmap.start, asid);
+}
+
+/* What vmpt guest collected next to a recording (docs/guest.md): the
+ * guest's sideband, binaries under root/, vdso and kcore_dir, as code of
+ * the guest machine.
+ */
+static void add_guest(struct vmpt_image *img, const char *recording)
+{
+	struct vmpt_asid guest = { VMPT_MACHINE_GUEST, VMPT_ASID_ANY };
+	char dir[4096], path[4096 + 32], root[4096 + 32], vdso[4096 + 32];
+	struct vmpt_perf_data gpd;
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	struct stat st;
+
+	/* DIR/ (perf's directory form) or FILE's directory. */
+	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(dir, sizeof(dir), "%s/guest", recording);
+	} else {
+		const char *slash = strrchr(recording, '/');
+
+		snprintf(dir, sizeof(dir), "%.*s%sguest",
+			 slash ? (int)(slash - recording) : 0, recording,
+			 slash ? "/" : "");
+	}
+	snprintf(path, sizeof(path), "%s/kcore_dir", dir);
+	if (stat(path, &st) == 0 && vmpt_image_add_kcore_dir(img, path, &guest) < 0)
+		fprintf(stderr, "vmpt script: %s: cannot load the guest kcore\n", path);
+	snprintf(path, sizeof(path), "%s/perf.data", dir);
+	if (stat(path, &st) != 0)
+		return;
+	if (vmpt_perf_open(&gpd, path) < 0) {
+		fprintf(stderr, "vmpt script: %s\n", gpd.errmsg);
+		vmpt_perf_close(&gpd);
+		return;
+	}
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(vdso, sizeof(vdso), "%s/vdso", dir);
+	vmpt_perf_cursor_init(&gpd, &cur);
+	while (vmpt_perf_next(&gpd, &cur, &ev) > 0)
+		if (ev.type == PERF_RECORD_MMAP2 || ev.type == PERF_RECORD_MMAP)
+			add_mapping(img, &ev, root, vdso, &guest);
+	vmpt_perf_close(&gpd);
+}
+
 static int script_perf_data(const char *path, struct vmpt_flow_config *cfg,
 			    struct vmpt_image *img, struct opts *op)
 {
@@ -698,21 +768,12 @@ static int script_perf_data(const char *path, struct vmpt_flow_config *cfg,
 	}
 	if (pd.kcore_dir && vmpt_image_add_kcore_dir(img, pd.kcore_dir, &host) < 0)
 		fprintf(stderr, "vmpt script: %s: cannot load kcore_dir\n", pd.kcore_dir);
+	add_guest(img, path);
 	/* Sideband first: code images from the executable mappings. */
 	vmpt_perf_cursor_init(&pd, &cur);
 	while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0) {
 		if (ev.type == PERF_RECORD_MMAP2 || ev.type == PERF_RECORD_MMAP) {
-			if (ev.type == PERF_RECORD_MMAP2 && !(ev.mmap.prot & 4))
-				continue;
-			if (ev.mmap.filename[0] != '/')
-				continue;
-			/* Missing binaries show up as errors at their IPs;
-			 * a file that is no ELF (JIT dumps) maps raw.
-			 */
-			if (vmpt_image_add_elf_map(img, ev.mmap.filename, ev.mmap.start,
-						   ev.mmap.pgoff, &host) == -VMPT_ERR_FORMAT)
-				vmpt_image_add_raw(img, ev.mmap.filename, ev.mmap.pgoff,
-						   ev.mmap.len, ev.mmap.start, &host);
+			add_mapping(img, &ev, "", NULL, &host);
 		} else if (ev.type == VMPT_PERF_RECORD_TIME_CONV) {
 			op->tc = ev.time_conv;
 			op->have_tc = 1;

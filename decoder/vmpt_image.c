@@ -691,7 +691,8 @@ int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 	if (ret == 0)
 		attach_symbols(list, n, syms, n_syms);
 	free(list);
-	return ret;
+	/* Without kallsyms the code is still there, only unnamed. */
+	return ret == -VMPT_ERR_IO ? 0 : ret;
 }
 
 static int cmp_page(const void *a, const void *b)

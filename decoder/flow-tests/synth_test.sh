@@ -8,7 +8,7 @@
 set -eu
 SYNTH=$1
 VS_LIBIPT=$2
-D=$(dirname "$SYNTH")
+D=$(cd "$(dirname "$SYNTH")" && pwd)	# absolute: perf.data names files by path
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -117,4 +117,22 @@ for seed in 1 2 3; do
 done
 truth "vm 2 vcpus" --vm --elf "$D/kvm-selftest" --guest-code \
 	--host-kernel "$D/vmx-kernel" --seed 4 --vcpus 2
+# A VM recording as vmpt record + vmpt guest lay it out (perf's directory
+# form, host kcore_dir, guest/ with the guest's sideband and binaries):
+# host code is host-machine code, guest code guest-machine code, even at
+# the same addresses.
+"$SYNTH" -q --branches 20000 --vm --elf "$D/kvm-selftest" --guest-code \
+	--host-kernel "$D/vmx-kernel" --seed 5 -o "$out/t"
+rec=$out/rec
+mkdir -p "$rec/kcore_dir" "$rec/guest/root$(dirname "$D/kvm-selftest")"
+cp "$out/t.perf.data" "$rec/data"
+cp "$D/vmx-kernel" "$rec/kcore_dir/kcore"
+"$VMPT" script -i "$rec" --itrace=e > "$out/e"
+grep -q "ip 0x5555555551d9 offset 0x[0-9a-f]* code 14: no code mapped at this address" "$out/e" ||
+	fail "vm recording without guest/: guest code found in the host's image"
+cp "$out/t.perf.data" "$rec/guest/perf.data"
+cp "$D/kvm-selftest" "$rec/guest/root$D/kvm-selftest"
+"$VMPT" script -i "$rec" --itrace=i0ns -F ip | sed 's/^ *//' > "$out/vmpt"
+grep -v '^#' "$out/t.insn" > "$out/truth"
+cmp -s "$out/truth" "$out/vmpt" || fail "vm recording: differs from the truth"
 echo "ok: $checked instructions equal to the ground truth"

@@ -120,6 +120,19 @@ static void test_asids(void **state)
 	assert_null(vmpt_image_find(img, &host_q, 0x4004));
 	/* A guest process sees its machine's kernel. */
 	assert_string_equal(vmpt_image_find(img, &guest_p, 0x4004)->name, "guest-kernel");
+	/* "The guest" serves every guest machine, never the host. */
+	{
+		struct vmpt_asid any_guest = { VMPT_MACHINE_GUEST, VMPT_ASID_ANY };
+		struct vmpt_asid host_k = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+		struct vmpt_asid other_guest = { 0x9000, 0x1000 };
+
+		assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x6000, "any-guest",
+						       &any_guest), 0);
+		assert_string_equal(vmpt_image_find(img, &other_guest, 0x6000)->name,
+				    "any-guest");
+		assert_null(vmpt_image_find(img, &host_k, 0x6000));
+		assert_null(vmpt_image_find(img, &host_p, 0x6000));
+	}
 	/* Unknown asid: the last added wins. */
 	s = vmpt_image_find(img, &any, 0x4004);
 	assert_string_equal(s->name, "guest-kernel");

@@ -22,7 +22,10 @@
  * VMCS base address, which is 4 KiB aligned, so 1 never clashes.
  */
 #define VMPT_MACHINE_HOST 1ull
-/* A guest whose VMCS the trace has not named (yet). */
+/* "The guest" without its VMCS: for a section, code of any guest (a
+ * recording of one VM); for the decoder, a guest whose VMCS the trace has
+ * not named (yet).
+ */
 #define VMPT_MACHINE_GUEST 2ull
 
 struct vmpt_asid {
@@ -37,12 +40,23 @@ static inline struct vmpt_asid vmpt_asid_any(void)
 	return a;
 }
 
+static inline int vmpt_machine_match(uint64_t want, uint64_t cur)
+{
+	if (want == VMPT_ASID_ANY || cur == VMPT_ASID_ANY || want == cur)
+		return 1;
+	/* "A guest" on either side is any machine but the host. */
+	if (want == VMPT_MACHINE_GUEST)
+		return cur != VMPT_MACHINE_HOST;
+	if (cur == VMPT_MACHINE_GUEST)
+		return want != VMPT_MACHINE_HOST;
+	return 0;
+}
+
 /* Does a section added under `want` serve a decoder in `cur`? */
 static inline int vmpt_asid_match(const struct vmpt_asid *want,
 				  const struct vmpt_asid *cur)
 {
-	return (want->machine == VMPT_ASID_ANY || cur->machine == VMPT_ASID_ANY ||
-		want->machine == cur->machine) &&
+	return vmpt_machine_match(want->machine, cur->machine) &&
 	       (want->cr3 == VMPT_ASID_ANY || cur->cr3 == VMPT_ASID_ANY ||
 		want->cr3 == cur->cr3);
 }
@@ -102,7 +116,7 @@ int vmpt_image_add_buffer(struct vmpt_image *img, const uint8_t *buf,
 int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
 			 const struct vmpt_asid *asid);
 
-/* Add perf's kcore_dir (DIR/kcore, symbols from DIR/kallsyms). */
+/* Add perf's kcore_dir (DIR/kcore, symbols from DIR/kallsyms if there). */
 int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 			     const struct vmpt_asid *asid);
 
