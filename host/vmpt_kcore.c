@@ -223,11 +223,14 @@ int vmpt_kcore_copy(const char *procfs_root, const char *dir,
 	    pwrite(fd, segs, n * sizeof(Elf64_Phdr), sizeof(oh)) !=
 		    (ssize_t)(n * sizeof(Elf64_Phdr)))
 		rc = -VMPT_ERR_IO;
-	static uint8_t buf[1 << 20];
+	size_t buflen = 1 << 20;
+	uint8_t *buf = malloc(buflen);
+	if (!buf)
+		rc = -VMPT_ERR_NOMEM;
 	for (unsigned i = 0; i < n && !rc; i++) {
 		for (uint64_t done = 0; done < segs[i].p_filesz && !rc;) {
-			size_t chunk = segs[i].p_filesz - done < sizeof(buf)
-					       ? (size_t)(segs[i].p_filesz - done) : sizeof(buf);
+			size_t chunk = segs[i].p_filesz - done < buflen
+					       ? (size_t)(segs[i].p_filesz - done) : buflen;
 			ssize_t got = pread(in, buf, chunk, (off_t)(src[i] + done));
 			if (got <= 0) {
 				snprintf(err, errlen, "%s: offset 0x%" PRIx64 ": %s", path,
@@ -244,6 +247,7 @@ int vmpt_kcore_copy(const char *procfs_root, const char *dir,
 			stats->bytes += (uint64_t)got;
 		}
 	}
+	free(buf);
 	if (close(fd) && !rc) {
 		snprintf(err, errlen, "%s: %s", out, strerror(errno));
 		rc = -VMPT_ERR_IO;

@@ -735,7 +735,7 @@ static int build_maps(struct rec *r)
 		}
 		return 0;
 	}
-	static uint8_t cpus[MAX_CPUS];
+	uint8_t cpus[MAX_CPUS];
 	int n = o->cpu_list ? vmpt_parse_cpu_list(o->cpu_list, cpus, MAX_CPUS)
 			    : online_cpus(o->sysfs_root, cpus);
 	if (n < 0)

@@ -153,31 +153,40 @@ int vmpt_vcpus_from_qmp(const char *socket_path, int timeout_ms,
 		deadline.tv_sec++;
 		deadline.tv_nsec -= 1000000000L;
 	}
-	static char buf[1 << 20];
-	int rc = qmp_reply(fd, buf, sizeof(buf), &deadline);
+	/* a reply lists every vCPU: about 200 bytes each */
+	size_t buflen = 1 << 20;
+	char *buf = malloc(buflen);
+	if (!buf) {
+		close(fd);
+		return -VMPT_ERR_NOMEM;
+	}
+	int rc = qmp_reply(fd, buf, buflen, &deadline);
 	if (!rc && !strstr(buf, "\"QMP\""))
 		rc = -VMPT_ERR_FORMAT;
 	if (!rc)
 		rc = qmp_send(fd, "{\"execute\":\"qmp_capabilities\"}\r\n");
 	if (!rc)
-		rc = qmp_reply(fd, buf, sizeof(buf), &deadline);
+		rc = qmp_reply(fd, buf, buflen, &deadline);
 	if (!rc)
 		rc = qmp_send(fd, "{\"execute\":\"query-cpus-fast\"}\r\n");
 	if (!rc)
-		rc = qmp_reply(fd, buf, sizeof(buf), &deadline);
+		rc = qmp_reply(fd, buf, buflen, &deadline);
 	close(fd);
 	if (rc) {
 		snprintf(err, errlen, "QMP %s: no answer within %d ms (another "
 			 "client connected? QMP serves one at a time)", socket_path,
 			 timeout_ms);
+		free(buf);
 		return rc;
 	}
 	rc = vmpt_vcpus_parse_qmp(buf, out);
 	if (rc <= 0) {
 		snprintf(err, errlen, "QMP %s: unexpected query-cpus-fast reply: %.200s",
 			 socket_path, buf);
+		free(buf);
 		return rc < 0 ? rc : -VMPT_ERR_NOT_FOUND;
 	}
+	free(buf);
 	snprintf(out->source, sizeof(out->source), "QMP query-cpus-fast");
 	return 0;
 }
@@ -217,7 +226,7 @@ static int opt_value(const char *opts, const char *key, char *val, size_t len)
 
 int vmpt_qemu_qmp_socket(const char *procfs_root, pid_t pid, char *path, size_t len)
 {
-	static char cmd[1 << 16];
+	char cmd[1 << 16];
 	int n = read_cmdline(procfs_root, pid, cmd, sizeof(cmd));
 	if (n < 0)
 		return n;
