@@ -322,13 +322,17 @@ static pid_t start_command(char **cmd)
 	_exit(127);
 }
 
-/* Until stdin closes (the host says stop), a signal, or the command ends. */
+/* Until stdin closes (the host says stop), a signal, or the command ends.
+ * The rings wake us when half full, so a busy guest loses nothing.
+ */
 static int record_loop(struct recorder *r, pid_t child)
 {
-	int stdin_open = 1;
+	static struct pollfd pfd[MAX_CPUS + 1];
 
+	pfd[0] = (struct pollfd){ .fd = 0, .events = POLLIN };
+	for (size_t i = 0; i < r->nr; i++)
+		pfd[i + 1] = (struct pollfd){ .fd = r->rings[i].fd, .events = POLLIN };
 	for (;;) {
-		struct pollfd pfd = { .fd = 0, .events = POLLIN };
 		int ret = drain(r);
 
 		if (ret < 0)
@@ -348,14 +352,14 @@ static int record_loop(struct recorder *r, pid_t child)
 				return 0;
 			}
 		}
-		if (poll(&pfd, stdin_open, 100) > 0 && pfd.revents) {
+		if (poll(pfd, r->nr + 1, 100) > 0 && pfd[0].revents) {
 			char buf[256];
 			ssize_t n = read(0, buf, sizeof(buf));
 
 			if (n == 0 || (n < 0 && errno != EINTR)) {
 				if (child <= 0)
 					return 0;
-				stdin_open = 0;	/* keep going until the command ends */
+				pfd[0].fd = -1;	/* keep going until the command ends */
 			}
 		}
 	}
@@ -420,6 +424,8 @@ int agent_record(int argc, char **argv)
 	r.attr.comm_exec = 1;
 	r.attr.disabled = 1;
 	r.attr.enable_on_exec = 0;
+	r.attr.watermark = 1;
+	r.attr.wakeup_watermark = (uint32_t)(r.map_pages * (size_t)sysconf(_SC_PAGESIZE) / 2);
 	r.rec = malloc(UINT16_MAX + 1);
 	ids = calloc(r.nr, sizeof(*ids));
 	fd = mkstemp(path);

@@ -118,6 +118,15 @@ check "libc ($libc) is in the sysroot" cmp -s "$libc" "$G/root$libc"
 check "the vdso is an ELF image" test "$(head -c4 "$G/vdso" | od -An -c | tr -d ' ')" = '177ELF'
 check "collect summary" grep -qE "^guest: [0-9]+ files \([0-9]+ bytes\) in $W/rec/guest, [0-9]+ missing, 0 rejected$" "$W/collect.out"
 
+# A busy guest: 500 execs while recording, none lost.
+"$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
+	-o "$W/busy" --no-binaries -- /bin/sh -c 'for i in $(seq 500); do /bin/true; done' \
+	> /dev/null 2> "$W/busy.err" || { echo "FAIL: busy collect"; cat "$W/busy.err"; exit 1; }
+perf script -i "$W/busy/guest/perf.data" --show-task-events > "$W/busy.script" 2>&1
+check "busy guest: all 500 execs in the sideband" \
+	test "$(grep -c 'PERF_RECORD_COMM exec: true:' "$W/busy.script")" = 500
+check "busy guest: nothing lost" bash -c "! grep -q 'records lost' '$W/busy.err'"
+
 # A different agent binary in the guest is replaced.
 printf x >> "$W/remote/vmpt-agent"
 "$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
