@@ -186,7 +186,21 @@ static int read_file_header(struct vmpt_perf_data *pd)
 	err = read_attrs(pd, attr_size, attrs_off, attrs_size);
 	if (err < 0)
 		return err;
-	return read_features(pd, pd->data_offset + pd->data_size);
+	err = read_features(pd, pd->data_offset + pd->data_size);
+	/* perf record (and vmpt's writer) leave data size 0 until they
+	 * finish: records, not features, follow the header then (vmpt's
+	 * provisional header has no feature bits).  perf reads no records
+	 * from such a file; say why instead of reading nothing. */
+	int no_features = 1;
+
+	for (unsigned i = 0; i < VMPT_PERF_FEAT_BITS / 64; i++)
+		no_features &= !pd->features[i];
+	if ((err == -VMPT_ERR_FORMAT || no_features) && !pd->data_size &&
+	    fsize > pd->data_offset)
+		return pd_error(pd, 48, VMPT_ERR_FORMAT,
+				"data size is 0 but %llu bytes follow the header: a recording that was not finished (perf record or vmpt record killed?)",
+				(unsigned long long)(fsize - pd->data_offset));
+	return err;
 }
 
 /* Pipe mode: attrs and features come as records; collect them before the

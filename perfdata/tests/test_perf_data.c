@@ -653,6 +653,37 @@ static void test_record_errors(void **state)
 		assert_string_equal(msg, want);
 	}
 
+	/* data size 0 with records after the header: an unfinished recording */
+	memcpy(bad, good, size);
+	memset(bad + 48, 0, 8);
+	spit(tmp_path("bad.data"), bad, size);
+	assert_int_equal(walk(tmp_path("bad.data"), msg, sizeof(msg)), -VMPT_ERR_FORMAT);
+	snprintf(want, sizeof(want),
+		 "%s: offset 0x30: data size is 0 but %llu bytes follow the header: a recording that was not finished (perf record or vmpt record killed?)",
+		 tmp_path("bad.data"), (unsigned long long)(size - data_off));
+	assert_string_equal(msg, want);
+
+	/* the same from the writer's provisional header: records written,
+	 * never closed */
+	{
+		struct vmpt_perf_writer *w;
+		struct perf_event_attr attr;
+		uint64_t id = 1;
+
+		vmpt_perf_sideband_attr(&attr);
+		assert_int_equal(vmpt_perf_writer_open(&w, tmp_path("open.data"), NULL), 0);
+		assert_int_equal(vmpt_perf_writer_add_attr(w, &attr, "dummy", &id, 1), 0);
+		/* past the 256 KiB write buffer: what a killed recorder
+		 * leaves is the records flushed so far */
+		for (int i = 0; i < 40000; i++)
+			assert_int_equal(vmpt_perf_write_finished_round(w), 0);
+		assert_int_equal(walk(tmp_path("open.data"), msg, sizeof(msg)),
+				 -VMPT_ERR_FORMAT);
+		assert_non_null(strstr(msg, "offset 0x30: data size is 0 but "));
+		assert_int_equal(vmpt_perf_writer_close(w), 0);
+		assert_int_equal(walk(tmp_path("open.data"), msg, sizeof(msg)), 0);
+	}
+
 	/* a missing file names the file */
 	assert_int_equal(walk(tmp_path("missing.data"), msg, sizeof(msg)), -VMPT_ERR_IO);
 	snprintf(want, sizeof(want), "%s: No such file or directory", tmp_path("missing.data"));
