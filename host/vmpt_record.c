@@ -7,10 +7,10 @@
 #include "vmpt/perf_data.h"
 #include "vmpt/pmu.h"
 #include "vmpt/pt_config.h"
+#include "vmpt/sideband.h"
 #include "vmpt/vcpu.h"
 
 #include <cpuid.h>
-#include <dirent.h>
 #include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -452,13 +452,15 @@ static void poll_tsc(struct rec *r)
 	}
 }
 
-static void write_synth(struct rec *r, struct vmpt_perf_event *ev)
+/* Sideband records synthesized from /proc, laid out by the sideband
+ * attr: the one that carries such records. */
+static int write_synth(void *ctx, struct vmpt_perf_event *ev)
 {
+	struct rec *r = ctx;
 	if (r->st->write_error) {
 		r->st->dropped_records++;
-		return;
+		return 0;
 	}
-	/* Laid out by the sideband attr: the one that carries such records. */
 	ev->sid.id = r->pt ? r->maps[0].sb_id : r->maps[0].id;
 	ev->sid.present = r->sb_attr.sample_type;
 	errno = 0;
@@ -468,106 +470,7 @@ static void write_synth(struct rec *r, struct vmpt_perf_event *ev)
 	} else {
 		r->st->records++;
 	}
-}
-
-/* COMM and MMAP2 records for what already runs: the kernel only reports
- * what happens after the events are enabled. */
-static void synthesize_process(struct rec *r, pid_t pid)
-{
-	char path[4200];
-	snprintf(path, sizeof(path), "%s/%d/task", r->o->procfs_root, (int)pid);
-	DIR *d = opendir(path);
-	if (!d)
-		return;
-	struct dirent *de;
-	while ((de = readdir(d))) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		char cpath[4500], comm[64];
-		snprintf(cpath, sizeof(cpath), "%s/%s/comm", path, de->d_name);
-		if (vmpt_read_small_file(cpath, comm, sizeof(comm)) < 0)
-			continue;
-		struct vmpt_perf_event ev = { .type = PERF_RECORD_COMM,
-					      .misc = PERF_RECORD_MISC_USER };
-		ev.comm.pid = (uint32_t)pid;
-		ev.comm.tid = (uint32_t)atoi(de->d_name);
-		ev.comm.comm = comm;
-		ev.sid.pid = ev.comm.pid;
-		ev.sid.tid = ev.comm.tid;
-		write_synth(r, &ev);
-	}
-	closedir(d);
-
-	snprintf(path, sizeof(path), "%s/%d/maps", r->o->procfs_root, (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	char line[4608];
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t start, end, pgoff, ino;
-		unsigned maj, min;
-		char perms[8];
-		int used = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 "%n",
-			   &start, &end, perms, &pgoff, &maj, &min, &ino, &used) != 7 ||
-		    perms[2] != 'x')
-			continue;
-		char *name = line + used;
-		name += strspn(name, " \t");
-		name[strcspn(name, "\n")] = '\0';
-		if (!*name)
-			name = "//anon";
-		struct vmpt_perf_event ev = { .type = PERF_RECORD_MMAP2,
-					      .misc = PERF_RECORD_MISC_USER };
-		ev.mmap.pid = ev.mmap.tid = (uint32_t)pid;
-		ev.mmap.start = start;
-		ev.mmap.len = end - start;
-		ev.mmap.pgoff = pgoff;
-		ev.mmap.maj = maj;
-		ev.mmap.min = min;
-		ev.mmap.ino = ino;
-		ev.mmap.prot = (perms[0] == 'r' ? PROT_READ : 0) |
-			       (perms[1] == 'w' ? PROT_WRITE : 0) | PROT_EXEC;
-		ev.mmap.flags = perms[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
-		ev.mmap.filename = name;
-		ev.sid.pid = ev.sid.tid = (uint32_t)pid;
-		write_synth(r, &ev);
-	}
-	fclose(f);
-}
-
-/* The kernel map perf expects ("[kernel.kallsyms]_text"), when kallsyms
- * shows addresses. */
-static void synthesize_kernel(struct rec *r)
-{
-	char path[4200], line[512];
-	snprintf(path, sizeof(path), "%s/kallsyms", r->o->procfs_root);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return;
-	uint64_t text = 0;
-	while (fgets(line, sizeof(line), f)) {
-		uint64_t addr;
-		char type, name[256];
-		if (sscanf(line, "%" SCNx64 " %c %255s", &addr, &type, name) == 3 &&
-		    !strcmp(name, "_text")) {
-			text = addr;
-			break;
-		}
-	}
-	fclose(f);
-	if (!text)
-		return;
-	struct vmpt_perf_event ev = { .type = PERF_RECORD_MMAP,
-				      .misc = PERF_RECORD_MISC_KERNEL };
-	ev.mmap.pid = (uint32_t)-1;
-	ev.mmap.tid = 0;
-	ev.mmap.start = text;
-	ev.mmap.len = ~0ULL - text;
-	ev.mmap.pgoff = text;
-	ev.mmap.filename = "[kernel.kallsyms]_text";
-	ev.sid.pid = (uint32_t)-1;
-	write_synth(r, &ev);
+	return 0;
 }
 
 static int write_header_records(struct rec *r)
@@ -801,9 +704,9 @@ static int run(struct rec *r)
 	}
 	if ((rc = write_header_records(r)) || r->st->write_error)
 		goto kill_child;
-	synthesize_kernel(r);
+	vmpt_sideband_kernel(o->procfs_root, write_synth, r);
 	if (r->target_pid > 0 && !o->argv)
-		synthesize_process(r, r->target_pid);
+		vmpt_sideband_process(o->procfs_root, r->target_pid, write_synth, r);
 	poll_tsc(r);
 
 	if (o->argv) {
@@ -902,48 +805,6 @@ kill_child:
 	return rc;
 }
 
-/* After a write error the file has its attrs, data_size 0 and a cut last
- * record: cut it after the last whole record and set data_size, so perf
- * reads what was kept.  Returns the records kept, or -1. */
-static int64_t salvage(const char *output, int dir, uint64_t *kept_bytes)
-{
-	char path[4200];
-	snprintf(path, sizeof(path), dir ? "%s/data" : "%s", output);
-	int fd = open(path, O_RDWR | O_CLOEXEC);
-	struct stat sb;
-	uint8_t hdr[56];
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode) ||
-	    pread(fd, hdr, sizeof(hdr), 0) != sizeof(hdr) || memcmp(hdr, "PERFILE2", 8)) {
-		close(fd);
-		return -1;
-	}
-	uint64_t data_offset, pos, size = (uint64_t)sb.st_size;
-	memcpy(&data_offset, hdr + 40, 8);
-	int64_t records = 0;
-	for (pos = data_offset; pos + 8 <= size; records++) {
-		struct perf_event_header h;
-		uint64_t end, aux = 0;
-		if (pread(fd, &h, sizeof(h), (off_t)pos) != sizeof(h) || h.size < sizeof(h))
-			break;
-		end = pos + h.size;
-		/* AUXTRACE: its data (size, padded by the writer) follows */
-		if (h.type == VMPT_PERF_RECORD_AUXTRACE &&
-		    pread(fd, &aux, 8, (off_t)pos + 8) == 8)
-			end += aux;
-		if (end > size)
-			break;
-		pos = end;
-	}
-	uint64_t data_size = pos - data_offset;
-	int ok = !ftruncate(fd, (off_t)pos) &&
-		 pwrite(fd, &data_size, 8, 48) == 8;
-	close(fd);
-	*kept_bytes = data_size;
-	return ok ? records : -1;
-}
-
 static int prepare_event(struct rec *r)
 {
 	const struct vmpt_record_opts *o = r->o;
@@ -1033,7 +894,7 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 	}
 	if (stats->write_error && !rc) {
 		uint64_t kept = 0;
-		int64_t kept_records = r.w ? salvage(o.output, o.kcore, &kept) : -1;
+		int64_t kept_records = r.w ? vmpt_perf_salvage(o.output, &kept) : -1;
 		char what[256];
 		if (kept_records >= 0)
 			snprintf(what, sizeof(what), "%s keeps the first %" PRId64 " records "
