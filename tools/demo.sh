@@ -11,10 +11,6 @@ models="$build/tools/synth"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-echo "== vmpt dump samples/quickstart.pt (Intel PT packets with reconstructed IPs)"
-"$vmpt" dump samples/quickstart.pt
-
-echo
 echo "== vmpt-synth: a trace of /usr/bin/bash as Intel PT would record it"
 "$synth" --elf /usr/bin/bash --seed 1 --branches 2000 -o "$out/bash"
 echo "-- the first packets (vmpt dump):"
