@@ -74,6 +74,16 @@ static void dump_usage(FILE *out)
 		"  --stats      print 'NAME COUNT' per packet type and 'errors COUNT'\n");
 }
 
+/* The listing shows every skip; --stats must not hide them either. */
+static void warn_skipped(const char *path, const struct vmpt_dump_stats *stats,
+			 int stats_only)
+{
+	if (stats_only && stats->bytes_skipped)
+		fprintf(stderr, "vmpt dump: %s: %llu bytes skipped (no PSB to sync to, or"
+			" resyncing after errors)\n", path,
+			(unsigned long long)stats->bytes_skipped);
+}
+
 static int dump_perf_data_and_stats(const char *path,
 				    const struct vmpt_dump_opts *opts,
 				    int stats_only)
@@ -83,6 +93,7 @@ static int dump_perf_data_and_stats(const char *path,
 
 	if (ret)
 		return ret;	/* reported */
+	warn_skipped(path, &stats, stats_only);
 	if ((stats_only && vmpt_dump_print_stats(stdout, &stats) < 0) ||
 	    fflush(stdout) != 0) {
 		fprintf(stderr, "vmpt dump: writing output: %s\n", strerror(errno));
@@ -137,6 +148,7 @@ int cmd_dump(int argc, char **argv)
 		return dump_perf_data_and_stats(argv[optind], &opts, stats_only);
 	}
 	err = vmpt_dump_stream(stdout, file.data, file.size, 0, &opts, &stats);
+	warn_skipped(argv[optind], &stats, stats_only);
 	if (!err && stats_only)
 		err = vmpt_dump_print_stats(stdout, &stats);
 	vmpt_file_unmap(&file);

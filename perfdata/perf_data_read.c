@@ -32,7 +32,9 @@ int pd_error(struct vmpt_perf_data *pd, uint64_t offset, int err,
 
 int vmpt_perf_is_perf_data(const uint8_t *buf, size_t size)
 {
-	return size >= PERF_PIPE_HEADER_SIZE && pd_u64(buf) == PERF_MAGIC2;
+	/* The magic alone decides: a short file with it is a damaged
+	 * perf.data (the reader says so), not a raw trace. */
+	return size >= 8 && pd_u64(buf) == PERF_MAGIC2;
 }
 
 int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
