@@ -55,6 +55,10 @@ struct vmpt_flow {
 	/* What the trace said so far: nr/cr3/vmcs. */
 	uint8_t have_nr, nr, have_vmcs;
 	uint64_t cr3, vmcs;
+	/* The host process the sideband says runs (vmpt_flow_set_host_space):
+	 * host code is looked up under it instead of PIP's CR3; 0: unset.
+	 */
+	uint64_t host_space;
 	/* An event that waits for its FUP (MODE.TSX, PTW, EXSTOP). */
 	int fup_event;
 	uint64_t fup_payload;
@@ -212,9 +216,12 @@ static void update_asid(struct vmpt_flow *dec)
 	if (dec->have_nr)
 		machine = !dec->nr ? VMPT_MACHINE_HOST :
 			  dec->have_vmcs ? dec->vmcs : VMPT_MACHINE_GUEST;
-	if (machine != dec->asid.machine || dec->cr3 != dec->asid.cr3) {
+	uint64_t cr3 = dec->host_space && !(dec->have_nr && dec->nr) ?
+		       dec->host_space : dec->have_nr ? dec->cr3 : VMPT_ASID_ANY;
+
+	if (machine != dec->asid.machine || cr3 != dec->asid.cr3) {
 		dec->asid.machine = machine;
-		dec->asid.cr3 = dec->cr3;
+		dec->asid.cr3 = cr3;
 		dec->sec = NULL;
 		dec->asid_gen++;	/* cached successors may be elsewhere now */
 	}
@@ -897,6 +904,12 @@ static int step(struct vmpt_flow *dec)
 	if (ret == -VMPT_ERR_EOS)
 		return ret;
 	return ret < 0 ? error_resync(dec, ret) : 0;
+}
+
+void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
+{
+	dec->host_space = space;
+	update_asid(dec);
 }
 
 int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)

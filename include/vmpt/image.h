@@ -28,6 +28,11 @@
  */
 #define VMPT_MACHINE_GUEST 2ull
 
+/* The cr3 key of a host process known by its pid from sideband rather
+ * than by CR3 (no CR3 has bit 63 set).
+ */
+#define VMPT_ASID_PID(pid) ((1ull << 63) | (uint64_t)(pid))
+
 struct vmpt_asid {
 	uint64_t machine;	/* VMPT_MACHINE_HOST, a VMCS base, or ANY */
 	uint64_t cr3;		/* CR3 from PIP (low bits clear), or ANY */
