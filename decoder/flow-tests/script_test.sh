@@ -45,7 +45,7 @@ done
 # 3174 ip 0xffffffffb960d302 code 5: Failed to get instruction"): the
 # binaries are not in the recording.
 "$VMPT" script -i "$SHARED/realtraces/perf-data/perf.data.intel_pt-4.14" --itrace=e > "$out/pd"
-grep -q "^ instruction trace error type 1 time 641.256845844 cpu 3 pid -1 tid 3174 ip 0xffffffffb960d302 offset 0x60 code 14: no code mapped at this address$" "$out/pd" ||
+grep -q "^ instruction trace error type 1 time 641.256845844 cpu 3 pid 3174 tid 3174 ip 0xffffffffb960d302 offset 0x60 code 14: no code mapped at this address$" "$out/pd" ||
 	fail "perf.data errors: $(head -n 3 "$out/pd")"
 
 "$VMPT" script --pt /nonexistent 2> "$out/err" && fail "missing trace accepted"

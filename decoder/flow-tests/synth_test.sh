@@ -82,10 +82,9 @@ perf_same "timeless"
 # them, perf and vmpt agree on what is left.
 "$SYNTH" -q --branches 20000 --elf $bin --seed 14 --ovf-at 3000 -o "$out/t"
 perf_same "overflow"
-# The overflow error at perf's time and ip (vmpt has no pid sideband yet).
+# The overflow error at perf's time, pid, tid and ip.
 where=$(perf script -i "$out/t.perf.data" --itrace=e 2>/dev/null |
-	grep -o 'time [0-9.]* cpu -1 pid [0-9]* tid [0-9]* ip 0x[0-9a-f]*' |
-	sed 's/pid [0-9]*/pid -1/')
+	grep -o 'time [0-9.]* cpu -1 pid [0-9]* tid [0-9]* ip 0x[0-9a-f]*')
 [ -n "$where" ] || fail "overflow: perf reports no error"
 "$VMPT" script -i "$out/t.perf.data" --itrace=e |
 	grep -q "^ instruction trace error type 1 $where offset 0x[0-9a-f]* code 16: trace overflow (packets lost)$" ||

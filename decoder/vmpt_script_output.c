@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: MIT */
+/* perf script's lines for the instruction flow: --itrace picks the samples
+ * (instructions, branches, calls, returns, errors), -F the columns.
+ * Output goes through a buffer per stream: stdio's per-call cost would be
+ * most of the time of printing every instruction.
+ */
+#include "vmpt/script_output.h"
+#include "vmpt/error.h"
+
+#include <capstone/capstone.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const struct { const char *name; unsigned bit; } field_names[] = {
+	{ "time", VMPT_F_TIME }, { "ip", VMPT_F_IP }, { "addr", VMPT_F_ADDR },
+	{ "sym", VMPT_F_SYM }, { "symoff", VMPT_F_SYMOFF }, { "dso", VMPT_F_DSO },
+	{ "flags", VMPT_F_FLAGS }, { "insn", VMPT_F_INSN }, { "cpu", VMPT_F_CPU },
+	{ "pid", VMPT_F_PID }, { "tid", VMPT_F_TID }, { "comm", VMPT_F_COMM },
+	{ "ipc", VMPT_F_IPC },
+};
+
+int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it)
+{
+	memset(it, 0, sizeof(*it));
+	for (; *s; s++) {
+		switch (*s) {
+		case 'i': {
+			char *end;
+			uint64_t n;
+
+			it->insns = 1;
+			it->period = 0;
+			if (s[1] < '0' || s[1] > '9')
+				break;
+			n = strtoull(s + 1, &end, 10);
+			if (!strncmp(end, "ns", 2)) {
+				it->period = n, it->period_time = 1, end += 2;
+			} else if (!strncmp(end, "us", 2)) {
+				it->period = n * 1000, it->period_time = 1, end += 2;
+			} else if (!strncmp(end, "ms", 2)) {
+				it->period = n * 1000000, it->period_time = 1, end += 2;
+			} else {
+				if (*end == 'i')
+					end++;
+				it->period = n;
+			}
+			s = end - 1;
+			break;
+		}
+		case 'b': it->branches = 1; break;
+		case 'c': it->calls = 1; break;
+		case 'r': it->returns = 1; break;
+		case 'e': it->errors = 1; break;
+		case 'Z': it->timeless = 1; break;
+		case 'q': case 'x': case 'w': case 'p': case 'd': case 'g':
+		case 'l': case 's': case 'o': case 'f': case 'm': case 't':
+		case 'a': case 'L':
+			break;	/* accepted for perf compatibility; no effect */
+		default:
+			return -VMPT_ERR_INVAL;
+		}
+	}
+	return 0;
+}
+
+int vmpt_script_fields_parse(const char *s, unsigned *fields, size_t *bad_at)
+{
+	int add = *s == '+', del = *s == '-';
+	const char *p = s + (add || del);
+	unsigned set = 0;
+
+	while (*p) {
+		size_t len = strcspn(p, ","), i;
+
+		for (i = 0; i < sizeof(field_names) / sizeof(field_names[0]); i++)
+			if (strlen(field_names[i].name) == len &&
+			    !strncmp(p, field_names[i].name, len))
+				break;
+		if (i == sizeof(field_names) / sizeof(field_names[0])) {
+			*bad_at = (size_t)(p - s);
+			return -VMPT_ERR_INVAL;
+		}
+		set |= field_names[i].bit;
+		p += len + (p[len] == ',');
+	}
+	*fields = add ? *fields | set : del ? *fields & ~set : set;
+	return 0;
+}
+
+uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc)
+{
+	return opts->have_tc ? vmpt_perf_tsc_to_time(&opts->tc, tsc) : tsc;
+}
+
+#define OUT_CAP (1u << 16)
+
+struct vmpt_script_out {
+	FILE *f;
+	char *buf;
+	size_t len;
+	const struct vmpt_script_opts *o;
+	struct vmpt_script_task task;
+	csh cs[3];
+	cs_insn *insn[3];
+	const struct vmpt_section *last_sec;	/* the last symbol looked up */
+	const struct vmpt_symbol *last_sym;
+	uint64_t since;		/* instructions since the last i sample */
+	uint64_t last_time;
+	int have_last;
+	int depth;		/* for --call-trace */
+};
+
+static void out_flush(struct vmpt_script_out *o)
+{
+	if (o->len && o->f)
+		fwrite(o->buf, 1, o->len, o->f);
+	o->len = 0;
+}
+
+static void outf(struct vmpt_script_out *o, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void outf(struct vmpt_script_out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->len > OUT_CAP - 1024)
+		out_flush(o);
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, OUT_CAP - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < OUT_CAP - o->len) {
+		o->len += (size_t)n;
+		return;
+	}
+	/* Longer than the room left (a long symbol name): write it out. */
+	out_flush(o);
+	va_start(ap, fmt);
+	vfprintf(o->f, fmt, ap);
+	va_end(ap);
+}
+
+static void out_char(struct vmpt_script_out *o, char c)
+{
+	if (o->len == OUT_CAP)
+		out_flush(o);
+	o->buf[o->len++] = c;
+}
+
+static void out_str(struct vmpt_script_out *o, const char *str)
+{
+	size_t n = strlen(str);
+
+	if (n > OUT_CAP / 2) {
+		out_flush(o);
+		fwrite(str, 1, n, o->f);
+		return;
+	}
+	if (o->len + n > OUT_CAP)
+		out_flush(o);
+	memcpy(o->buf + o->len, str, n);
+	o->len += n;
+}
+
+/* "%lx" without printf. */
+static void out_hex(struct vmpt_script_out *o, uint64_t v)
+{
+	char tmp[16];
+	int n = 0;
+
+	do {
+		tmp[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	if (o->len + 16 > OUT_CAP)
+		out_flush(o);
+	while (n)
+		o->buf[o->len++] = tmp[--n];
+}
+
+/* " %16lx", the way perf prints addresses, without printf. */
+static void out_hex16(struct vmpt_script_out *o, uint64_t v)
+{
+	char *p;
+
+	if (o->len > OUT_CAP - 32)
+		out_flush(o);
+	p = o->buf + o->len;
+	memset(p, ' ', 17);
+	p += 16;
+	do {
+		*p-- = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	o->len += 17;
+}
+
+/* Samples show microseconds, error lines nanoseconds, as perf script. */
+static void print_time(struct vmpt_script_out *o, const struct vmpt_script_opts *op, uint64_t tsc,
+		       const char *sep)
+{
+	if (op->have_tc) {
+		uint64_t ns = vmpt_perf_tsc_to_time(&op->tc, tsc);
+
+		if (*sep)
+			outf(o, "%5" PRIu64 ".%06" PRIu64 "%s", ns / 1000000000,
+			     ns % 1000000000 / 1000, sep);
+		else
+			outf(o, "%" PRIu64 ".%09" PRIu64, ns / 1000000000,
+			     ns % 1000000000);
+	} else {
+		outf(o, "%" PRIu64 "%s", tsc, sep);
+	}
+}
+
+static const char *branch_flags(const struct vmpt_flow_item *b)
+{
+	switch (b->iclass) {
+	case VMPT_IC_JCC: return "jcc";
+	case VMPT_IC_JMP:
+	case VMPT_IC_JMP_IND: return "jmp";
+	case VMPT_IC_CALL:
+	case VMPT_IC_CALL_IND: return "call";
+	case VMPT_IC_RET: return "return";
+	case VMPT_IC_FAR_CALL: return "syscall";
+	case VMPT_IC_FAR_RET: return "sysret";
+	case VMPT_IC_FAR_JMP: return "jmp";
+	default: return "";
+	}
+}
+
+static void print_sym(struct vmpt_script_out *o, const struct vmpt_section *sec, uint64_t ip)
+{
+	unsigned f = o->o->fields;
+
+	if (f & VMPT_F_SYM) {
+		const struct vmpt_symbol *sym = o->last_sym;
+
+		/* Consecutive samples are mostly in one function. */
+		if (sec != o->last_sec || !sym || ip - sym->addr >= sym->size) {
+			sym = sec ? vmpt_section_symbol(sec, ip) : NULL;
+			o->last_sec = sec;
+			o->last_sym = sym;
+		}
+
+		out_char(o, ' ');
+		out_str(o, sym ? sym->name : "[unknown]");
+		if ((f & VMPT_F_SYMOFF) && sym) {
+			out_str(o, "+0x");
+			out_hex(o, ip - sym->addr);
+		}
+	}
+	if (f & VMPT_F_DSO) {
+		out_str(o, " (");
+		out_str(o, sec ? sec->name : "[unknown]");
+		out_char(o, ')');
+	}
+}
+
+/* The fields before the ip, as perf lays them out. */
+static void print_head(struct vmpt_script_out *o, uint64_t time)
+{
+	const struct vmpt_script_opts *op = o->o;
+	unsigned f = op->fields;
+
+	const struct vmpt_script_task *t = &o->task;
+
+	if (f & VMPT_F_COMM) {
+		char unknown[16];
+
+		/* perf names a thread without COMM ":TID". */
+		if (!t->comm)
+			snprintf(unknown, sizeof(unknown), ":%d", t->tid);
+		outf(o, "%16s ", t->comm ? t->comm : unknown);
+	}
+	if (f & (VMPT_F_PID | VMPT_F_TID)) {
+		if ((f & VMPT_F_PID) && (f & VMPT_F_TID))
+			outf(o, "%5d/%-5d ", t->pid, t->tid);
+		else
+			outf(o, "%5d ", f & VMPT_F_PID ? t->pid : t->tid);
+	}
+	if (f & VMPT_F_CPU)
+		outf(o, "[%03d] ", t->cpu);
+	if ((f & VMPT_F_TIME) && !op->it.timeless)
+		print_time(o, op, time, ": ");
+}
+
+/* perf's "insn: 41 57", then (--insn-trace) the disassembly. */
+static void print_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
+		       uint64_t ip, unsigned size)
+{
+	const struct vmpt_section *s = b->sec;
+	cs_insn *in = o->insn[b->mode];
+	const uint8_t *code;
+	size_t avail = size;
+	uint64_t at = ip;
+
+	if (!s || ip - s->vaddr >= s->size || s->size - (ip - s->vaddr) < size)
+		return;
+	code = s->data + (ip - s->vaddr);
+	outf(o, " insn:");
+	for (unsigned i = 0; i < size; i++)
+		outf(o, " %02x", code[i]);
+	if (o->o->disasm && cs_disasm_iter(o->cs[b->mode], &code, &avail, &at, in))
+		outf(o, "\t\t%s %s", in->mnemonic, in->op_str);
+}
+
+static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
+			uint64_t ip, unsigned size)
+{
+	unsigned f = o->o->fields;
+
+	print_head(o, b->time);
+	if (f & VMPT_F_FLAGS)
+		outf(o, "  %-21s ", ip == b->end_ip ? branch_flags(b) : "");
+	if (f & VMPT_F_IP)
+		out_hex16(o, ip);
+	if (f & VMPT_F_IP)
+		print_sym(o, b->sec, ip);
+	if (f & VMPT_F_INSN)
+		print_insn(o, b, ip, size);
+	out_char(o, '\n');
+}
+
+/* A branch from `from` to `to` (0: tracing starts or ends). */
+static void sample_branch(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
+			  uint64_t from, uint64_t to, const char *flags)
+{
+	const struct vmpt_image *img = o->o->image;
+	struct vmpt_asid space = vmpt_asid_any();
+
+	if (o->task.space)
+		space.cr3 = o->task.space;
+	unsigned f = o->o->fields;
+
+	print_head(o, b->time);
+	if (o->o->call_trace) {
+		outf(o, "%*s", 2 * (o->depth > 0 ? o->depth : 0), "");
+		print_sym(o, to ? vmpt_image_find(img, &space, to) : NULL, to);
+		out_char(o, '\n');
+		return;
+	}
+	if (f & VMPT_F_FLAGS)
+		outf(o, "  %-21s ", flags);
+	if (f & VMPT_F_IP) {
+		out_hex16(o, from);
+		print_sym(o, b->kind == VMPT_FLOW_BLOCK ? b->sec :
+			  from ? vmpt_image_find(img, &space, from) : NULL, from);
+	}
+	if (f & VMPT_F_ADDR) {
+		outf(o, " =>");
+		out_hex16(o, to);
+		if (f & VMPT_F_IP)
+			print_sym(o, to ? vmpt_image_find(img, &space, to) : NULL, to);
+	}
+	out_char(o, '\n');
+}
+
+static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
+{
+	const struct vmpt_itrace *it = &o->o->it;
+
+	if (it->insns) {
+		uint64_t ip = b->ip;
+		/* Periods are in ns of perf time when the recording says how
+		 * to convert, else in TSC ticks.
+		 */
+		uint64_t now = b->time ? vmpt_script_time(o->o, b->time) : 0;
+
+		for (uint32_t i = 0; i < b->ninsn; i++) {
+			int take;
+
+			if (it->period_time && (it->period == 0 || it->timeless || !b->time)) {
+				take = 1;
+			} else if (it->period_time) {
+				/* Like perf: a sample when the time enters a new
+				 * period, counted from the first timestamp.
+				 */
+				if (!o->have_last)
+					o->last_time = now, o->have_last = 1;
+				take = now / it->period != o->last_time / it->period;
+			} else {
+				take = ++o->since >= (it->period ? it->period : 1);
+			}
+			if (take) {
+				o->since = 0;
+				o->last_time = now;
+				sample_insn(o, b, ip, b->isize[i]);
+			}
+			ip += b->isize[i];
+		}
+	}
+	if (!b->taken)
+		return;
+	int is_call = b->iclass == VMPT_IC_CALL || b->iclass == VMPT_IC_CALL_IND ||
+		      b->iclass == VMPT_IC_FAR_CALL;
+	int is_ret = b->iclass == VMPT_IC_RET || b->iclass == VMPT_IC_FAR_RET;
+
+	if (is_ret && o->depth > 0)
+		o->depth--;
+	if (it->branches || (it->calls && is_call) || (it->returns && is_ret))
+		sample_branch(o, b, b->end_ip, b->to, branch_flags(b));
+	if (is_call)
+		o->depth++;
+}
+
+/* perf's error line, plus the trace offset. */
+static void print_error(struct vmpt_script_out *o, const struct vmpt_flow_item *e, int code,
+			const char *msg)
+{
+	outf(o, " instruction trace error type 1 time ");
+	print_time(o, o->o, e->time, "");
+	outf(o, " cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
+		" code %d: %s\n", o->task.cpu, o->task.pid, o->task.tid, e->ip,
+		e->offset, code, msg);
+}
+
+static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
+{
+	const struct vmpt_itrace *it = &o->o->it;
+
+	switch (e->ev) {
+	case VMPT_EV_ERROR:
+		if (it->errors)
+			print_error(o, e, -e->err, vmpt_strerror(e->err));
+		break;
+	case VMPT_EV_OVERFLOW:
+		if (it->errors)
+			print_error(o, e, VMPT_ERR_OVERFLOW,
+				    vmpt_strerror(-VMPT_ERR_OVERFLOW));
+		break;
+	case VMPT_EV_ENABLED:
+		if (it->branches)
+			sample_branch(o, e, 0, e->ip, "tr strt");
+		break;
+	case VMPT_EV_DISABLED:
+		if (it->branches)
+			sample_branch(o, e, e->ip, 0, "tr end");
+		break;
+	case VMPT_EV_ASYNC_DISABLED:
+		if (it->branches)
+			sample_branch(o, e, e->ip, 0, "tr end  async");
+		break;
+	case VMPT_EV_ASYNC_BRANCH:
+		if (it->branches)
+			sample_branch(o, e, e->ip, e->to, "hw int");
+		break;
+	default:
+		break;
+	}
+}
+
+
+void vmpt_script_out_item(struct vmpt_script_out *o, const struct vmpt_flow_item *it)
+{
+	if (it->kind == VMPT_FLOW_BLOCK)
+		on_block(o, it);
+	else
+		on_event(o, it);
+}
+
+void vmpt_script_out_flush(struct vmpt_script_out *o)
+{
+	out_flush(o);
+}
+
+void vmpt_script_out_set_file(struct vmpt_script_out *o, FILE *f)
+{
+	out_flush(o);
+	o->f = f;
+}
+
+void vmpt_script_out_set_task(struct vmpt_script_out *o,
+			      const struct vmpt_script_task *task)
+{
+	o->task = *task;
+}
+
+struct vmpt_script_out *vmpt_script_out_new(const struct vmpt_script_opts *opts,
+					    FILE *f)
+{
+	static const cs_mode modes[3] = { CS_MODE_64, CS_MODE_32, CS_MODE_16 };
+	struct vmpt_script_out *o = calloc(1, sizeof(*o));
+
+	if (!o)
+		return NULL;
+	o->f = f;
+	o->o = opts;
+	o->task = (struct vmpt_script_task){ .cpu = -1, .pid = -1, .tid = -1 };
+	o->buf = malloc(OUT_CAP);
+	if (!o->buf) {
+		free(o);
+		return NULL;
+	}
+	for (int m = 0; m < 3; m++) {
+		if (cs_open(CS_ARCH_X86, modes[m], &o->cs[m]) != CS_ERR_OK) {
+			vmpt_script_out_free(o);
+			return NULL;
+		}
+		o->insn[m] = cs_malloc(o->cs[m]);
+	}
+	return o;
+}
+
+void vmpt_script_out_free(struct vmpt_script_out *o)
+{
+	if (!o)
+		return;
+	out_flush(o);
+	free(o->buf);
+	for (int m = 0; m < 3; m++) {
+		if (o->insn[m])
+			cs_free(o->insn[m], 1);
+		if (o->cs[m])
+			cs_close(&o->cs[m]);
+	}
+	free(o);
+}
+
+static int decode(struct vmpt_flow *dec, uint64_t start, uint64_t stop,
+		  struct vmpt_script_out *o)
+{
+	struct vmpt_flow_item it;
+	int ret;
+
+	vmpt_flow_sync_at(dec, start, stop);
+	while ((ret = vmpt_flow_next(dec, &it)) == 0)
+		vmpt_script_out_item(o, &it);
+	out_flush(o);
+	return ret == -VMPT_ERR_EOS ? 0 : ret;
+}
+
+/* A decoding thread keeps its decoder (and so its block cache) from one
+ * piece of the trace to the next; each piece's output goes to memory.
+ */
+struct worker {
+	struct vmpt_flow *dec;
+	struct vmpt_script_out *o;
+	uint64_t start, stop;
+	char *buf;
+	size_t len;
+	int ret;
+};
+
+static void *worker_run(void *arg)
+{
+	struct worker *w = arg;
+	FILE *f = open_memstream(&w->buf, &w->len);
+
+	if (!f) {
+		w->ret = -VMPT_ERR_NOMEM;
+		return NULL;
+	}
+	vmpt_script_out_set_file(w->o, f);
+	w->ret = decode(w->dec, w->start, w->stop, w->o);
+	vmpt_script_out_set_file(w->o, NULL);
+	fclose(f);
+	return NULL;
+}
+
+static struct vmpt_flow *new_decoder(const struct vmpt_flow_config *base,
+				     uint64_t host_space)
+{
+	struct vmpt_flow *dec = vmpt_flow_new(base);
+
+	if (dec && host_space)
+		vmpt_flow_set_host_space(dec, host_space);
+	return dec;
+}
+
+int vmpt_script_run(const struct vmpt_flow_config *base,
+		    const struct vmpt_script_opts *opts,
+		    const struct vmpt_script_task *task, uint64_t host_space,
+		    int jobs, FILE *f)
+{
+	size_t n_psbs = 0, pieces, size = (size_t)(base->end - base->begin);
+	struct worker *w = NULL;
+	uint64_t *psbs = NULL;
+	int ret = 0;
+
+	if (jobs > 1 && vmpt_flow_psb_offsets(base->begin, base->end, &psbs, &n_psbs) < 0)
+		return -VMPT_ERR_NOMEM;
+	if (jobs <= 1 || n_psbs < 2) {
+		struct vmpt_flow *dec = new_decoder(base, host_space);
+		struct vmpt_script_out *o = vmpt_script_out_new(opts, f);
+
+		free(psbs);
+		if (dec && o) {
+			vmpt_script_out_set_task(o, task);
+			ret = decode(dec, 0, 0, o);
+		} else {
+			ret = -VMPT_ERR_NOMEM;
+		}
+		vmpt_script_out_free(o);
+		vmpt_flow_free(dec);
+		return ret;
+	}
+	if ((size_t)jobs > n_psbs)
+		jobs = (int)n_psbs;
+	/* Pieces of about 1 MiB, at least 4 per thread, cut at PSBs. */
+	pieces = size >> 20 > (size_t)jobs * 4 ? size >> 20 : (size_t)jobs * 4;
+	if (pieces > n_psbs)
+		pieces = n_psbs;
+	w = calloc((size_t)jobs, sizeof(*w));
+	if (!w) {
+		free(psbs);
+		return -VMPT_ERR_NOMEM;
+	}
+	for (int k = 0; k < jobs; k++) {
+		w[k].dec = new_decoder(base, host_space);
+		w[k].o = vmpt_script_out_new(opts, NULL);
+		if (!w[k].dec || !w[k].o) {
+			ret = -VMPT_ERR_NOMEM;
+			jobs = k + 1;
+			goto out;
+		}
+		vmpt_script_out_set_task(w[k].o, task);
+	}
+	for (size_t done = 0; done < pieces; done += (size_t)jobs) {
+		size_t n = pieces - done < (size_t)jobs ? pieces - done : (size_t)jobs;
+		pthread_t th[n];
+
+		for (size_t k = 0; k < n; k++) {
+			size_t i = done + k;
+
+			w[k].start = i ? psbs[i * n_psbs / pieces] : 0;
+			w[k].stop = i + 1 < pieces ? psbs[(i + 1) * n_psbs / pieces] : 0;
+			pthread_create(&th[k], NULL, worker_run, &w[k]);
+		}
+		for (size_t k = 0; k < n; k++) {
+			pthread_join(th[k], NULL);
+			fwrite(w[k].buf, 1, w[k].len, f);
+			free(w[k].buf);
+			w[k].buf = NULL;
+			if (w[k].ret < 0 && !ret)
+				ret = w[k].ret;
+		}
+	}
+out:
+	for (int k = 0; k < jobs; k++) {
+		vmpt_script_out_free(w[k].o);
+		vmpt_flow_free(w[k].dec);
+	}
+	free(w);
+	free(psbs);
+	return ret;
+}

@@ -1,0 +1,615 @@
+/* SPDX-License-Identifier: MIT */
+/* A perf.data recording for decoding: buffers, images from the sideband,
+ * settings, time conversion and who ran when.  See include/vmpt/session.h.
+ */
+#include "vmpt/session.h"
+#include "vmpt/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static int grow(void **arr, size_t n, size_t size)
+{
+	/* Powers of two: grow when n reaches one. */
+	if (n & (n - 1) || !(n >= 16 || n == 0))
+		return 0;
+	void *p = realloc(*arr, (n ? 2 * n : 16) * size);
+
+	if (!p)
+		return -VMPT_ERR_NOMEM;
+	*arr = p;
+	return 0;
+}
+
+#define PUSH(arr, n, val) \
+	(grow((void **)&(arr), (n), sizeof(*(arr))) < 0 ? -VMPT_ERR_NOMEM : \
+	 ((arr)[(n)++] = (val), 0))
+
+static struct vmpt_session_proc *find_proc(const struct vmpt_session *s, int pid)
+{
+	size_t lo = 0, hi = s->n_procs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (s->procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->n_procs && s->procs[lo].pid == pid ? &s->procs[lo] : NULL;
+}
+
+/* The process, added (kept sorted) when new.  NULL: no memory. */
+static struct vmpt_session_proc *get_proc(struct vmpt_session *s, int pid)
+{
+	struct vmpt_session_proc *p = find_proc(s, pid), np = { pid, -1, 0 };
+	size_t at = 0;
+
+	if (p)
+		return p;
+	if (PUSH(s->procs, s->n_procs, np) < 0)
+		return NULL;
+	while (at < s->n_procs - 1 && s->procs[at].pid < pid)
+		at++;
+	memmove(&s->procs[at + 1], &s->procs[at],
+		(s->n_procs - 1 - at) * sizeof(*s->procs));
+	s->procs[at] = np;
+	return &s->procs[at];
+}
+
+uint64_t vmpt_session_space(const struct vmpt_session *s, int pid)
+{
+	/* A forked child runs its parent's code until it maps its own. */
+	for (int depth = 0; depth < 64 && pid > 0; depth++) {
+		const struct vmpt_session_proc *p = find_proc(s, pid);
+
+		if (!p)
+			return 0;
+		if (p->has_maps)
+			return VMPT_ASID_PID(pid);
+		pid = p->parent;
+	}
+	return 0;
+}
+
+/* An executable mapping as code: the ELF placed as mapped (a file that is
+ * no ELF, a JIT dump, maps raw).  root prefixes the path (a guest's
+ * binaries live under guest/root); vdso names the file for "[vdso]".
+ */
+static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev,
+			const char *root, const char *vdso,
+			const struct vmpt_asid *asid)
+{
+	const char *name = ev->mmap.filename;
+	char path[4096];
+
+	if (!strcmp(name, "[vdso]") && vdso)
+		snprintf(path, sizeof(path), "%s", vdso);
+	else if (name[0] == '/')
+		snprintf(path, sizeof(path), "%s%s", root, name);
+	else
+		return;
+	if (vmpt_image_add_elf_map(img, path, ev->mmap.start, ev->mmap.pgoff,
+				   asid) == -VMPT_ERR_FORMAT)
+		vmpt_image_add_raw(img, path, ev->mmap.pgoff, ev->mmap.len,
+				   ev->mmap.start, asid);
+}
+
+static int is_exec_map(const struct vmpt_perf_event *ev)
+{
+	return ev->type == PERF_RECORD_MMAP ||
+	       (ev->type == PERF_RECORD_MMAP2 && (ev->mmap.prot & 4));
+}
+
+/* What vmpt guest collected next to a recording (docs/guest.md): the
+ * guest's sideband, binaries under root/, vdso and kcore_dir, as code of
+ * the guest machine.  A missing guest/ is no error.
+ */
+static int add_guest(struct vmpt_session *s, const char *recording)
+{
+	struct vmpt_asid guest = { VMPT_MACHINE_GUEST, VMPT_ASID_ANY };
+	char dir[4096], path[4096 + 32], root[4096 + 32], vdso[4096 + 32];
+	struct vmpt_perf_data gpd;
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	struct stat st;
+	int ret;
+
+	/* DIR/ (perf's directory form) or FILE's directory. */
+	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode)) {
+		snprintf(dir, sizeof(dir), "%s/guest", recording);
+	} else {
+		const char *slash = strrchr(recording, '/');
+
+		snprintf(dir, sizeof(dir), "%.*s%sguest",
+			 slash ? (int)(slash - recording) : 0, recording,
+			 slash ? "/" : "");
+	}
+	snprintf(path, sizeof(path), "%s/kcore_dir", dir);
+	if (stat(path, &st) == 0 &&
+	    (ret = vmpt_image_add_kcore_dir(s->image, path, &guest)) < 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", path,
+			 vmpt_strerror(ret));
+		return ret;
+	}
+	snprintf(path, sizeof(path), "%s/perf.data", dir);
+	if (stat(path, &st) != 0)
+		return 0;
+	ret = vmpt_perf_open(&gpd, path);
+	if (ret < 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", gpd.errmsg);
+		vmpt_perf_close(&gpd);
+		return ret;
+	}
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(vdso, sizeof(vdso), "%s/vdso", dir);
+	vmpt_perf_cursor_init(&gpd, &cur);
+	while ((ret = vmpt_perf_next(&gpd, &cur, &ev)) > 0)
+		if (is_exec_map(&ev))
+			add_mapping(s->image, &ev, root, vdso, &guest);
+	if (ret < 0)
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", gpd.errmsg);
+	vmpt_perf_close(&gpd);
+	return ret;
+}
+
+/* Decoder settings from AUXTRACE_INFO and the intel_pt event's config. */
+static void intel_pt_config(struct vmpt_session *s,
+			    const struct vmpt_perf_intel_pt_info *info)
+{
+	const uint64_t *priv = info->priv;
+	uint64_t config = 0, mtc_mask = priv[VMPT_INTEL_PT_MTC_FREQ_BITS];
+	struct vmpt_flow_config *cfg = &s->cfg;
+
+	for (size_t i = 0; i < s->pd.nr_attrs; i++)
+		if (s->pd.attrs[i].attr.type == priv[VMPT_INTEL_PT_PMU_TYPE])
+			config = s->pd.attrs[i].attr.config;
+	cfg->retcomp = !(config & priv[VMPT_INTEL_PT_NORETCOMP_BIT]);
+	if (mtc_mask)
+		cfg->mtc_period = (uint8_t)((config & mtc_mask) >>
+					    __builtin_ctzll(mtc_mask));
+	cfg->tsc_ctc_ratio_n = (uint32_t)priv[VMPT_INTEL_PT_TSC_CTC_N];
+	cfg->tsc_ctc_ratio_d = (uint32_t)priv[VMPT_INTEL_PT_TSC_CTC_D];
+	cfg->max_nonturbo_ratio = (uint32_t)priv[VMPT_INTEL_PT_MAX_NONTURBO_RATIO];
+	/* perf converts Intel PT's TSC with these (TIME_CONV may refine). */
+	if (!s->have_tc && priv[VMPT_INTEL_PT_TIME_MULT]) {
+		s->tc.time_shift = priv[VMPT_INTEL_PT_TIME_SHIFT];
+		s->tc.time_mult = priv[VMPT_INTEL_PT_TIME_MULT];
+		s->tc.time_zero = priv[VMPT_INTEL_PT_TIME_ZERO];
+		s->have_tc = 1;
+	}
+}
+
+static int sid_int(uint32_t v)
+{
+	return v == UINT32_MAX ? -1 : (int)v;
+}
+
+/* The latest name of tid as of the records so far (a fork's child
+ * inherits it).
+ */
+static const char *comm_so_far(const struct vmpt_session *s, int tid)
+{
+	for (size_t i = s->n_comms; i-- > 0;)
+		if (s->comms[i].tid == tid)
+			return s->comms[i].comm;
+	return NULL;
+}
+
+/* One sideband record: who runs where, names, forks, mappings. */
+static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
+{
+	struct vmpt_session_task_rec r = { 0 };
+	uint64_t seq = s->n_comms + s->n_switches;
+
+	r.time = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
+	r.cpu = ev->sid.present & PERF_SAMPLE_CPU ? sid_int(ev->sid.cpu) : -1;
+	r.seq = seq;
+	switch (ev->type) {
+	case PERF_RECORD_COMM:
+		r.pid = sid_int(ev->comm.pid);
+		r.tid = sid_int(ev->comm.tid);
+		r.comm = ev->comm.comm;
+		return PUSH(s->comms, s->n_comms, r);
+	case PERF_RECORD_FORK: {
+		struct vmpt_session_proc *p;
+
+		r.pid = sid_int(ev->fork.pid);
+		r.tid = sid_int(ev->fork.tid);
+		r.comm = comm_so_far(s, sid_int(ev->fork.ptid));
+		if (ev->fork.pid != ev->fork.ppid) {
+			p = get_proc(s, r.pid);
+			if (!p)
+				return -VMPT_ERR_NOMEM;
+			p->parent = sid_int(ev->fork.ppid);
+		}
+		return r.comm ? PUSH(s->comms, s->n_comms, r) : 0;
+	}
+	case PERF_RECORD_ITRACE_START:
+		r.pid = sid_int(ev->itrace_start.pid);
+		r.tid = sid_int(ev->itrace_start.tid);
+		return r.cpu >= 0 ? PUSH(s->switches, s->n_switches, r) : 0;
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		if (ev->sw.out) {
+			/* Switching out names the task coming in. */
+			r.pid = sid_int(ev->sw.next_prev_pid);
+			r.tid = sid_int(ev->sw.next_prev_tid);
+			return r.cpu >= 0 ? PUSH(s->switches, s->n_switches, r) : 0;
+		}
+		/* Switching in names itself in its sample id. */
+		/* fall through */
+	case PERF_RECORD_SWITCH:
+		if (ev->type == PERF_RECORD_SWITCH && ev->sw.out)
+			return 0;
+		if (!(ev->sid.present & PERF_SAMPLE_TID) || r.cpu < 0)
+			return 0;
+		r.pid = sid_int(ev->sid.pid);
+		r.tid = sid_int(ev->sid.tid);
+		return PUSH(s->switches, s->n_switches, r);
+	default:
+		return 0;
+	}
+}
+
+static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev)
+{
+	struct vmpt_asid asid = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	int pid = sid_int(ev->mmap.pid);
+	unsigned cpumode = ev->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	/* The kernel (pid -1, kernel cpumode) is shared by all processes. */
+	if (pid > 0 && cpumode != PERF_RECORD_MISC_KERNEL) {
+		struct vmpt_session_proc *p = get_proc(s, pid);
+
+		if (!p)
+			return -VMPT_ERR_NOMEM;
+		p->has_maps = 1;
+		asid.cr3 = VMPT_ASID_PID(pid);
+	}
+	add_mapping(s->image, ev, "", NULL, &asid);
+	return 0;
+}
+
+static int cmp_by_tid(const void *a, const void *b)
+{
+	const struct vmpt_session_task_rec *x = a, *y = b;
+
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int cmp_by_cpu(const void *a, const void *b)
+{
+	const struct vmpt_session_task_rec *x = a, *y = b;
+
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int vmpt_session_open(struct vmpt_session *s, const char *path)
+{
+	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->image = vmpt_image_new();
+	if (!s->image) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
+		return -VMPT_ERR_NOMEM;
+	}
+	s->cfg.image = s->image;
+	ret = vmpt_perf_open(&s->pd, path);
+	if (ret < 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", s->pd.errmsg);
+		return ret;
+	}
+	if (s->pd.kcore_dir &&
+	    (ret = vmpt_image_add_kcore_dir(s->image, s->pd.kcore_dir, &host)) < 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", s->pd.kcore_dir,
+			 vmpt_strerror(ret));
+		return ret;
+	}
+	ret = add_guest(s, path);
+	if (ret < 0)
+		return ret;
+	vmpt_perf_cursor_init(&s->pd, &cur);
+	while ((ret = vmpt_perf_next(&s->pd, &cur, &ev)) > 0) {
+		if (ev.type == PERF_RECORD_MMAP2 || ev.type == PERF_RECORD_MMAP) {
+			if (is_exec_map(&ev))
+				ret = host_mapping(s, &ev);
+		} else if (ev.type == VMPT_PERF_RECORD_TIME_CONV) {
+			s->tc = ev.time_conv;
+			s->have_tc = 1;
+		} else if (ev.type == VMPT_PERF_RECORD_AUXTRACE_INFO) {
+			struct vmpt_perf_intel_pt_info info;
+
+			if (vmpt_perf_intel_pt_info(&ev, &info) == 0)
+				intel_pt_config(s, &info);
+		} else if (ev.type == VMPT_PERF_RECORD_AUXTRACE) {
+			struct vmpt_session_buffer b = {
+				.data = ev.auxtrace.data, .size = ev.auxtrace.size,
+				.cpu = sid_int(ev.auxtrace.cpu),
+				.tid = sid_int(ev.auxtrace.tid),
+				.idx = ev.auxtrace.idx, .offset = ev.offset,
+			};
+
+			ret = PUSH(s->bufs, s->n_bufs, b);
+		} else {
+			ret = sideband(s, &ev);
+		}
+		if (ret < 0)
+			break;
+	}
+	if (ret < 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s",
+			 s->pd.errmsg[0] ? s->pd.errmsg : vmpt_strerror(ret));
+		return ret;
+	}
+	if (s->n_comms)
+		qsort(s->comms, s->n_comms, sizeof(*s->comms), cmp_by_tid);
+	if (s->n_switches)
+		qsort(s->switches, s->n_switches, sizeof(*s->switches), cmp_by_cpu);
+	return 0;
+}
+
+void vmpt_session_close(struct vmpt_session *s)
+{
+	vmpt_perf_close(&s->pd);
+	vmpt_image_free(s->image);
+	free(s->bufs);
+	free(s->comms);
+	free(s->switches);
+	free(s->procs);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Of the records with key (tid or cpu), the last at or before time (the
+ * first if none is), and the time the next one starts (*until).
+ */
+static const struct vmpt_session_task_rec *
+lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
+       uint64_t time, uint64_t *until)
+{
+	size_t lo = 0, hi = n, first, end;
+
+	*until = UINT64_MAX;
+#define KEY(i) (by_cpu ? recs[i].cpu : recs[i].tid)
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (KEY(mid) < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	first = lo;
+	if (first == n || KEY(first) != key)
+		return NULL;
+	end = first;
+	hi = n;
+	lo = first;
+	/* First record of the key after time. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (KEY(mid) == key && recs[mid].time <= time)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	end = lo;
+	if (end < n && KEY(end) == key)
+		*until = recs[end].time;
+#undef KEY
+	return end > first ? &recs[end - 1] : &recs[first];
+}
+
+/* vmpt_session_task, and until when the answer holds. */
+static void task_at(const struct vmpt_session *s, const struct vmpt_session_buffer *b,
+		    uint64_t time, struct vmpt_script_task *t, uint64_t *until)
+{
+	const struct vmpt_session_task_rec *r;
+	uint64_t until2;
+
+	t->cpu = b->cpu;
+	t->pid = t->tid = -1;
+	t->comm = NULL;
+	*until = UINT64_MAX;
+	if (b->tid >= 0) {
+		t->tid = b->tid;
+	} else if (b->cpu >= 0) {
+		r = lookup(s->switches, s->n_switches, 1, b->cpu, time, until);
+		if (r)
+			t->pid = r->pid, t->tid = r->tid;
+	}
+	if (t->tid >= 0) {
+		r = lookup(s->comms, s->n_comms, 0, t->tid, time, &until2);
+		if (r) {
+			t->comm = r->comm;
+			if (t->pid < 0)
+				t->pid = r->pid;
+			if (until2 < *until)
+				*until = until2;
+		}
+	}
+	t->space = t->pid > 0 ? vmpt_session_space(s, t->pid) : 0;
+}
+
+void vmpt_session_task(const struct vmpt_session *s,
+		       const struct vmpt_session_buffer *b, uint64_t time,
+		       struct vmpt_script_task *task)
+{
+	uint64_t until;
+
+	task_at(s, b, time, task, &until);
+}
+
+/* One queue of buffers (a CPU, or a thread), decoded buffer after buffer;
+ * item is the next one to print.
+ */
+struct queue {
+	size_t *bufs, n, next;
+	const struct vmpt_session_buffer *buf;
+	struct vmpt_flow *dec;
+	struct vmpt_script_out *out;
+	struct vmpt_flow_item item;
+	int have;
+	struct vmpt_script_task task;
+	uint64_t task_from, task_until;	/* perf time the task holds for */
+};
+
+/* The item's perf time for sideband lookups (the latest sideband when the
+ * recording has no time conversion).
+ */
+static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_item *it)
+{
+	return s->have_tc ? vmpt_perf_tsc_to_time(&s->tc, it->time) : UINT64_MAX;
+}
+
+static void queue_task(const struct vmpt_session *s, struct queue *q, uint64_t t)
+{
+	uint64_t space = q->task.space;
+
+	if (q->task_until && t >= q->task_from && t < q->task_until)
+		return;
+	task_at(s, q->buf, t, &q->task, &q->task_until);
+	q->task_from = t;
+	vmpt_script_out_set_task(q->out, &q->task);
+	if (q->task.space != space)
+		vmpt_flow_set_host_space(q->dec, q->task.space);
+}
+
+/* Make q->item the queue's next item; 0, or -VMPT_ERR_EOS when done. */
+static int queue_fill(struct vmpt_session *s, struct queue *q)
+{
+	while (!q->have) {
+		int ret;
+
+		if (!q->dec) {
+			struct vmpt_flow_config cfg = s->cfg;
+
+			if (q->next == q->n)
+				return -VMPT_ERR_EOS;
+			q->buf = &s->bufs[q->bufs[q->next++]];
+			cfg.begin = q->buf->data;
+			cfg.end = q->buf->data + q->buf->size;
+			q->dec = vmpt_flow_new(&cfg);
+			if (!q->dec)
+				return -VMPT_ERR_NOMEM;
+			q->task_until = 0;
+			q->task.space = 0;
+		}
+		ret = vmpt_flow_next(q->dec, &q->item);
+		if (ret == 0) {
+			q->have = 1;
+			queue_task(s, q, item_time(s, &q->item));
+		} else {
+			vmpt_flow_free(q->dec);
+			q->dec = NULL;
+			if (ret != -VMPT_ERR_EOS)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static int script_jobs(struct vmpt_session *s, const struct vmpt_script_opts *opts,
+		       int jobs, FILE *f)
+{
+	for (size_t i = 0; i < s->n_bufs; i++) {
+		const struct vmpt_session_buffer *b = &s->bufs[i];
+		struct vmpt_flow_config cfg = s->cfg;
+		struct vmpt_script_task task;
+		int ret;
+
+		/* Pieces decode apart: the buffer's task as of its end. */
+		vmpt_session_task(s, b, UINT64_MAX, &task);
+		cfg.begin = b->data;
+		cfg.end = b->data + b->size;
+		ret = vmpt_script_run(&cfg, opts, &task, task.space, jobs, f);
+		if (ret < 0) {
+			snprintf(s->errmsg, sizeof(s->errmsg),
+				 "%.500s: AUXTRACE at offset %#llx: %s", s->pd.path,
+				 (unsigned long long)b->offset, vmpt_strerror(ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *opts,
+			int jobs, FILE *f)
+{
+	struct queue *qs = NULL;
+	size_t nq = 0;
+	struct queue *cur = NULL;
+	int ret = 0;
+
+	if (jobs > 1)
+		return script_jobs(s, opts, jobs, f);
+	/* Queues by perf's mmap index, buffers in file order. */
+	for (size_t i = 0; i < s->n_bufs && ret == 0; i++) {
+		size_t k;
+
+		for (k = 0; k < nq; k++)
+			if (s->bufs[qs[k].bufs[0]].idx == s->bufs[i].idx)
+				break;
+		if (k == nq) {
+			struct queue q = { 0 };
+
+			ret = PUSH(qs, nq, q);
+			if (ret < 0)
+				break;
+			qs[k].out = vmpt_script_out_new(opts, f);
+			if (!qs[k].out)
+				ret = -VMPT_ERR_NOMEM;
+		}
+		if (ret == 0)
+			ret = PUSH(qs[k].bufs, qs[k].n, i);
+	}
+	for (size_t k = 0; k < nq && ret == 0; k++) {
+		ret = queue_fill(s, &qs[k]);
+		if (ret == -VMPT_ERR_EOS)
+			ret = 0;
+	}
+	/* Merge by time: print from the queue whose next item is earliest
+	 * (ties: the first queue), as perf orders its queues' samples.
+	 */
+	while (ret == 0) {
+		struct queue *best = NULL;
+
+		for (size_t k = 0; k < nq; k++)
+			if (qs[k].have && (!best || qs[k].item.time < best->item.time))
+				best = &qs[k];
+		if (!best)
+			break;
+		if (cur && cur != best)
+			vmpt_script_out_flush(cur->out);
+		cur = best;
+		vmpt_script_out_item(best->out, &best->item);
+		best->have = 0;
+		ret = queue_fill(s, best);
+		if (ret == -VMPT_ERR_EOS)
+			ret = 0;
+	}
+	if (ret < 0)
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", s->pd.path,
+			 vmpt_strerror(ret));
+	for (size_t k = 0; k < nq; k++) {
+		vmpt_script_out_free(qs[k].out);
+		vmpt_flow_free(qs[k].dec);
+		free(qs[k].bufs);
+	}
+	free(qs);
+	return ret;
+}

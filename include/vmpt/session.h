@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* A perf.data recording as the decoder needs it: the Intel PT buffers
+ * (AUXTRACE), the code image built from the sideband (MMAP/MMAP2 per
+ * process, kcore_dir for the kernel, a VM recording's guest/), the decoder
+ * settings (AUXTRACE_INFO, the intel_pt event's config), the TSC -> perf
+ * time conversion, and who ran when (COMM, FORK, ITRACE_START, context
+ * switches), so every decoded item gets its pid/tid/comm as perf's do.
+ */
+#ifndef VMPT_SESSION_H
+#define VMPT_SESSION_H
+
+#include "vmpt/flow.h"
+#include "vmpt/image.h"
+#include "vmpt/perf_data.h"
+#include "vmpt/script_output.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* One AUXTRACE buffer. */
+struct vmpt_session_buffer {
+	const uint8_t *data;
+	uint64_t size;
+	int cpu, tid;		/* -1: per-thread / per-cpu recording */
+	uint32_t idx;		/* perf's mmap index: buffers of one queue */
+	uint64_t offset;	/* of the AUXTRACE record in its file */
+};
+
+/* A sideband fact: from time on, `tid` (of `pid`) is called comm, or
+ * (switch list) runs on cpu.
+ */
+struct vmpt_session_task_rec {
+	uint64_t time;		/* perf time, ns */
+	int cpu, pid, tid;
+	const char *comm;	/* comm list only */
+	uint64_t seq;		/* record order: ties in time keep it */
+};
+
+struct vmpt_session_proc {
+	int pid, parent;	/* parent: from FORK, -1 unknown */
+	int has_maps;		/* its own MMAPs: address space VMPT_ASID_PID(pid) */
+};
+
+struct vmpt_session {
+	struct vmpt_perf_data pd;
+	struct vmpt_image *image;
+	struct vmpt_flow_config cfg;	/* settings; begin/end per buffer */
+	int have_tc;
+	struct vmpt_perf_time_conv tc;
+	struct vmpt_session_buffer *bufs;
+	size_t n_bufs;
+	struct vmpt_session_task_rec *comms;	/* sorted by tid, then time */
+	size_t n_comms;
+	struct vmpt_session_task_rec *switches;	/* sorted by cpu, then time */
+	size_t n_switches;
+	struct vmpt_session_proc *procs;	/* sorted by pid */
+	size_t n_procs;
+	char errmsg[600];	/* after a failure: what, naming the file */
+};
+
+/* Read a perf.data (file or directory form): image, settings, buffers and
+ * sideband.  Missing binaries are no error (their code shows up as
+ * decoding errors at its IPs).  0 or a negative vmpt_err with errmsg set;
+ * call vmpt_session_close in both cases.
+ */
+int vmpt_session_open(struct vmpt_session *s, const char *path);
+void vmpt_session_close(struct vmpt_session *s);
+
+/* Who ran buffer b's code at perf time `time`: cpu, pid, tid, comm and the
+ * address space of the process, as perf script shows them.
+ */
+void vmpt_session_task(const struct vmpt_session *s,
+		       const struct vmpt_session_buffer *b, uint64_t time,
+		       struct vmpt_script_task *task);
+
+/* The host address space (VMPT_ASID_PID) process pid's code is in: its
+ * own once it mapped code, else its parent's (a fork).  0: unknown.
+ */
+uint64_t vmpt_session_space(const struct vmpt_session *s, int pid);
+
+/* Decode every buffer and print it as perf script does: the samples of
+ * all queues (CPUs, threads) merged in time order, each with its task.
+ * jobs > 1 decodes each buffer in pieces in parallel instead, buffer after
+ * buffer in file order.  0 or a negative vmpt_err (errmsg set).
+ */
+int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *opts,
+			int jobs, FILE *f);
+
+#endif
