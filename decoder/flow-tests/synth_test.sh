@@ -4,10 +4,14 @@
 # compression on and off, interrupts, TNT-64, cycle-accurate timing, an
 # overflow, and the VM scenario (host kernel + guest, VMCS/PIP.NR).
 # Also libipt's instruction decoder on the same traces, with errors injected.
-# usage: synth_test.sh VMPT_SYNTH FLOW_VS_LIBIPT
+# Sideband: pid/tid/comm as perf's, per-process address spaces, a
+# per-cpu recording of three programs at the same addresses on two CPUs
+# with a context switch, merged in time order.
+# usage: synth_test.sh VMPT_SYNTH FLOW_VS_LIBIPT PERCPU_MERGE
 set -eu
 SYNTH=$1
 VS_LIBIPT=$2
+MERGE=$3
 D=$(cd "$(dirname "$SYNTH")" && pwd)	# absolute: perf.data names files by path
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -51,6 +55,12 @@ perf_same() {
 	"$VMPT" script -i "$out/t.perf.data" --itrace=i1000i -F ip,sym,symoff,dso > "$out/vpdp"
 	cmp -s "$out/perfp" "$out/vpdp" ||
 		fail "$name: i1000i samples differ from perf script: $(diff "$out/perfp" "$out/vpdp" | sed -n 2,4p)"
+	perf script -i "$out/t.perf.data" --itrace=b -F pid,tid,comm,cpu,ip,sym,dso \
+		2>/dev/null > "$out/perfs"
+	"$VMPT" script -i "$out/t.perf.data" --itrace=b -F pid,tid,comm,cpu,ip,sym,dso \
+		> "$out/vpds"
+	cmp -s "$out/perfs" "$out/vpds" ||
+		fail "$name: pid/tid/comm lines differ from perf script: $(diff "$out/perfs" "$out/vpds" | sed -n 2,4p)"
 }
 
 IMAGES="--elf $bin@0x555555554000"
@@ -134,4 +144,34 @@ cp "$D/kvm-selftest" "$rec/guest/root$D/kvm-selftest"
 "$VMPT" script -i "$rec" --itrace=i0ns -F ip | sed 's/^ *//' > "$out/vmpt"
 grep -v '^#' "$out/t.insn" > "$out/truth"
 cmp -s "$out/truth" "$out/vmpt" || fail "vm recording: differs from the truth"
+
+# Per-cpu: bash (pid 100) on CPU 0, ls (200) on CPU 1 at the same time,
+# then dash (300) switched in on CPU 0; all three PIEs at 0x555555554000,
+# so each process needs its own address space.  perf script and vmpt
+# print the same lines of each CPU; vmpt's are merged in time order.
+T0=$((0x2a00000000))
+"$SYNTH" -q --branches 1500 --elf /usr/bin/bash --seed 21 --pid 100 --tsc0 $T0 -o "$out/a"
+"$SYNTH" -q --branches 1500 --elf /usr/bin/ls --seed 22 --pid 200 --tsc0 $((T0 + 5000)) -o "$out/b"
+"$SYNTH" -q --branches 1500 --elf /usr/bin/dash --seed 23 --pid 300 --tsc0 $((T0 + 400000)) -o "$out/c"
+"$MERGE" "$out/m.data" 0:"$out/a.perf.data" 1:"$out/b.perf.data" 0:"$out/c.perf.data"
+for it in b i0ns; do
+	F=pid,tid,comm,cpu,ip,sym,dso
+	perf script -i "$out/m.data" --itrace=$it -F $F 2>/dev/null > "$out/pm"
+	"$VMPT" script -i "$out/m.data" --itrace=$it -F $F > "$out/vm"
+	for cpu in 000 001; do
+		grep -F "[$cpu]" "$out/pm" > "$out/pm$cpu" || fail "per-cpu: perf printed nothing on $cpu"
+		grep -F "[$cpu]" "$out/vm" > "$out/vm$cpu" || true
+		cmp -s "$out/pm$cpu" "$out/vm$cpu" ||
+			fail "per-cpu --itrace=$it cpu $cpu: $(diff "$out/pm$cpu" "$out/vm$cpu" | sed -n 2,4p)"
+	done
+	[ "$(wc -l < "$out/vm")" -eq "$(wc -l < "$out/pm")" ] || fail "per-cpu: other lines"
+	for want in "proc100   100/100   [000]" "proc200   200/200   [001]" "proc300   300/300   [000]"; do
+		grep -qF "$want" "$out/vm" || fail "per-cpu: no '$want' line"
+	done
+	checked=$((checked + $(wc -l < "$out/vm")))
+done
+# Merged in time order: times never go back, and the CPUs interleave.
+"$VMPT" script -i "$out/m.data" --itrace=b -F cpu,time > "$out/vt"
+sort -s -k2,2n "$out/vt" | cmp -s - "$out/vt" || fail "per-cpu: not in time order"
+[ "$(uniq -c -w5 "$out/vt" | wc -l)" -gt 10 ] || fail "per-cpu: the CPUs do not interleave"
 echo "ok: $checked instructions equal to the ground truth"
