@@ -4,6 +4,7 @@
  * --kcore), so guest kernel code can be decoded after the guest is gone.
  */
 #include "agent.h"
+#include "vmpt/kcore.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -14,10 +15,6 @@
 #include <unistd.h>
 
 #define PAGE 4096ull
-
-struct range {
-	uint64_t start, end;
-};
 
 static uint64_t sym_addr(const char *kallsyms, const char *name)
 {
@@ -51,10 +48,10 @@ static int terminate(uint8_t **data, size_t size)
 }
 
 /* The kernel text [_stext, _etext) and the span of all modules. */
-static int wanted_ranges(struct range r[2], size_t *nr, const char **why)
+static int wanted_ranges(struct vmpt_kcore_range r[2], const char **why)
 {
-	uint8_t *ks, *mods;
-	size_t ks_size, mods_size;
+	uint8_t *ks;
+	size_t ks_size;
 	int ret;
 
 	ret = agent_read_file("/proc/kallsyms", &ks, &ks_size);
@@ -74,37 +71,7 @@ static int wanted_ranges(struct range r[2], size_t *nr, const char **why)
 	}
 	r[0].start &= ~(PAGE - 1);
 	r[0].end = (r[0].end + PAGE - 1) & ~(PAGE - 1);
-	*nr = 1;
-
-	ret = agent_read_file("/proc/modules", &mods, &mods_size);
-	if (ret)	/* a kernel without modules */
-		return 0;
-	ret = terminate(&mods, mods_size);
-	if (ret)
-		return ret;
-	r[1].start = UINT64_MAX;
-	r[1].end = 0;
-	/* "name size refs deps state 0xffffffffc0000000" */
-	for (char *line = (char *)mods, *next; line && *line; line = next) {
-		unsigned long long size, addr;
-
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = 0;
-		if (sscanf(line, "%*s %llu %*s %*s %*s %llx", &size, &addr) != 2 ||
-		    !addr)
-			continue;
-		if (addr < r[1].start)
-			r[1].start = addr;
-		if (addr + size > r[1].end)
-			r[1].end = addr + size;
-	}
-	free(mods);
-	if (r[1].end > r[1].start) {
-		r[1].start &= ~(PAGE - 1);
-		r[1].end = (r[1].end + PAGE - 1) & ~(PAGE - 1);
-		*nr = 2;
-	}
+	vmpt_kcore_module_range("/proc/modules", &r[1]);
 	return 0;
 }
 
@@ -126,15 +93,15 @@ static int pread_all(int fd, void *buf, size_t n, uint64_t off)
 
 int agent_kcore_build(uint8_t **data, size_t *size, const char **why)
 {
-	struct range want[2];
-	size_t nr_want = 0, nr_out = 0, total;
+	struct vmpt_kcore_range want[2];
+	size_t nr_out, total;
 	Elf64_Ehdr eh;
 	Elf64_Phdr *ph = NULL, out_ph[8];
 	uint8_t *buf = NULL;
 	uint64_t off;
 	int fd, ret;
 
-	ret = wanted_ranges(want, &nr_want, why);
+	ret = wanted_ranges(want, why);
 	if (ret)
 		return ret;
 	fd = open("/proc/kcore", O_RDONLY | O_CLOEXEC);
@@ -160,28 +127,7 @@ int agent_kcore_build(uint8_t **data, size_t *size, const char **why)
 	ret = pread_all(fd, ph, eh.e_phnum * sizeof(*ph), eh.e_phoff);
 	if (ret)
 		goto out;
-	/* The parts of the PT_LOAD segments inside the wanted ranges. */
-	for (size_t w = 0; w < nr_want; w++) {
-		for (unsigned i = 0; i < eh.e_phnum && nr_out < 8; i++) {
-			uint64_t s = ph[i].p_vaddr, e = s + ph[i].p_filesz;
-
-			if (ph[i].p_type != PT_LOAD)
-				continue;
-			if (s < want[w].start)
-				s = want[w].start;
-			if (e > want[w].end)
-				e = want[w].end;
-			if (s >= e)
-				continue;
-			out_ph[nr_out] = ph[i];
-			out_ph[nr_out].p_offset = ph[i].p_offset + (s - ph[i].p_vaddr);
-			out_ph[nr_out].p_paddr = ph[i].p_paddr ?
-				ph[i].p_paddr + (s - ph[i].p_vaddr) : 0;
-			out_ph[nr_out].p_vaddr = s;
-			out_ph[nr_out].p_filesz = out_ph[nr_out].p_memsz = e - s;
-			nr_out++;
-		}
-	}
+	nr_out = vmpt_kcore_clip(ph, eh.e_phnum, want, 2, out_ph, 8);
 	if (!nr_out) {
 		*why = "no /proc/kcore segment holds the kernel text";
 		ret = -ENOENT;

@@ -14,13 +14,9 @@
 
 #define PAGE 4096ULL
 
-struct range {
-	uint64_t start, end;
-};
-
 /* Kernel text from kallsyms: lowest to highest core-kernel text symbol
  * (module symbols carry a "[module]" column and are left out). */
-static int kernel_text(const char *path, struct range *text, char *err, size_t errlen)
+static int kernel_text(const char *path, struct vmpt_kcore_range *text, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "r");
 	if (!f) {
@@ -60,14 +56,15 @@ static int kernel_text(const char *path, struct range *text, char *err, size_t e
 	return 0;
 }
 
-static int module_text(const char *path, struct range *mods)
+int vmpt_kcore_module_range(const char *path, struct vmpt_kcore_range *mods)
 {
-	FILE *f = fopen(path, "r");
+	FILE *f = fopen(path, "re");
 	mods->start = mods->end = 0;
 	if (!f)
 		return 0;	/* a kernel without modules */
 	char line[1024];
 	uint64_t lo = UINT64_MAX, hi = 0;
+	/* "name size refs deps state 0xffffffffc0000000" */
 	while (fgets(line, sizeof(line), f)) {
 		char name[128], deps[512], state[32];
 		unsigned long size;
@@ -82,11 +79,40 @@ static int module_text(const char *path, struct range *mods)
 			hi = addr + size;
 	}
 	fclose(f);
-	if (lo != UINT64_MAX) {
-		mods->start = lo & ~(PAGE - 1);
-		mods->end = (hi + PAGE - 1) & ~(PAGE - 1);
+	if (lo == UINT64_MAX)
+		return 0;
+	mods->start = lo & ~(PAGE - 1);
+	mods->end = (hi + PAGE - 1) & ~(PAGE - 1);
+	return 1;
+}
+
+unsigned vmpt_kcore_clip(const Elf64_Phdr *ph, unsigned nph,
+			 const struct vmpt_kcore_range *want, unsigned nwant,
+			 Elf64_Phdr *out, unsigned max)
+{
+	unsigned n = 0;
+	for (unsigned w = 0; w < nwant; w++) {
+		if (want[w].start == want[w].end)
+			continue;
+		for (unsigned i = 0; i < nph && n < max; i++) {
+			if (ph[i].p_type != PT_LOAD)
+				continue;
+			uint64_t s = ph[i].p_vaddr, e = ph[i].p_vaddr + ph[i].p_filesz;
+			if (s < want[w].start)
+				s = want[w].start;
+			if (e > want[w].end)
+				e = want[w].end;
+			if (s >= e)
+				continue;
+			out[n] = ph[i];
+			out[n].p_offset = ph[i].p_offset + (s - ph[i].p_vaddr);
+			out[n].p_paddr = ph[i].p_paddr ? ph[i].p_paddr + (s - ph[i].p_vaddr) : 0;
+			out[n].p_vaddr = s;
+			out[n].p_filesz = out[n].p_memsz = e - s;
+			n++;
+		}
 	}
-	return 0;
+	return n;
 }
 
 static int copy_file(const char *from, const char *to)
@@ -138,7 +164,7 @@ int vmpt_kcore_copy(const char *procfs_root, const char *dir,
 		snprintf(err, errlen, "%s: cannot copy to %s", kallsyms, out);
 		return rc;
 	}
-	struct range text, mods;
+	struct vmpt_kcore_range text, mods;
 	if ((rc = kernel_text(out, &text, err, errlen)))
 		return rc;
 	snprintf(out, sizeof(out), "%s/modules", dir);
@@ -148,7 +174,7 @@ int vmpt_kcore_copy(const char *procfs_root, const char *dir,
 		if (fd >= 0)
 			close(fd);
 	}
-	module_text(out, &mods);
+	vmpt_kcore_module_range(out, &mods);
 
 	int in = open(path, O_RDONLY | O_CLOEXEC);
 	if (in < 0) {
@@ -168,30 +194,10 @@ int vmpt_kcore_copy(const char *procfs_root, const char *dir,
 		return -VMPT_ERR_FORMAT;
 	}
 	Elf64_Phdr segs[MAX_SEGS];
-	unsigned n = 0;
-	const struct range want[2] = { text, mods };
-	for (int w = 0; w < 2; w++) {
-		if (want[w].start == want[w].end)
-			continue;
-		for (unsigned i = 0; i < eh.e_phnum && n < MAX_SEGS; i++) {
-			if (ph[i].p_type != PT_LOAD)
-				continue;
-			uint64_t s = ph[i].p_vaddr, e = ph[i].p_vaddr + ph[i].p_filesz;
-			if (s < want[w].start)
-				s = want[w].start;
-			if (e > want[w].end)
-				e = want[w].end;
-			if (s >= e)
-				continue;
-			segs[n] = ph[i];
-			segs[n].p_offset = ph[i].p_offset + (s - ph[i].p_vaddr);
-			segs[n].p_paddr = ph[i].p_paddr ? ph[i].p_paddr + (s - ph[i].p_vaddr) : 0;
-			segs[n].p_vaddr = s;
-			segs[n].p_filesz = segs[n].p_memsz = e - s;
-			segs[n].p_flags = PF_R | PF_X;
-			n++;
-		}
-	}
+	const struct vmpt_kcore_range want[2] = { text, mods };
+	unsigned n = vmpt_kcore_clip(ph, eh.e_phnum, want, 2, segs, MAX_SEGS);
+	for (unsigned i = 0; i < n; i++)
+		segs[i].p_flags = PF_R | PF_X;
 	if (!n) {
 		snprintf(err, errlen, "%s: no segment covers the kernel text "
 			 "0x%" PRIx64 "-0x%" PRIx64, path, text.start, text.end);
