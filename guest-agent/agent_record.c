@@ -8,6 +8,7 @@
 #include "guest_pack.h"
 #include "vmpt/error.h"
 #include "vmpt/perf_data.h"
+#include "vmpt/sideband.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -183,61 +184,25 @@ static void set_all(struct recorder *r, unsigned long req)
 		ioctl(r->rings[i].fd, req, 0);
 }
 
-/* The sample_id trailer of records made up from /proc (time 0, so they
- * sort before everything the kernel reports).
+struct synth {
+	struct recorder *r;
+	int ret;
+};
+
+/* Writes one record made up from /proc, with a sample_id trailer of time
+ * 0 so it sorts before everything the kernel reports.
  */
-static void synth_sid(const struct recorder *r, struct vmpt_perf_event *ev,
-		      uint32_t pid, uint32_t tid)
+static int synth_emit(void *ctx, struct vmpt_perf_event *ev)
 {
-	ev->sid.present = r->attr.sample_type &
+	struct synth *s = ctx;
+
+	ev->sid.present = s->r->attr.sample_type &
 		(PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 		 PERF_SAMPLE_ID | PERF_SAMPLE_IDENTIFIER);
-	ev->sid.pid = pid;
-	ev->sid.tid = tid;
-	ev->sid.id = r->rings[0].id;
-	ev->sid.cpu = (uint32_t)r->cpus[0];
-}
-
-/* Executable mappings of one process, from /proc/PID/maps. */
-static int synth_maps(struct recorder *r, uint32_t pid)
-{
-	char path[64], line[4096 + 256];
-	FILE *maps;
-	int ret = 0;
-
-	snprintf(path, sizeof(path), "/proc/%u/maps", pid);
-	maps = fopen(path, "re");
-	if (!maps)
-		return 0;	/* it exited meanwhile */
-	while (!ret && fgets(line, sizeof(line), maps)) {
-		unsigned long long start, end, pgoff, ino;
-		unsigned maj, min;
-		char perm[5];
-		int name_at = 0;
-		struct vmpt_perf_event ev = { .type = PERF_RECORD_MMAP2 };
-
-		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%llx-%llx %4s %llx %x:%x %llu %n", &start, &end,
-			   perm, &pgoff, &maj, &min, &ino, &name_at) < 7 ||
-		    perm[2] != 'x' || !name_at ||
-		    (line[name_at] != '/' && strcmp(line + name_at, "[vdso]")))
-			continue;
-		ev.misc = PERF_RECORD_MISC_USER;
-		ev.mmap.pid = ev.mmap.tid = pid;
-		ev.mmap.start = start;
-		ev.mmap.len = end - start;
-		ev.mmap.pgoff = pgoff;
-		ev.mmap.maj = maj;
-		ev.mmap.min = min;
-		ev.mmap.ino = ino;
-		ev.mmap.prot = PROT_READ | PROT_EXEC | (perm[1] == 'w' ? PROT_WRITE : 0);
-		ev.mmap.flags = perm[3] == 's' ? MAP_SHARED : MAP_PRIVATE;
-		ev.mmap.filename = line + name_at;
-		synth_sid(r, &ev, pid, pid);
-		ret = vmpt_perf_write_record(r->w, &ev);
-	}
-	fclose(maps);
-	return ret < 0 ? ret : 0;
+	ev->sid.id = s->r->rings[0].id;
+	ev->sid.cpu = (uint32_t)s->r->cpus[0];
+	s->ret = vmpt_perf_write_record(s->r->w, ev);
+	return s->ret;
 }
 
 /* What perf record -a synthesizes: a COMM for every thread and the
@@ -245,50 +210,21 @@ static int synth_maps(struct recorder *r, uint32_t pid)
  */
 static int synthesize(struct recorder *r)
 {
+	struct synth s = { .r = r };
 	DIR *proc = opendir("/proc");
 	struct dirent *de;
-	int ret = 0;
 
 	if (!proc)
 		return 0;
-	while (!ret && (de = readdir(proc))) {
-		char path[300], comm[64] = "";
-		uint32_t pid = (uint32_t)strtoul(de->d_name, NULL, 10);
-		DIR *tasks;
-		struct dirent *te;
-		FILE *f;
+	while (!s.ret && (de = readdir(proc))) {
+		pid_t pid = (pid_t)strtoul(de->d_name, NULL, 10);
 
-		if (!pid)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%u/comm", pid);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (!fgets(comm, sizeof(comm), f))
-			comm[0] = 0;
-		fclose(f);
-		comm[strcspn(comm, "\n")] = 0;
-		snprintf(path, sizeof(path), "/proc/%u/task", pid);
-		tasks = opendir(path);
-		while (tasks && !ret && (te = readdir(tasks))) {
-			uint32_t tid = (uint32_t)strtoul(te->d_name, NULL, 10);
-			struct vmpt_perf_event ev = { .type = PERF_RECORD_COMM };
-
-			if (!tid)
-				continue;
-			ev.comm.pid = pid;
-			ev.comm.tid = tid;
-			ev.comm.comm = comm;
-			synth_sid(r, &ev, pid, tid);
-			ret = vmpt_perf_write_record(r->w, &ev);
-		}
-		if (tasks)
-			closedir(tasks);
-		if (!ret)
-			ret = synth_maps(r, pid);
+		/* a process that exited meanwhile has no task dir: skipped */
+		if (pid > 0)
+			vmpt_sideband_process("/proc", pid, synth_emit, &s);
 	}
 	closedir(proc);
-	return ret;
+	return s.ret < 0 ? s.ret : 0;
 }
 
 static int time_conv(struct recorder *r)
