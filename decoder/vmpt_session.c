@@ -187,22 +187,11 @@ static int sid_int(uint32_t v)
 	return v == UINT32_MAX ? -1 : (int)v;
 }
 
-/* The latest name of tid as of the records so far (a fork's child
- * inherits it).
- */
-static const char *comm_so_far(const struct vmpt_session *s, int tid)
-{
-	for (size_t i = s->n_comms; i-- > 0;)
-		if (s->comms[i].tid == tid)
-			return s->comms[i].comm;
-	return NULL;
-}
-
 /* One sideband record: who runs where, names, forks, mappings. */
 static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 {
 	struct vmpt_session_task_rec r = { 0 };
-	uint64_t seq = s->n_comms + s->n_switches;
+	uint64_t seq = s->n_comms + s->n_switches + s->n_forks;
 
 	r.time = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
 	r.cpu = ev->sid.present & PERF_SAMPLE_CPU ? sid_int(ev->sid.cpu) : -1;
@@ -218,14 +207,14 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 
 		r.pid = sid_int(ev->fork.pid);
 		r.tid = sid_int(ev->fork.tid);
-		r.comm = comm_so_far(s, sid_int(ev->fork.ptid));
+		r.ptid = sid_int(ev->fork.ptid);
 		if (ev->fork.pid != ev->fork.ppid) {
 			p = get_proc(s, r.pid);
 			if (!p)
 				return -VMPT_ERR_NOMEM;
 			p->parent = sid_int(ev->fork.ppid);
 		}
-		return r.comm ? PUSH(s->comms, s->n_comms, r) : 0;
+		return PUSH(s->forks, s->n_forks, r);
 	}
 	case PERF_RECORD_ITRACE_START:
 		r.pid = sid_int(ev->itrace_start.pid);
@@ -281,6 +270,46 @@ static int cmp_by_tid(const void *a, const void *b)
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int cmp_by_time(const void *a, const void *b)
+{
+	const struct vmpt_session_task_rec *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static const struct vmpt_session_task_rec *
+lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
+       uint64_t time, uint64_t *until);
+
+/* A forked thread is named as its parent was at the fork (until its own
+ * COMM), when the parent had a name: in time order, since records of
+ * different CPUs interleave in the file.
+ */
+static int inherit_comms(struct vmpt_session *s)
+{
+	qsort(s->forks, s->n_forks, sizeof(*s->forks), cmp_by_time);
+	for (size_t i = 0; i < s->n_forks; i++) {
+		struct vmpt_session_task_rec r = s->forks[i];
+		const struct vmpt_session_task_rec *parent;
+		uint64_t until;
+		size_t at;
+
+		parent = lookup(s->comms, s->n_comms, 0, r.ptid, r.time, &until);
+		if (!parent)
+			continue;
+		r.comm = parent->comm;
+		if (PUSH(s->comms, s->n_comms, r) < 0)
+			return -VMPT_ERR_NOMEM;
+		/* Keep the list sorted: move it into place. */
+		for (at = s->n_comms - 1; at > 0 && cmp_by_tid(&s->comms[at - 1], &r) > 0; at--)
+			s->comms[at] = s->comms[at - 1];
+		s->comms[at] = r;
+	}
+	return 0;
 }
 
 static int cmp_by_cpu(const void *a, const void *b)
@@ -359,7 +388,10 @@ int vmpt_session_open(struct vmpt_session *s, const char *path)
 		qsort(s->comms, s->n_comms, sizeof(*s->comms), cmp_by_tid);
 	if (s->n_switches)
 		qsort(s->switches, s->n_switches, sizeof(*s->switches), cmp_by_cpu);
-	return 0;
+	ret = inherit_comms(s);
+	if (ret < 0)
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
+	return ret;
 }
 
 void vmpt_session_close(struct vmpt_session *s)
@@ -369,12 +401,14 @@ void vmpt_session_close(struct vmpt_session *s)
 	free(s->bufs);
 	free(s->comms);
 	free(s->switches);
+	free(s->forks);
 	free(s->procs);
 	memset(s, 0, sizeof(*s));
 }
 
-/* Of the records with key (tid or cpu), the last at or before time (the
- * first if none is), and the time the next one starts (*until).
+/* Of the records with key (tid or cpu), the last at or before time (NULL
+ * if none is: unknown then, as for perf), and the time the next one
+ * starts (*until).
  */
 static const struct vmpt_session_task_rec *
 lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
@@ -395,7 +429,6 @@ lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
 	first = lo;
 	if (first == n || KEY(first) != key)
 		return NULL;
-	end = first;
 	hi = n;
 	lo = first;
 	/* First record of the key after time. */
@@ -411,7 +444,7 @@ lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
 	if (end < n && KEY(end) == key)
 		*until = recs[end].time;
 #undef KEY
-	return end > first ? &recs[end - 1] : &recs[first];
+	return end > first ? &recs[end - 1] : NULL;
 }
 
 /* vmpt_session_task, and until when the answer holds. */
@@ -438,9 +471,13 @@ static void task_at(const struct vmpt_session *s, const struct vmpt_session_buff
 			t->comm = r->comm;
 			if (t->pid < 0)
 				t->pid = r->pid;
-			if (until2 < *until)
-				*until = until2;
+		} else if (t->tid == 0) {
+			/* perf's name for the idle task. */
+			t->comm = "swapper";
+			t->pid = 0;
 		}
+		if (until2 < *until)
+			*until = until2;
 	}
 	t->space = t->pid > 0 ? vmpt_session_space(s, t->pid) : 0;
 }
@@ -468,12 +505,14 @@ struct queue {
 	uint64_t task_from, task_until;	/* perf time the task holds for */
 };
 
-/* The item's perf time for sideband lookups (the latest sideband when the
- * recording has no time conversion).
- */
+/* The item's perf time for sideband lookups. */
 static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_item *it)
 {
-	return s->have_tc ? vmpt_perf_tsc_to_time(&s->tc, it->time) : UINT64_MAX;
+	/* Timeless decoding (no TSC yet): perf names the tasks as they are
+	 * at the end of the recording.
+	 */
+	return s->have_tc && it->time ? vmpt_perf_tsc_to_time(&s->tc, it->time) :
+	       UINT64_MAX;
 }
 
 static void queue_task(const struct vmpt_session *s, struct queue *q, uint64_t t)

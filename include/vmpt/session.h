@@ -33,6 +33,7 @@ struct vmpt_session_buffer {
 struct vmpt_session_task_rec {
 	uint64_t time;		/* perf time, ns */
 	int cpu, pid, tid;
+	int ptid;		/* fork: the parent thread */
 	const char *comm;	/* comm list only */
 	uint64_t seq;		/* record order: ties in time keep it */
 };
@@ -54,6 +55,8 @@ struct vmpt_session {
 	size_t n_comms;
 	struct vmpt_session_task_rec *switches;	/* sorted by cpu, then time */
 	size_t n_switches;
+	struct vmpt_session_task_rec *forks;	/* sorted by time */
+	size_t n_forks;
 	struct vmpt_session_proc *procs;	/* sorted by pid */
 	size_t n_procs;
 	char errmsg[600];	/* after a failure: what, naming the file */
