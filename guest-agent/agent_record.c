@@ -8,6 +8,8 @@
 #include "guest_pack.h"
 #include "vmpt/error.h"
 #include "vmpt/perf_data.h"
+#include "vmpt/pmu.h"
+#include "vmpt/record.h"
 #include "vmpt/sideband.h"
 
 #include <dirent.h>
@@ -50,37 +52,21 @@ static void on_signal(int sig)
 	stop_signal = sig;
 }
 
-/* "0-3,5" from /sys/devices/system/cpu/online. */
+/* The CPUs in /sys/devices/system/cpu/online, in order. */
 static int online_cpus(int *cpus, size_t *nr)
 {
-	uint8_t *data;
-	size_t size;
-	char *p, *s;
-	int ret = agent_read_file("/sys/devices/system/cpu/online", &data, &size);
+	char list[1024];
+	uint8_t set[MAX_CPUS];
 
-	if (ret)
-		return ret;
-	s = realloc(data, size + 1);
-	if (!s) {
-		free(data);
-		return -ENOMEM;
-	}
-	s[size] = 0;
+	if (vmpt_read_small_file("/sys/devices/system/cpu/online", list, sizeof(list)) < 0)
+		return -errno;
+	if (vmpt_parse_cpu_list(list, set, MAX_CPUS) < 0)
+		return -ENOENT;
 	*nr = 0;
-	for (p = s; *p && *p != '\n';) {
-		char *end;
-		long lo = strtol(p, &end, 10), hi = lo;
-
-		if (end == p)
-			break;
-		if (*end == '-')
-			hi = strtol(end + 1, &end, 10);
-		for (long c = lo; c <= hi && *nr < MAX_CPUS; c++)
-			cpus[(*nr)++] = (int)c;
-		p = *end == ',' ? end + 1 : end;
-	}
-	free(s);
-	return *nr ? 0 : -ENOENT;
+	for (int c = 0; c < MAX_CPUS; c++)
+		if (set[c])
+			cpus[(*nr)++] = c;
+	return 0;
 }
 
 static int open_rings(struct recorder *r)
