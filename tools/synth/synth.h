@@ -72,6 +72,7 @@ enum synth_kind {
 	SK_VMPTRLD,	/* loads a VMCS: a VMCS packet */
 	SK_EXITING,	/* in a guest, exits to the host: cpuid, hlt, in/out, vmcall, rdmsr, wrmsr */
 	SK_STOP,	/* cannot be modelled (ud2, int3, far jumps, undecodable) */
+	SK_RETSLOT,	/* mov REG, [rsp]: a retpoline replaces the return address */
 };
 
 struct synth_insn {
@@ -229,6 +230,7 @@ struct synth_walk_config {
 	uint64_t kernel_cr3;
 	uint64_t filter_lo, filter_hi;	/* IP filter region (user), 0 none */
 	uint64_t irq_period;	/* mean instructions between interrupts, 0 none */
+	uint64_t kernel_period;	/* mean kernel instructions per visit, 0 none */
 	uint64_t ovf_at;	/* instruction at which the buffer overflows, 0 none */
 	uint64_t ovf_lost;	/* instructions whose packets it loses */
 	/* virtualization */

@@ -74,6 +74,60 @@ static int load_segments(struct synth_image *img, Elf *elf, int fd,
 	return 0;
 }
 
+static int section(Elf *elf, const char *name, GElf_Shdr *out)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *n;
+
+		if (gelf_getshdr(scn, out) &&
+		    (n = elf_strptr(elf, shstrndx, out->sh_name)) &&
+		    !strcmp(n, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* A Linux kernel image (it has .altinstructions, the list of code the
+ * kernel patches while booting) runs only its .text after boot: the init
+ * text is freed, and the out-of-line parts of alternatives
+ * (.altinstr_aux, .altinstr_replacement) are copied or freed.  Code is
+ * that section alone, as a running kernel's [kernel.kallsyms]_text map.
+ */
+static void kernel_text_only(struct synth_image *img, Elf *elf)
+{
+	GElf_Shdr alt, text;
+	uint64_t lo, hi;
+	size_t k = 0;
+
+	if (!section(elf, ".altinstructions", &alt) ||
+	    !section(elf, ".text", &text))
+		return;
+	lo = text.sh_addr + img->base;
+	hi = lo + text.sh_size;
+	for (size_t i = 0; i < img->n_segs; i++) {
+		struct synth_seg *s = &img->segs[i];
+
+		if (s->vaddr > lo || s->vaddr + s->size < hi) {
+			free(s->data);
+			continue;
+		}
+		/* the segment holds .text: keep its data, narrowed */
+		memmove(s->data, s->data + (lo - s->vaddr), hi - lo);
+		s->file_offset += lo - s->vaddr;
+		s->vaddr = lo;
+		s->size = hi - lo;
+		img->segs[k++] = *s;
+	}
+	img->n_segs = k;
+	img->lo = lo;
+	img->hi = hi;
+}
+
 static int load_symbols(struct synth_image *img, Elf *elf)
 {
 	Elf_Scn *scn = NULL;
@@ -157,6 +211,13 @@ int synth_image_load(struct synth_image *img, const char *path, uint64_t base,
 	img->is_dyn = eh.e_type == ET_DYN;
 	img->base = img->is_dyn ? base : 0;
 	ret = load_segments(img, elf, fd, err, errlen);
+	if (!ret) {
+		kernel_text_only(img, elf);
+		if (!img->n_segs) {
+			snprintf(err, errlen, "%s: no segment holds .text", path);
+			ret = -VMPT_ERR_FORMAT;
+		}
+	}
 	if (!ret)
 		ret = load_symbols(img, elf);
 	img->entry = eh.e_entry + img->base;

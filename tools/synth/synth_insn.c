@@ -89,12 +89,28 @@ static int direct(const cs_insn *in, uint64_t *target)
 	return 0;
 }
 
+/* mov REG64, [rsp]: how a retpoline (the kernel's __x86_indirect_thunk_*)
+ * turns its RET into an indirect jump to the register's target.
+ */
+static int retslot_store(const cs_insn *in)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	return in->id == X86_INS_MOV && x->op_count == 2 &&
+	       x->operands[0].type == X86_OP_MEM && x->operands[0].size == 8 &&
+	       x->operands[0].mem.base == X86_REG_RSP &&
+	       x->operands[0].mem.index == X86_REG_INVALID &&
+	       x->operands[0].mem.disp == 0 &&
+	       x->operands[0].mem.segment == X86_REG_INVALID &&
+	       x->operands[1].type == X86_OP_REG;
+}
+
 static void classify(const cs_insn *in, struct synth_insn *out)
 {
 	uint64_t t = 0;
 	int d = direct(in, &t);
 
-	out->kind = SK_OTHER;
+	out->kind = retslot_store(in) ? SK_RETSLOT : SK_OTHER;
 	switch (in->id) {
 	case X86_INS_JMP:
 		out->kind = d ? SK_JMP : SK_JMP_IND;
@@ -150,6 +166,15 @@ static void classify(const cs_insn *in, struct synth_insn *out)
 	case X86_INS_XBEGIN:
 	case X86_INS_XABORT:
 	case X86_INS_XEND:
+	/* AMD SVM (Xen's hypercall page has VMMCALL): #UD on Intel */
+	case X86_INS_VMMCALL:
+	case X86_INS_VMRUN:
+	case X86_INS_VMLOAD:
+	case X86_INS_VMSAVE:
+	case X86_INS_CLGI:
+	case X86_INS_STGI:
+	case X86_INS_SKINIT:
+	case X86_INS_INVLPGA:
 		out->kind = SK_STOP;
 		return;
 	default:

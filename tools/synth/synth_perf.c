@@ -107,24 +107,30 @@ static int write_mmaps(struct vmpt_perf_writer *pw,
 	return 0;
 }
 
+/* The host kernel's text, or (guest) the default guest machine's (pid 0,
+ * as `perf kvm record` writes it; perf script finds the code with
+ * --guestvmlinux).
+ */
 static int write_kernel_mmap(struct vmpt_perf_writer *pw,
 			     const struct synth_perf_params *pp,
-			     const struct synth_image *k, uint64_t time)
+			     const struct synth_image *k, uint64_t time,
+			     int guest)
 {
 	struct vmpt_perf_event ev;
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = PERF_RECORD_MMAP;
-	ev.misc = PERF_RECORD_MISC_KERNEL;
-	ev.mmap.pid = UINT32_MAX;
+	ev.misc = guest ? PERF_RECORD_MISC_GUEST_KERNEL : PERF_RECORD_MISC_KERNEL;
+	ev.mmap.pid = guest ? 0 : UINT32_MAX;
 	ev.mmap.tid = 0;
 	ev.mmap.start = k->lo;
 	ev.mmap.len = k->hi - k->lo;
 	ev.mmap.pgoff = k->lo;
-	ev.mmap.filename = "[kernel.kallsyms]_text";
+	ev.mmap.filename = guest ? "[guest.kernel.kallsyms]_text" :
+				   "[kernel.kallsyms]_text";
 	sid(&ev, pp, time, ID_SIDEBAND);
-	ev.sid.pid = UINT32_MAX;
-	ev.sid.tid = UINT32_MAX;
+	ev.sid.pid = guest ? 0 : UINT32_MAX;
+	ev.sid.tid = guest ? 0 : UINT32_MAX;
 	return vmpt_perf_write_record(pw, &ev);
 }
 
@@ -216,7 +222,10 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 		goto out;
 	if (prog && (ret = write_mmaps(pw, pp, prog, t0 - 1500)))
 		goto out;
-	if (w->kernel && (ret = write_kernel_mmap(pw, pp, w->kernel, t0 - 1500)))
+	if (w->kernel && (ret = write_kernel_mmap(pw, pp, w->kernel, t0 - 1500, 0)))
+		goto out;
+	if (w->vm && w->guest != w->user &&
+	    (ret = write_kernel_mmap(pw, pp, w->guest, t0 - 1500, 1)))
 		goto out;
 
 	memset(&ev, 0, sizeof(ev));

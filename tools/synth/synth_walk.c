@@ -27,6 +27,9 @@
 
 enum ctx { CTX_USER, CTX_KERNEL, CTX_GUEST };
 
+/* How far ahead a direct jump is followed to see whether it loops. */
+#define SYNTH_LOOP_LOOKAHEAD 64
+
 struct stack {
 	uint64_t *v;
 	size_t n, cap;
@@ -48,6 +51,9 @@ struct cpu {
 	uint64_t next_irq, guest_exit_at;
 	uint64_t user_ret;	/* user and kernel traced: where SYSRET goes */
 	uint64_t irq_ret;	/* ... and where IRET goes (0: no interrupt) */
+	int retslot;		/* a retpoline replaced the return address */
+	uint64_t kernel_exit_at;	/* --kernel-period: when to go back */
+	int kernel_by_irq;	/* the kernel was entered by an interrupt */
 	uint64_t ovf_end;	/* instruction count where the lost window ends */
 	size_t ovf_len;		/* trace length when the buffer overflowed */
 	/* Instruction numbers (1-based, as in the truth) for overflows: */
@@ -251,6 +257,16 @@ static void vmptrld(struct cpu *c)
 	c->pt->tsc_mult = cur_vcpu(c)->tsc_mult;
 }
 
+/* User space entered the traced kernel: --kernel-period sets when an
+ * interrupt takes it back (a random walk's call depth never unwinds).
+ */
+static void kernel_visit(struct cpu *c, int by_irq)
+{
+	c->kernel_by_irq = by_irq;
+	if (c->cfg->kernel_period)
+		c->kernel_exit_at = c->st->insns + rnd_period(c, c->cfg->kernel_period);
+}
+
 /* A user-mode interrupt or an instruction the model cannot execute: the
  * kernel runs (untraced) and user code resumes at resume_ip.
  */
@@ -270,6 +286,7 @@ static void user_event(struct cpu *c, uint64_t resume_ip)
 		c->ctx = CTX_KERNEL;
 		c->kstack.n = 0;
 		c->ip = handler;
+		kernel_visit(c, 1);
 		return;
 	}
 	if (c->pt->packet_en)
@@ -386,6 +403,39 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 	return (int)(rnd(c) & 1);
 }
 
+/* Does this direct jump enter a loop that makes no packet (a kernel's
+ * `for (;;) cpu_relax();`)?  Only an interrupt ends one, and it must come
+ * before the loop's first round: a FUP names an IP, and a decoder stops
+ * the first time it gets there.
+ */
+static int endless_loop(struct cpu *c, const struct synth_insn *jmp)
+{
+	uint64_t seen[SYNTH_LOOP_LOOKAHEAD];
+	uint64_t ip = jmp->target;
+	size_t n = 0;
+
+	seen[n++] = jmp->ip;
+	while (n < SYNTH_LOOP_LOOKAHEAD) {
+		const struct synth_insn *p;
+
+		for (size_t i = 0; i < n; i++)
+			if (seen[i] == ip)
+				return 1;
+		p = synth_insn_get(cur_cache(c), cur_image(c), ip);
+		if (!p)
+			return 0;
+		seen[n++] = ip;
+		if (p->kind == SK_JMP)
+			ip = p->target;
+		else if (p->kind == SK_OTHER || p->kind == SK_RETSLOT ||
+			 (p->kind == SK_EXITING && c->ctx == CTX_KERNEL))
+			ip += p->size;
+		else
+			return 0;
+	}
+	return 0;
+}
+
 /* Execute one instruction (c->ip is traced and mapped). */
 static void step(struct cpu *c, const struct synth_insn *in)
 {
@@ -429,8 +479,17 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		c->ip = random_func(c);
 		report(c, in, c->ip, R_TIP, 0);
 		break;
+	case SK_RETSLOT:
+		c->retslot = 1;
+		c->ip = next;
+		break;
 	case SK_RET:
+		/* After a retpoline's store, RET goes where the register
+		 * pointed: an indirect target (the pushed address is gone). */
 		c->ip = s->n ? s->v[--s->n] : random_func(c);
+		if (c->retslot)
+			c->ip = random_func(c);
+		c->retslot = 0;
 		compressed = c->pt->packet_en && synth_pt_ret(c->pt, c->ip);
 		report(c, in, c->ip, compressed ? R_TNT_TAKEN : R_TIP, SF_RETURN);
 		break;
@@ -449,6 +508,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 			c->ctx = CTX_USER;
 			branch(c, in->ip, c->ip, SF_SYSCALLRET | SF_CALL);
 			c->ctx = CTX_KERNEL;
+			kernel_visit(c, 0);
 			break;
 		}
 		/* User-only tracing: the kernel is not traced. */
@@ -503,6 +563,16 @@ static void step(struct cpu *c, const struct synth_insn *in)
 	}
 }
 
+/* ring 0: an interrupt whose handler is traced */
+static void kernel_async(struct cpu *c, uint64_t to)
+{
+	needs_packet(c);
+	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+	synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+	branch(c, c->ip, to, SF_ASYNC);
+	c->ip = to;
+}
+
 /* Instructions the model cannot execute end up here: an asynchronous event
  * that leaves for a real function entry.
  */
@@ -518,11 +588,22 @@ static void cannot_execute(struct cpu *c)
 		user_event(c, to);
 		return;
 	}
-	/* ring 0: an interrupt whose handler is traced */
-	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
-	synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
-	branch(c, c->ip, to, SF_ASYNC);
-	c->ip = to;
+	kernel_async(c, to);
+}
+
+/* The kernel's time is up: an interrupt whose handler is the kernel's own
+ * way back to user space (Linux: the SYSRET tail of the system call path,
+ * or the IRET path of interrupts), which the walk then executes.
+ */
+static void kernel_exit(struct cpu *c)
+{
+	uint64_t to = synth_image_symbol(c->cfg->kernel, c->kernel_by_irq ?
+		"swapgs_restore_regs_and_return_to_usermode" :
+		"syscall_return_via_sysret", NULL);
+
+	c->kernel_exit_at = 0;
+	if (to)
+		kernel_async(c, to);
 }
 
 static int check_image(struct synth_image *img, const char *what, char *err,
@@ -672,6 +753,12 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 			c.block_start = st->insns + 1;
 			continue;
 		}
+		if (c.ctx == CTX_KERNEL && c.kernel_exit_at &&
+		    st->insns >= c.kernel_exit_at) {
+			kernel_exit(&c);
+			c.block_start = st->insns + 1;
+			continue;
+		}
 		if (guest(&c) && st->insns >= c.guest_exit_at) {
 			vm_exit(&c, c.ip);	/* external interrupt */
 			c.block_start = st->insns + 1;
@@ -687,9 +774,15 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 		     c.ctx != CTX_KERNEL) ||
 		    (in->kind == SK_SYSCALL && c.ctx != CTX_USER) ||
 		    (in->kind == SK_SYSRET && c.ctx != CTX_KERNEL) ||
+		    (in->kind == SK_SYSRET && !cfg->vm && !c.user_ret) ||
 		    (in->kind == SK_IRET && !c.irq_ret) ||
 		    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
 		     !synth_insn_get(cur_cache(&c), cur_image(&c), in->target))) {
+			cannot_execute(&c);
+			c.block_start = st->insns + 1;
+			continue;
+		}
+		if (in->kind == SK_JMP && endless_loop(&c, in)) {
 			cannot_execute(&c);
 			c.block_start = st->insns + 1;
 			continue;
@@ -707,8 +800,11 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 		synth_pt_tick(pt, 1 + (rnd(&c) & 1));
 		step(&c, in);
 		if (in->kind != SK_OTHER && in->kind != SK_VMPTRLD &&
-		    in->kind != SK_EXITING)
+		    in->kind != SK_EXITING && in->kind != SK_RETSLOT)
 			c.block_start = st->insns + 1;
+		/* the retpoline pattern: store, direct jumps, RET */
+		if (in->kind != SK_RETSLOT && in->kind != SK_JMP)
+			c.retslot = 0;
 	}
 	if (c.oom || pt->oom) {
 		ret = -VMPT_ERR_NOMEM;

@@ -34,6 +34,9 @@ static const char usage[] =
 "  --seed N               branch outcomes and targets (default 1)\n"
 "  --branches N           stop after N branches (default 10000)\n"
 "  --irq-period N         mean instructions between interrupts (user)\n"
+"  --kernel-period N      mean kernel instructions before an interrupt whose\n"
+"                         handler returns to user space (--host-kernel with\n"
+"                         a Linux vmlinux)\n"
 "  --filter SYM|START-END trace only this code (IP filter: TIP.PGE/TIP.PGD)\n"
 "  --vcpus N              vCPUs, one VMCS each (default 1)\n"
 "  --tsc-offset V[,V..]   guest TSC offset per vCPU (default -0x1000000000)\n"
@@ -58,7 +61,8 @@ struct opts {
 	const char *offsets, *offset_change, *corrupt, *ovf, *filter;
 	int vm, guest_code, no_perf, no_truth, quiet, vcpus;
 	double tsc_scale;
-	uint64_t seed, branches, irq_period, guest_period, entries_per_vcpu;
+	uint64_t seed, branches, irq_period, kernel_period, guest_period;
+	uint64_t entries_per_vcpu;
 	uint64_t tsc0, pid;
 	struct synth_pt_config pt;
 };
@@ -288,7 +292,8 @@ int main(int argc, char **argv)
 		{ "host-kernel", 1, 0, 'K' }, { "guest-elf", 1, 0, 'G' },
 		{ "guest-code", 0, 0, 'C' }, { "guest-start", 1, 0, 'S' },
 		{ "seed", 1, 0, 'r' }, { "branches", 1, 0, 'b' },
-		{ "irq-period", 1, 0, 'I' }, { "vcpus", 1, 0, 'v' },
+		{ "irq-period", 1, 0, 'I' }, { "kernel-period", 1, 0, 'k' },
+		{ "vcpus", 1, 0, 'v' },
 		{ "tsc-offset", 1, 0, 'O' }, { "tsc-offset-change", 1, 0, 'X' },
 		{ "tsc-scale", 1, 0, 'M' }, { "guest-period", 1, 0, 'g' },
 		{ "entries-per-vcpu", 1, 0, 'E' }, { "noretcomp", 0, 0, 'n' },
@@ -342,7 +347,7 @@ int main(int argc, char **argv)
 		case 'R': o.no_truth = 1; break;
 		case 'N': o.no_perf = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
-		case 'r': case 'b': case 'I': case 'v': case 'g': case 'E':
+		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
 		case 'h': case 'f': case 'p': case 't': case 'P':
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
@@ -352,6 +357,7 @@ int main(int argc, char **argv)
 			case 'r': o.seed = v; break;
 			case 'b': o.branches = v; break;
 			case 'I': o.irq_period = v; break;
+			case 'k': o.kernel_period = v; break;
 			case 'v': o.vcpus = (int)v; break;
 			case 'g': o.guest_period = v; break;
 			case 'E': o.entries_per_vcpu = v; break;
@@ -387,6 +393,7 @@ int main(int argc, char **argv)
 	w.user = o.elf ? &user : NULL;
 	w.kernel = o.host_kernel ? &kernel : NULL;
 	w.irq_period = o.irq_period;
+	w.kernel_period = o.kernel_period;
 	w.kernel_cr3 = 0x1e0d000ull;
 	if (o.ovf) {
 		char *colon;
