@@ -4,6 +4,7 @@
  * --kcore), so guest kernel code can be decoded after the guest is gone.
  */
 #include "agent.h"
+#include "vmpt/error.h"
 #include "vmpt/kcore.h"
 
 #include <elf.h>
@@ -167,74 +168,22 @@ out:
 	return ret;
 }
 
-static int write_file(int dirfd, const char *name, const void *data, size_t size)
-{
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	const uint8_t *p = data;
-	int ret = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (size) {
-		ssize_t n = write(fd, p, size);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			ret = -errno;
-			break;
-		}
-		p += n;
-		size -= (size_t)n;
-	}
-	if (close(fd) && !ret)
-		ret = -errno;
-	return ret;
-}
-
-/* kcore DIR: perf's kcore_dir layout, for use inside the guest. */
+/* kcore DIR: perf's kcore_dir, cut the way vmpt record --kcore cuts the
+ * host's.
+ */
 int agent_kcore(int argc, char **argv)
 {
-	static const struct { const char *file, *proc; } copies[] = {
-		{ "kallsyms", "/proc/kallsyms" },
-		{ "modules", "/proc/modules" },
-	};
-	const char *why = "";
-	uint8_t *data;
-	size_t size;
-	int dirfd, ret;
+	struct vmpt_kcore_stats st;
+	char err[1024] = "";
+	int ret;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: vmpt-agent kcore DIR\n");
 		return 2;
 	}
-	if (mkdir(argv[1], 0700) && errno != EEXIST) {
-		fprintf(stderr, "vmpt-agent: %s: %s\n", argv[1], strerror(errno));
-		return 1;
-	}
-	dirfd = open(argv[1], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0) {
-		fprintf(stderr, "vmpt-agent: %s: %s\n", argv[1], strerror(errno));
-		return 1;
-	}
-	ret = agent_kcore_build(&data, &size, &why);
-	if (!ret) {
-		why = "writing kcore";
-		ret = write_file(dirfd, "kcore", data, size);
-		free(data);
-	}
-	for (size_t i = 0; !ret && i < sizeof(copies) / sizeof(copies[0]); i++) {
-		why = copies[i].proc;
-		ret = agent_read_file(copies[i].proc, &data, &size);
-		if (!ret) {
-			why = copies[i].file;
-			ret = write_file(dirfd, copies[i].file, data, size);
-			free(data);
-		}
-	}
-	close(dirfd);
+	ret = vmpt_kcore_copy("/proc", argv[1], &st, err, sizeof(err));
 	if (ret) {
-		fprintf(stderr, "vmpt-agent: kcore: %s: %s\n", why, strerror(-ret));
+		fprintf(stderr, "vmpt-agent: kcore: %s\n", err[0] ? err : vmpt_strerror(ret));
 		return 1;
 	}
 	return 0;

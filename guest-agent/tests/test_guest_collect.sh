@@ -140,6 +140,8 @@ if [ ! -e /proc/kcore ]; then
 	expect_fail "the guest gave no [kcore]: No such file or directory: vmpt-agent: kcore: opening /proc/kcore: No such file or directory" \
 		"$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
 		-o "$W/rec3" --kcore --no-binaries -d 0.1
+	expect_fail "vmpt-agent: kcore: /proc/kcore: No such file or directory (kernel built without CONFIG_PROC_KCORE)" \
+		"$AGENT" kcore "$W/agent_kcore"
 else
 	"$VMPT" guest collect "$URL" "${CONN[@]}" --remote-dir "$W/remote" --agent "$AGENT" \
 		-o "$W/rec3" --kcore --no-binaries -d 0.1 > /dev/null 2> "$W/kcore.err" ||
@@ -148,6 +150,9 @@ else
 	check "kallsyms and modules fetched" cmp -s /proc/modules "$K/modules"
 	check "kcore holds the kernel text as /proc/kcore has it" \
 		python3 "$SRCDIR/guest-agent/tests/check_kcore.py" "$K" /proc/kcore
+	check "vmpt-agent kcore DIR: the same kernel text" \
+		sh -c '"$1" kcore "$2" && python3 "$3" "$2" /proc/kcore' sh \
+		"$AGENT" "$W/agent_kcore" "$SRCDIR/guest-agent/tests/check_kcore.py"
 fi
 
 # --- A failing agent: its stderr is in the error ---
