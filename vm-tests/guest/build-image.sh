@@ -1,7 +1,9 @@
 #!/bin/bash
 # build-image.sh: a small bootable Linux guest for the guest-vm tests, built
 # from Debian packages and cached: prints the cache directory, holding
-#   vmlinuz      Debian's kernel (linux-image-amd64's real package)
+#   vmlinuz      Debian's kernel (linux-image-amd64's real package, from
+#                tools/fetch-debian-kernel.sh's cache, shared with the
+#                synthesizer's tests)
 #   initrd.img   the whole root: busybox-static, OpenSSH's sshd and
 #                sftp-server with their libraries, Debian's sudo, e1000.ko,
 #                /init
@@ -32,12 +34,13 @@ for f in /bin/busybox /usr/sbin/sshd /usr/lib/openssh/sftp-server; do
 	[ -x "$f" ] || { echo "build-image: $f missing (tools/install-deps.sh)" >&2; exit 1; }
 done
 
+K=$("$(cd "$(dirname "$0")/../.." && pwd)/tools/fetch-debian-kernel.sh")
 T=$(mktemp -d "${TMPDIR:-/tmp}/vmpt-guest-image.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 chmod 777 "$T"	# apt's download sandbox user writes here
-(cd "$T" && apt-get download -q "$kpkg" sudo >&2)
+(cd "$T" && apt-get download -q sudo >&2)
 chmod 700 "$T"
-dpkg -x "$T"/"$kpkg"_*.deb "$T/k"
+dpkg -x "$K/linux-image.deb" "$T/k"
 dpkg -x "$T"/sudo_*.deb "$T/sudo"
 modver=$(ls "$T/k/lib/modules")
 
