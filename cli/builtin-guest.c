@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* vmpt guest: drive vmpt-agent in a guest over SSH (docs/guest.md). */
 #include "builtin.h"
+#include "guest_options.h"
 #include "vmpt/error.h"
 #include "vmpt/guest.h"
 
@@ -92,20 +93,13 @@ struct args {
 /* Options up to the next non-option.  -1 to go on, else the exit status. */
 static int parse_options(int argc, char **argv, struct args *a)
 {
-	enum { OPT_KCORE = 256, OPT_NO_BIN, OPT_KNOWN, OPT_ACCEPT, OPT_AGENT,
-	       OPT_RDIR, OPT_MAX, OPT_TIMEOUT };
+	enum { OPT_KCORE = 256, OPT_NO_BIN };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
-		{ "identity", required_argument, NULL, 'i' },
 		{ "kcore", no_argument, NULL, OPT_KCORE },
 		{ "no-binaries", no_argument, NULL, OPT_NO_BIN },
-		{ "known-hosts", required_argument, NULL, OPT_KNOWN },
-		{ "accept-new-host-key", no_argument, NULL, OPT_ACCEPT },
-		{ "agent", required_argument, NULL, OPT_AGENT },
-		{ "remote-dir", required_argument, NULL, OPT_RDIR },
-		{ "max-file-size", required_argument, NULL, OPT_MAX },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		GUEST_LONGOPTS(""),
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -118,14 +112,12 @@ static int parse_options(int argc, char **argv, struct args *a)
 		case 'i': a->o.identity = optarg; break;
 		case OPT_KCORE: a->what |= VMPT_GUEST_FETCH_KCORE; break;
 		case OPT_NO_BIN: a->what &= ~(unsigned)VMPT_GUEST_FETCH_BINARIES; break;
-		case OPT_KNOWN: a->o.known_hosts = optarg; break;
-		case OPT_ACCEPT: a->o.accept_new_host_key = 1; break;
-		case OPT_AGENT: a->o.agent_path = optarg; break;
-		case OPT_RDIR: a->o.remote_dir = optarg; break;
-		case OPT_MAX: a->o.max_file_size = strtoull(optarg, NULL, 0); break;
-		case OPT_TIMEOUT: a->o.timeout_sec = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default:
+			if (guest_option(&a->o, c, optarg))
+				break;
+			usage(stderr);
+			return 2;
 		}
 	}
 	return -1;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "builtin.h"
+#include "guest_options.h"
 
 #include "vmpt/error.h"
 #include "vmpt/guest.h"
@@ -50,7 +51,9 @@ static void usage(FILE *out)
 		"      --kcore            copy kernel text, kallsyms and modules into PATH/kcore_dir\n"
 		"      --guest ssh://USER@HOST[:PORT]  also guest sideband and the guest binaries\n"
 		"                         (and with --kcore its kcore) into the recording's guest/\n"
-		"      --guest-identity FILE, --guest-known-hosts FILE  (see vmpt guest)\n"
+		"      --guest-identity FILE, --guest-known-hosts FILE,\n"
+		"      --guest-accept-new-host-key, --guest-agent PATH, --guest-remote-dir DIR,\n"
+		"      --guest-max-file-size BYTES, --guest-timeout SEC  (vmpt guest's options)\n"
 		"      --sysfs-root DIR, --procfs-root DIR, --debugfs-root DIR\n"
 		"  -q, --quiet\n\n"
 		"SIGINT or SIGTERM stop the recording; what was read is written first.\n");
@@ -104,7 +107,7 @@ int cmd_record(int argc, char **argv)
 	struct vmpt_record_opts o = { .stop = &stop_flag, .snapshot_request = &snapshot_flag,
 				      .log = stderr };
 	enum { OPT_QMP = 256, OPT_DOMAIN, OPT_FILTER, OPT_CONTROL, OPT_KCORE, OPT_SYSFS,
-	       OPT_PROCFS, OPT_DEBUGFS, OPT_GUEST, OPT_GUEST_ID, OPT_GUEST_KH };
+	       OPT_PROCFS, OPT_DEBUGFS, OPT_GUEST };
 	struct vmpt_guest_opts guest_opts = { .log = stderr };
 	struct vmpt_guest *guest = NULL;
 	static const struct option longopts[] = {
@@ -125,8 +128,7 @@ int cmd_record(int argc, char **argv)
 		{ "procfs-root", required_argument, NULL, OPT_PROCFS },
 		{ "debugfs-root", required_argument, NULL, OPT_DEBUGFS },
 		{ "guest", required_argument, NULL, OPT_GUEST },
-		{ "guest-identity", required_argument, NULL, OPT_GUEST_ID },
-		{ "guest-known-hosts", required_argument, NULL, OPT_GUEST_KH },
+		GUEST_LONGOPTS("guest-"),
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -183,11 +185,13 @@ int cmd_record(int argc, char **argv)
 		case OPT_PROCFS: o.procfs_root = optarg; break;
 		case OPT_DEBUGFS: o.debugfs_root = optarg; break;
 		case OPT_GUEST: guest_opts.url = optarg; break;
-		case OPT_GUEST_ID: guest_opts.identity = optarg; break;
-		case OPT_GUEST_KH: guest_opts.known_hosts = optarg; break;
 		case 'q': o.log = NULL; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default:
+			if (guest_option(&guest_opts, c, optarg))
+				break;
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind < argc)

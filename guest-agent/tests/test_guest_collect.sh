@@ -134,6 +134,15 @@ printf x >> "$W/remote/vmpt-agent"
 check "a changed agent is deployed again" grep -q "vmpt: deploying" "$W/redeploy.err"
 check "guest sideband for a duration" test -s "$W/rec2/guest/perf.data"
 
+# vmpt record --guest takes vmpt guest's options with a guest- prefix.
+mkdir -p "$W/rec4"
+"$VMPT" record -q --event dummy -o "$W/rec4/perf.data" --guest "$URL" \
+	--guest-identity "$W/client_key" --guest-known-hosts "$W/known_hosts" --guest-timeout 30 \
+	--guest-remote-dir "$W/remote" --guest-agent "$AGENT" -- /bin/true 2> "$W/record.err" ||
+	{ echo "FAIL: record --guest"; cat "$W/record.err"; fails=$((fails + 1)); }
+check "vmpt record --guest: the guest's sideband" test -s "$W/rec4/guest/perf.data"
+check "vmpt record --guest: libc in the guest's sysroot" cmp -s "$libc" "$W/rec4/guest/root$libc"
+
 # --- The compact kcore (this machine's kernel may have no /proc/kcore:
 # then the error must say so; the guest-vm suite checks a real one) ---
 if [ ! -e /proc/kcore ]; then
