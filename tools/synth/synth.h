@@ -81,6 +81,7 @@ struct synth_insn {
 	uint8_t size;
 	uint8_t kind;		/* enum synth_kind */
 	uint8_t vmlaunch;	/* SK_VMENTRY: 1 = vmlaunch, 0 = vmresume */
+	uint8_t vmx;		/* a VMX instruction: #UD outside VMX operation */
 	uint8_t valid;
 };
 

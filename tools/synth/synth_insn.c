@@ -138,15 +138,21 @@ static void classify(const cs_insn *in, struct synth_insn *out)
 	case X86_INS_VMRESUME:
 		out->kind = SK_VMENTRY;
 		out->vmlaunch = in->id == X86_INS_VMLAUNCH;
+		out->vmx = 1;
 		return;
 	case X86_INS_VMPTRLD:
 		out->kind = SK_VMPTRLD;
+		out->vmx = 1;
+		return;
+	case X86_INS_VMCALL:
+		/* exits in a guest, VMfail in VMX root operation */
+		out->kind = SK_EXITING;
+		out->vmx = 1;
 		return;
 	case X86_INS_CPUID:
 	case X86_INS_HLT:
 	case X86_INS_IN:
 	case X86_INS_OUT:
-	case X86_INS_VMCALL:
 	case X86_INS_RDMSR:
 	case X86_INS_WRMSR:
 		out->kind = SK_EXITING;

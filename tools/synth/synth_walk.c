@@ -768,7 +768,7 @@ int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
 		p = synth_insn_get(cur_cache(&c), cur_image(&c), c.ip);
 		if (p)
 			insn = *p;
-		if (!p || in->kind == SK_STOP ||
+		if (!p || in->kind == SK_STOP || (in->vmx && !cfg->vm) ||
 		    (in->kind == SK_EXITING && c.ctx == CTX_USER) ||
 		    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
 		     c.ctx != CTX_KERNEL) ||
