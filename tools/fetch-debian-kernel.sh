@@ -28,11 +28,18 @@ if [ -f "$OUT/ready" ]; then
 	echo "$OUT"
 	exit 0
 fi
-for tool in objcopy readelf xz zstd python3; do
+for tool in objcopy readelf xz zstd python3 flock; do
 	command -v "$tool" >/dev/null || die "$tool missing (tools/install-deps.sh)"
 done
 
+# One fetch at a time (the synth and guest-vm tests may ask together).
 mkdir -p "$CACHE"
+exec 9> "$CACHE/.fetch-debian-kernel.lock"
+flock 9
+if [ -f "$OUT/ready" ]; then
+	echo "$OUT"
+	exit 0
+fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/vmpt-fetch-kernel.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 chmod 777 "$T"	# apt's download sandbox user writes here
