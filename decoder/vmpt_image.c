@@ -54,7 +54,15 @@ static int own(struct vmpt_image *img, void *p)
 
 	if (!p)
 		return -VMPT_ERR_NOMEM;
-	o = realloc(img->owned, (img->n_owned + 1) * sizeof(*o));
+	/* Doubling (at powers of two from 16): there is one per symbol name. */
+	if (img->n_owned >= 16 && !(img->n_owned & (img->n_owned - 1))) {
+		o = realloc(img->owned, 2 * img->n_owned * sizeof(*o));
+	} else if (!img->n_owned) {
+		o = malloc(16 * sizeof(*o));
+	} else {
+		img->owned[img->n_owned++] = p;
+		return 0;
+	}
 	if (!o) {
 		free(p);
 		return -VMPT_ERR_NOMEM;
@@ -77,6 +85,13 @@ static int map_file(struct vmpt_image *img, const char *path,
 	struct vmpt_file **a, *f;
 	int ret;
 
+	/* A library mapped by many processes is mapped once. */
+	for (size_t i = 0; i < img->n_files; i++) {
+		if (!strcmp(img->files[i]->path, path)) {
+			*out = img->files[i];
+			return 0;
+		}
+	}
 	a = realloc(img->files, (img->n_files + 1) * sizeof(*a));
 	if (!a)
 		return -VMPT_ERR_NOMEM;

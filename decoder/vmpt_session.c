@@ -291,7 +291,8 @@ lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
  */
 static int inherit_comms(struct vmpt_session *s)
 {
-	qsort(s->forks, s->n_forks, sizeof(*s->forks), cmp_by_time);
+	if (s->n_forks)
+		qsort(s->forks, s->n_forks, sizeof(*s->forks), cmp_by_time);
 	for (size_t i = 0; i < s->n_forks; i++) {
 		struct vmpt_session_task_rec r = s->forks[i];
 		const struct vmpt_session_task_rec *parent;
