@@ -70,6 +70,7 @@ static uint64_t run_vmpt(const struct vmpt_flow_config *base, int jobs)
 	uint64_t *psbs, total = 0;
 	size_t n;
 	struct piece *ps;
+	struct vmpt_bcache *cache;
 	pthread_t *th;
 
 	vmpt_flow_psb_offsets(base->begin, base->end, &psbs, &n);
@@ -77,8 +78,13 @@ static uint64_t run_vmpt(const struct vmpt_flow_config *base, int jobs)
 		jobs = n ? (int)n : 1;
 	ps = calloc((size_t)jobs, sizeof(*ps));
 	th = calloc((size_t)jobs, sizeof(*th));
+	/* One block cache for all threads, new for every run: each run
+	 * disassembles the code it meets once.
+	 */
+	cache = vmpt_bcache_new();
 	for (int k = 0; k < jobs; k++) {
 		ps[k].cfg = *base;
+		ps[k].cfg.cache = cache;
 		ps[k].start = k ? psbs[(size_t)k * n / (size_t)jobs] : 0;
 		ps[k].cfg.stop_offset = k + 1 < jobs ? psbs[(size_t)(k + 1) * n / (size_t)jobs] : 0;
 		pthread_create(&th[k], NULL, vmpt_piece, &ps[k]);
@@ -87,6 +93,7 @@ static uint64_t run_vmpt(const struct vmpt_flow_config *base, int jobs)
 		pthread_join(th[k], NULL);
 		total += ps[k].insns;
 	}
+	vmpt_bcache_free(cache);
 	free(ps);
 	free(th);
 	free(psbs);

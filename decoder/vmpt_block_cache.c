@@ -4,12 +4,16 @@
 #include "vmpt/error.h"
 
 #include <capstone/capstone.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Long straight runs are cut so a block stays cheap to split at a FUP. */
 #define MAX_BLOCK_INSNS 1024
 #define ARENA_CHUNK (1u << 20)
+/* Section tables by section id: a directory of chunks made on first use. */
+#define SEC_CHUNK 256
+#define SEC_DIR 65536
 
 struct arena {
 	struct arena *prev;
@@ -17,18 +21,101 @@ struct arena {
 	uint8_t mem[];
 };
 
+/* One hash table per section, sized once from the section (a block per 16
+ * bytes of code at most, so chains stay short without ever growing).
+ */
+struct sec_table {
+	size_t mask;
+	_Atomic(struct vmpt_block *) bucket[];
+};
+
 struct vmpt_bcache {
-	struct vmpt_block **tab;
-	size_t mask, n;
+	_Atomic(_Atomic(struct sec_table *) *) dir[SEC_DIR];
+	pthread_mutex_t lock;		/* the arena list */
+	struct arena *arenas;		/* every disassembler's, freed with the cache */
+};
+
+struct vmpt_bdisasm {
+	struct vmpt_bcache *bc;
 	csh cs[3];		/* per enum vmpt_exec_mode */
 	cs_insn *insn[3];
-	struct arena *arena;
+	struct arena *arena;	/* the current one, also in bc->arenas */
 	uint8_t sizes[MAX_BLOCK_INSNS];	/* of the block being decoded */
 };
 
-static void *arena_alloc(struct vmpt_bcache *bc, size_t size)
+struct vmpt_bcache *vmpt_bcache_new(void)
 {
-	struct arena *a = bc->arena;
+	struct vmpt_bcache *bc = calloc(1, sizeof(*bc));
+
+	if (!bc)
+		return NULL;
+	if (pthread_mutex_init(&bc->lock, NULL)) {
+		free(bc);
+		return NULL;
+	}
+	return bc;
+}
+
+void vmpt_bcache_free(struct vmpt_bcache *bc)
+{
+	if (!bc)
+		return;
+	for (size_t i = 0; i < SEC_DIR; i++) {
+		_Atomic(struct sec_table *) *chunk = atomic_load(&bc->dir[i]);
+
+		if (!chunk)
+			continue;
+		for (size_t k = 0; k < SEC_CHUNK; k++)
+			free(atomic_load(&chunk[k]));
+		free(chunk);
+	}
+	while (bc->arenas) {
+		struct arena *p = bc->arenas->prev;
+
+		free(bc->arenas);
+		bc->arenas = p;
+	}
+	pthread_mutex_destroy(&bc->lock);
+	free(bc);
+}
+
+struct vmpt_bdisasm *vmpt_bdisasm_new(struct vmpt_bcache *bc)
+{
+	static const cs_mode modes[3] = { CS_MODE_64, CS_MODE_32, CS_MODE_16 };
+	struct vmpt_bdisasm *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->bc = bc;
+	for (int m = 0; m < 3; m++) {
+		if (cs_open(CS_ARCH_X86, modes[m], &d->cs[m]) != CS_ERR_OK)
+			goto fail;
+		d->insn[m] = cs_malloc(d->cs[m]);
+		if (!d->insn[m])
+			goto fail;
+	}
+	return d;
+fail:
+	vmpt_bdisasm_free(d);
+	return NULL;
+}
+
+void vmpt_bdisasm_free(struct vmpt_bdisasm *d)
+{
+	if (!d)
+		return;
+	for (int m = 0; m < 3; m++) {
+		if (d->insn[m])
+			cs_free(d->insn[m], 1);
+		if (d->cs[m])
+			cs_close(&d->cs[m]);
+	}
+	free(d);
+}
+
+static void *arena_alloc(struct vmpt_bdisasm *d, size_t size)
+{
+	struct arena *a = d->arena;
 
 	size = (size + 15) & ~(size_t)15;
 	if (!a || a->used + size > ARENA_CHUNK) {
@@ -37,88 +124,75 @@ static void *arena_alloc(struct vmpt_bcache *bc, size_t size)
 		a = malloc(sizeof(*a) + cap);
 		if (!a)
 			return NULL;
-		a->prev = bc->arena;
 		a->used = 0;
-		bc->arena = a;
+		pthread_mutex_lock(&d->bc->lock);
+		a->prev = d->bc->arenas;
+		d->bc->arenas = a;
+		pthread_mutex_unlock(&d->bc->lock);
+		d->arena = a;
 	}
 	a->used += size;
 	return a->mem + a->used - size;
 }
 
-struct vmpt_bcache *vmpt_bcache_new(void)
+/* Undo the last arena_alloc (a block another thread published first). */
+static void arena_unalloc(struct vmpt_bdisasm *d, size_t size)
 {
-	static const cs_mode modes[3] = { CS_MODE_64, CS_MODE_32, CS_MODE_16 };
-	struct vmpt_bcache *bc = calloc(1, sizeof(*bc));
+	d->arena->used -= (size + 15) & ~(size_t)15;
+}
 
-	if (!bc)
+static struct sec_table *sec_table(struct vmpt_bcache *bc,
+				   const struct vmpt_section *sec)
+{
+	_Atomic(_Atomic(struct sec_table *) *) *slot = &bc->dir[sec->id / SEC_CHUNK % SEC_DIR];
+	_Atomic(struct sec_table *) *chunk = atomic_load_explicit(slot, memory_order_acquire);
+	struct sec_table *t;
+	size_t n = 64;
+
+	if (sec->id >= (uint64_t)SEC_DIR * SEC_CHUNK)
 		return NULL;
-	bc->mask = 4095;
-	bc->tab = calloc(bc->mask + 1, sizeof(*bc->tab));
-	if (!bc->tab)
-		goto fail;
-	for (int m = 0; m < 3; m++) {
-		if (cs_open(CS_ARCH_X86, modes[m], &bc->cs[m]) != CS_ERR_OK)
-			goto fail;
-		bc->insn[m] = cs_malloc(bc->cs[m]);
-		if (!bc->insn[m])
-			goto fail;
+	if (!chunk) {
+		_Atomic(struct sec_table *) *fresh = calloc(SEC_CHUNK, sizeof(*fresh));
+
+		if (!fresh)
+			return NULL;
+		if (atomic_compare_exchange_strong_explicit(slot, &chunk, fresh,
+							    memory_order_acq_rel,
+							    memory_order_acquire))
+			chunk = fresh;
+		else
+			free(fresh);	/* another thread's is there */
 	}
-	return bc;
-fail:
-	vmpt_bcache_free(bc);
+	t = atomic_load_explicit(&chunk[sec->id % SEC_CHUNK], memory_order_acquire);
+	if (t)
+		return t;
+	while (n < sec->size / 16 && n < (1u << 22))
+		n *= 2;
+	struct sec_table *fresh = calloc(1, sizeof(*fresh) + n * sizeof(fresh->bucket[0]));
+
+	if (!fresh)
+		return NULL;
+	fresh->mask = n - 1;
+	if (atomic_compare_exchange_strong_explicit(&chunk[sec->id % SEC_CHUNK], &t, fresh,
+						    memory_order_acq_rel,
+						    memory_order_acquire))
+		return fresh;
+	free(fresh);
+	return t;
+}
+
+static size_t hash(uint64_t ip, unsigned mode)
+{
+	return (size_t)(((ip ^ ((uint64_t)mode << 62)) * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+static struct vmpt_block *chain_find(struct vmpt_block *b,
+					   uint64_t ip, unsigned mode)
+{
+	for (; b; b = b->hnext)
+		if (b->ip == ip && b->mode == mode)
+			return b;
 	return NULL;
-}
-
-void vmpt_bcache_free(struct vmpt_bcache *bc)
-{
-	if (!bc)
-		return;
-	for (int m = 0; m < 3; m++) {
-		if (bc->insn[m])
-			cs_free(bc->insn[m], 1);
-		if (bc->cs[m])
-			cs_close(&bc->cs[m]);
-	}
-	while (bc->arena) {
-		struct arena *p = bc->arena->prev;
-
-		free(bc->arena);
-		bc->arena = p;
-	}
-	free(bc->tab);
-	free(bc);
-}
-
-static size_t hash(uint64_t ip, unsigned mode, unsigned sec)
-{
-	uint64_t h = (ip ^ ((uint64_t)mode << 62) ^ ((uint64_t)sec << 40)) *
-		     0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 32);
-}
-
-static int grow(struct vmpt_bcache *bc)
-{
-	size_t mask = bc->mask * 2 + 1;
-	struct vmpt_block **tab = calloc(mask + 1, sizeof(*tab));
-
-	if (!tab)
-		return -VMPT_ERR_NOMEM;
-	for (size_t i = 0; i <= bc->mask; i++) {
-		struct vmpt_block *b = bc->tab[i], *next;
-
-		for (; b; b = next) {
-			size_t h = hash(b->ip, b->mode, b->sec->id) & mask;
-
-			next = b->hnext;
-			b->hnext = tab[h];
-			tab[h] = b;
-		}
-	}
-	free(bc->tab);
-	bc->tab = tab;
-	bc->mask = mask;
-	return 0;
 }
 
 static int is_jcc(unsigned id)
@@ -178,13 +252,13 @@ static uint64_t mode_mask(unsigned mode)
 	       mode == VMPT_MODE_32 ? 0xffffffffull : 0xffffull;
 }
 
-static int decode_block(struct vmpt_bcache *bc, const struct vmpt_image *img,
+static int decode_block(struct vmpt_bdisasm *d, const struct vmpt_image *img,
 			const struct vmpt_section *sec,
 			const struct vmpt_asid *asid, uint64_t ip,
 			unsigned mode, struct vmpt_block *b)
 {
-	uint8_t *sizes = bc->sizes;
-	cs_insn *in = bc->insn[mode];
+	uint8_t *sizes = d->sizes;
+	cs_insn *in = d->insn[mode];
 	uint64_t addr = ip;
 
 	memset(b, 0, sizeof(*b));
@@ -217,7 +291,7 @@ static int decode_block(struct vmpt_bcache *bc, const struct vmpt_image *img,
 		}
 		uint64_t at = addr;
 
-		if (!cs_disasm_iter(bc->cs[mode], &code, &avail, &at, in)) {
+		if (!cs_disasm_iter(d->cs[mode], &code, &avail, &at, in)) {
 			if (!b->ninsn)
 				return -VMPT_ERR_NO_MATCH;
 			break;	/* the next lookup reports it */
@@ -242,36 +316,48 @@ static int decode_block(struct vmpt_bcache *bc, const struct vmpt_image *img,
 	return 0;
 }
 
-int vmpt_bcache_get(struct vmpt_bcache *bc, const struct vmpt_image *img,
+int vmpt_bcache_get(struct vmpt_bdisasm *d, const struct vmpt_image *img,
 		    const struct vmpt_section *sec, const struct vmpt_asid *asid,
 		    uint64_t ip, unsigned mode, struct vmpt_block **out)
 {
+	struct sec_table *t = sec_table(d->bc, sec);
+	struct vmpt_block *head, *found;
 	struct vmpt_block *b, tmp;
 	size_t h;
 	int ret;
 
-	h = hash(ip, mode, sec->id) & bc->mask;
-	for (b = bc->tab[h]; b; b = b->hnext)
-		if (b->ip == ip && b->sec == sec && b->mode == mode) {
-			*out = b;
-			return 0;
-		}
-	ret = decode_block(bc, img, sec, asid, ip, mode, &tmp);
+	if (!t)
+		return -VMPT_ERR_NOMEM;
+	h = hash(ip, mode) & t->mask;
+	head = atomic_load_explicit(&t->bucket[h], memory_order_acquire);
+	found = chain_find(head, ip, mode);
+	if (found) {
+		*out = found;
+		return 0;
+	}
+	ret = decode_block(d, img, sec, asid, ip, mode, &tmp);
 	if (ret < 0)
 		return ret;
 	/* The sizes right behind the block: one cache line for both. */
-	b = arena_alloc(bc, sizeof(*b) + tmp.ninsn);
+	b = arena_alloc(d, sizeof(*b) + tmp.ninsn);
 	if (!b)
 		return -VMPT_ERR_NOMEM;
 	*b = tmp;
 	b->isize = (uint8_t *)(b + 1);
-	memcpy(b->isize, bc->sizes, tmp.ninsn);
-	if (bc->n >= bc->mask && grow(bc) < 0)
-		return -VMPT_ERR_NOMEM;
-	h = hash(ip, mode, sec->id) & bc->mask;
-	b->hnext = bc->tab[h];
-	bc->tab[h] = b;
-	bc->n++;
-	*out = b;
+	memcpy(b->isize, d->sizes, tmp.ninsn);
+	/* Publish at the head of the chain; if another thread got there
+	 * first with the same block, take its block instead.
+	 */
+	do {
+		b->hnext = head;
+	} while (!atomic_compare_exchange_weak_explicit(&t->bucket[h], &head, b,
+							memory_order_release,
+							memory_order_acquire) &&
+		 !(found = chain_find(head, ip, mode)));
+	if (found) {
+		arena_unalloc(d, sizeof(*b) + tmp.ninsn);
+		b = NULL;
+	}
+	*out = found ? found : b;
 	return 0;
 }

@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Decoded basic blocks, cached per (section, address, mode): straight-line
  * instructions ending at the first branch.  Internal to the flow decoder.
+ *
+ * One cache (struct vmpt_bcache, declared in vmpt/flow.h) serves every
+ * decoder of an image, on any number of threads: a block is published once
+ * with an atomic pointer and never changes after, so readers take no lock
+ * and nothing is disassembled twice.  Each decoder brings its own
+ * disassembler (struct vmpt_bdisasm) for the blocks it misses.
  */
 #ifndef VMPT_BLOCK_CACHE_H
 #define VMPT_BLOCK_CACHE_H
@@ -8,6 +14,7 @@
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct vmpt_block {
@@ -21,25 +28,28 @@ struct vmpt_block {
 	uint8_t iclass;		/* enum vmpt_iclass of the last instruction */
 	uint8_t mode;		/* enum vmpt_exec_mode */
 	uint8_t zero_call;	/* a call to the next instruction (reads IP) */
-	struct vmpt_block *hnext;
-	/* The blocks last seen after this one (fall-through, branch), valid
-	 * while the decoder's address space generation is succ_gen: most
-	 * blocks have one or two successors, so a walk rarely hashes.
+	struct vmpt_block *hnext;	/* set before the block is published */
+	/* The blocks of the same section seen after this one (fall-through,
+	 * branch), so a walk rarely hashes.  Within a section the block at an
+	 * address does not depend on the address space, so any thread may
+	 * set them; they only ever point at published blocks.
 	 */
-	const struct vmpt_block *succ[2];
-	uint64_t succ_gen;
+	_Atomic(struct vmpt_block *) succ[2];
 };
 
-struct vmpt_bcache;
+struct vmpt_bdisasm;
 
-struct vmpt_bcache *vmpt_bcache_new(void);
-void vmpt_bcache_free(struct vmpt_bcache *bc);
-
-/* The block at ip in mode, decoding it on first use.  Returns 0,
- * -VMPT_ERR_NO_IMAGE (no code at ip) or -VMPT_ERR_NO_MATCH (the bytes at
- * ip are no instruction).
+/* A decoder's disassembler for bc (capstone handles, its own arena).
+ * NULL: no memory.
  */
-int vmpt_bcache_get(struct vmpt_bcache *bc, const struct vmpt_image *img,
+struct vmpt_bdisasm *vmpt_bdisasm_new(struct vmpt_bcache *bc);
+void vmpt_bdisasm_free(struct vmpt_bdisasm *d);
+
+/* The block at ip in mode in section sec, decoding it on first use.
+ * Returns 0, -VMPT_ERR_NO_IMAGE (no code at ip), -VMPT_ERR_NO_MATCH (the
+ * bytes at ip are no instruction) or -VMPT_ERR_NOMEM.
+ */
+int vmpt_bcache_get(struct vmpt_bdisasm *d, const struct vmpt_image *img,
 		    const struct vmpt_section *sec, const struct vmpt_asid *asid,
 		    uint64_t ip, unsigned mode, struct vmpt_block **out);
 

@@ -29,13 +29,13 @@ struct vmpt_flow {
 	struct vmpt_flow_config cfg;
 	struct vmpt_pkt_decoder pd;
 	struct vmpt_last_ip lip;
-	struct vmpt_bcache *bc;
+	struct vmpt_bcache *own_cache;	/* when the config gives none */
+	struct vmpt_bdisasm *disasm;
 	struct vmpt_time time;
 	const struct vmpt_section *sec;	/* the last section hit */
 	/* The block walked last and which of its successors comes next. */
 	struct vmpt_block *prev;
 	unsigned prev_slot;
-	uint64_t asid_gen;
 	struct vmpt_asid asid;
 	uint64_t ip;
 	uint64_t tnt_bits;
@@ -107,8 +107,15 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 	if (!dec)
 		return NULL;
 	dec->cfg = *config;
-	dec->bc = vmpt_bcache_new();
-	if (!dec->bc) {
+	if (!config->cache)
+		dec->own_cache = vmpt_bcache_new();
+	if (!config->cache && !dec->own_cache) {
+		free(dec);
+		return NULL;
+	}
+	dec->disasm = vmpt_bdisasm_new(config->cache ? config->cache : dec->own_cache);
+	if (!dec->disasm) {
+		vmpt_bcache_free(dec->own_cache);
 		free(dec);
 		return NULL;
 	}
@@ -127,7 +134,8 @@ void vmpt_flow_free(struct vmpt_flow *dec)
 {
 	if (!dec)
 		return;
-	vmpt_bcache_free(dec->bc);
+	vmpt_bdisasm_free(dec->disasm);
+	vmpt_bcache_free(dec->own_cache);
 	free(dec->q);
 	free(dec);
 }
@@ -222,8 +230,7 @@ static void update_asid(struct vmpt_flow *dec)
 	if (machine != dec->asid.machine || cr3 != dec->asid.cr3) {
 		dec->asid.machine = machine;
 		dec->asid.cr3 = cr3;
-		dec->sec = NULL;
-		dec->asid_gen++;	/* cached successors may be elsewhere now */
+		dec->sec = NULL;	/* the code may be elsewhere now */
 	}
 }
 
@@ -545,36 +552,36 @@ static int pop_ret(struct vmpt_flow *dec, uint64_t *ip)
 	return 0;
 }
 
+/* The code at dec->ip comes from the section hit last while the IP stays
+ * in it (and the address space does not change), else from the image.
+ * Within that section a successor link of the block walked last gives the
+ * same block as the cache would.
+ */
 static int lookup_block(struct vmpt_flow *dec, struct vmpt_block **out)
 {
 	const struct vmpt_section *s = dec->sec;
 	struct vmpt_block *prev = dec->prev, *b;
 	int ret;
 
-	if (prev && prev->succ_gen == dec->asid_gen) {
-		b = (struct vmpt_block *)prev->succ[dec->prev_slot];
-		if (b && b->ip == dec->ip && b->mode == dec->mode) {
-			*out = b;
-			return 0;
-		}
-	}
 	if (!s || dec->ip - s->vaddr >= s->size) {
 		s = vmpt_image_find(dec->cfg.image, &dec->asid, dec->ip);
 		if (!s)
 			return -VMPT_ERR_NO_IMAGE;
 		dec->sec = s;
 	}
-	ret = vmpt_bcache_get(dec->bc, dec->cfg.image, s, &dec->asid, dec->ip,
+	if (prev && prev->sec == s) {
+		b = atomic_load_explicit(&prev->succ[dec->prev_slot], memory_order_acquire);
+		if (b && b->ip == dec->ip && b->mode == dec->mode) {
+			*out = b;
+			return 0;
+		}
+	}
+	ret = vmpt_bcache_get(dec->disasm, dec->cfg.image, s, &dec->asid, dec->ip,
 			      dec->mode, &b);
 	if (ret < 0)
 		return ret;
-	if (prev) {
-		if (prev->succ_gen != dec->asid_gen) {
-			prev->succ[0] = prev->succ[1] = NULL;
-			prev->succ_gen = dec->asid_gen;
-		}
-		prev->succ[dec->prev_slot] = b;
-	}
+	if (prev && prev->sec == s)
+		atomic_store_explicit(&prev->succ[dec->prev_slot], b, memory_order_release);
 	*out = b;
 	return 0;
 }
@@ -926,8 +933,96 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	return 0;
 }
 
+/* The hot path: tracing on, nothing queued, and the way out of the next
+ * block is a TNT bit, a TIP or no trace at all.  The block goes straight
+ * into the caller's item, with what walk() and leave_block() would do;
+ * anything else (an error, an event due, a pending mode or PIP) is left to
+ * them (returns 0).
+ */
+static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
+{
+	struct vmpt_block *b;
+	uint8_t taken;
+
+	if (dec->walked > MAX_WALK || lookup_block(dec, &b) < 0)
+		return 0;
+	switch (b->iclass) {
+	case VMPT_IC_JCC:
+		if (!dec->tnt_n)
+			return 0;
+		dec->tnt_n--;
+		dec->walked = 0;
+		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
+		dec->ip = taken ? b->target : b->next_ip;
+		break;
+	case VMPT_IC_CALL:
+		if (!b->zero_call)
+			push_ret(dec, b->next_ip);
+		/* fall through */
+	case VMPT_IC_JMP:
+		taken = 1;
+		dec->ip = b->target;
+		dec->walked += b->ninsn;
+		break;
+	case VMPT_IC_OTHER:
+		taken = 0;
+		dec->ip = b->next_ip;
+		dec->walked += b->ninsn;
+		break;
+	case VMPT_IC_RET:
+		if (dec->tnt_n) {
+			if (!dec->cfg.retcomp || !dec->depth ||
+			    !((dec->tnt_bits >> (dec->tnt_n - 1)) & 1))
+				return 0;
+			dec->tnt_n--;
+			dec->walked = 0;
+			taken = 1;
+			pop_ret(dec, &dec->ip);
+			break;
+		}
+		/* fall through */
+	default:	/* indirect: the TIP */
+		if (dec->tnt_n || !dec->have_pkt || dec->pkt.type != VMPT_PKT_TIP ||
+		    !dec->pkt_ip_valid || dec->have_pend_mode || dec->have_pend_pip ||
+		    dec->have_pend_vmcs)
+			return 0;
+		if (b->iclass == VMPT_IC_CALL_IND)
+			push_ret(dec, b->next_ip);
+		if (b->iclass == VMPT_IC_RET && dec->depth)
+			pop_ret(dec, &dec->ip);
+		dec->have_pkt = 0;
+		dec->walked = 0;
+		taken = 1;
+		dec->ip = dec->pkt_ip;
+		break;
+	}
+	if (!dec->tnt_n && !dec->have_pkt)
+		dec->block_time = dec->time.tsc;
+	*it = (struct vmpt_flow_item){
+		.kind = VMPT_FLOW_BLOCK,
+		.mode = b->mode,
+		.iclass = b->iclass,
+		.taken = taken,
+		.ninsn = b->ninsn,
+		.isize = b->isize,
+		.sec = b->sec,
+		.ip = b->ip,
+		.end_ip = b->end_ip,
+		.to = taken ? dec->ip : b->next_ip,
+		.offset = dec->pkt_off,
+		.time = dec->block_time,
+	};
+	dec->prev = b;
+	dec->prev_slot = dec->ip != b->next_ip;
+	return 1;
+}
+
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 {
+	if (dec->qh == dec->qn && dec->enabled && !dec->stopping &&
+	    (dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
+	    walk_fast(dec, item))
+		return 0;
 	if (dec->qh == dec->qn) {
 		dec->direct = item;
 		while (dec->direct && dec->qh == dec->qn) {

@@ -100,7 +100,19 @@ struct vmpt_flow_config {
 	uint32_t max_nonturbo_ratio;
 	/* Stop at this offset (for segment-parallel decoding); 0: end. */
 	uint64_t stop_offset;
+	/* The block cache of this image to share (see vmpt_bcache_new);
+	 * NULL: the decoder keeps its own.
+	 */
+	struct vmpt_bcache *cache;
 };
+
+/* A block cache: the image's code as decoded blocks, for any number of
+ * decoders of one image, on any number of threads, so that nothing is
+ * disassembled twice.  Free it after the decoders.  NULL: no memory.
+ */
+struct vmpt_bcache;
+struct vmpt_bcache *vmpt_bcache_new(void);
+void vmpt_bcache_free(struct vmpt_bcache *bc);
 
 struct vmpt_flow;
 
