@@ -44,7 +44,7 @@ static struct vmpt_session_proc *find_proc(const struct vmpt_session *s, int pid
 /* The process, added (kept sorted) when new.  NULL: no memory. */
 static struct vmpt_session_proc *get_proc(struct vmpt_session *s, int pid)
 {
-	struct vmpt_session_proc *p = find_proc(s, pid), np = { pid, -1, 0 };
+	struct vmpt_session_proc *p = find_proc(s, pid), np = { pid, -1, 0, 0 };
 	size_t at = 0;
 
 	if (p)
@@ -59,7 +59,7 @@ static struct vmpt_session_proc *get_proc(struct vmpt_session *s, int pid)
 	return &s->procs[at];
 }
 
-uint64_t vmpt_session_space(const struct vmpt_session *s, int pid)
+uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time)
 {
 	/* A forked child runs its parent's code until it maps its own. */
 	for (int depth = 0; depth < 64 && pid > 0; depth++) {
@@ -67,7 +67,7 @@ uint64_t vmpt_session_space(const struct vmpt_session *s, int pid)
 
 		if (!p)
 			return 0;
-		if (p->has_maps)
+		if (p->has_maps && time >= p->maps_from)
 			return VMPT_ASID_PID(pid);
 		pid = p->parent;
 	}
@@ -246,6 +246,7 @@ static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev
 {
 	struct vmpt_asid asid = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 	int pid = sid_int(ev->mmap.pid);
+	uint64_t time = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
 	unsigned cpumode = ev->misc & PERF_RECORD_MISC_CPUMODE_MASK;
 
 	/* The kernel (pid -1, kernel cpumode) is shared by all processes. */
@@ -254,6 +255,8 @@ static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev
 
 		if (!p)
 			return -VMPT_ERR_NOMEM;
+		if (!p->has_maps || time < p->maps_from)
+			p->maps_from = time;
 		p->has_maps = 1;
 		asid.cr3 = VMPT_ASID_PID(pid);
 	}
@@ -480,7 +483,14 @@ static void task_at(const struct vmpt_session *s, const struct vmpt_session_buff
 		if (until2 < *until)
 			*until = until2;
 	}
-	t->space = t->pid > 0 ? vmpt_session_space(s, t->pid) : 0;
+	t->space = t->pid > 0 ? vmpt_session_space(s, t->pid, time) : 0;
+	if (t->pid > 0) {
+		const struct vmpt_session_proc *p = find_proc(s, t->pid);
+
+		/* The process execs (maps its own code) later. */
+		if (p && p->has_maps && p->maps_from > time && p->maps_from < *until)
+			*until = p->maps_from;
+	}
 }
 
 void vmpt_session_task(const struct vmpt_session *s,

@@ -5,7 +5,10 @@
  * in by a context switch (SWITCH_CPU_WIDE out naming it) and its trace is
  * that CPU's next AUXTRACE buffer.  Inputs need distinct pids (--pid) and
  * times (--tsc0), later inputs on one CPU after the earlier ones ended.
- * usage: percpu_merge OUT CPU:PERF.DATA...
+ * CPU:PERF.DATA:PPID makes the input a child forked from PPID that has not
+ * exec'd: its COMM and MMAPs are left out, a FORK comes instead, so it
+ * runs in its parent's address space under its parent's name.
+ * usage: percpu_merge OUT CPU:PERF.DATA[:PPID]...
  */
 #include "vmpt/error.h"
 #include "vmpt/perf_data.h"
@@ -19,7 +22,7 @@
 struct input {
 	struct vmpt_perf_data pd;
 	unsigned cpu;
-	int pid;
+	int pid, ppid;
 };
 
 static int die(const char *what, int ret)
@@ -45,10 +48,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < MAX_IN; i++)
 		prev_pid[i] = -1;
 	for (int i = 0; i < n; i++) {
-		char *colon = strchr(argv[i + 2], ':');
+		char *colon = strchr(argv[i + 2], ':'), *ppid;
 
 		if (!colon)
 			return 2;
+		ppid = strchr(colon + 1, ':');
+		in[i].ppid = -1;
+		if (ppid) {
+			*ppid = '\0';
+			in[i].ppid = atoi(ppid + 1);
+		}
 		in[i].cpu = (unsigned)atoi(argv[i + 2]);
 		if (in[i].cpu >= MAX_IN)
 			return 2;
@@ -112,6 +121,24 @@ int main(int argc, char **argv)
 				if (i && ev.type == PERF_RECORD_MMAP && ev.mmap.pid == UINT32_MAX)
 					continue;
 				ev.sid.cpu = cpu;
+				if (in[i].ppid >= 0 && (ev.type == PERF_RECORD_COMM ||
+							ev.type == PERF_RECORD_MMAP2 ||
+							ev.type == PERF_RECORD_MMAP))
+					continue;
+				if (in[i].ppid >= 0 && ev.type == PERF_RECORD_ITRACE_START) {
+					struct vmpt_perf_event fork = ev;
+
+					fork.type = PERF_RECORD_FORK;
+					fork.misc = 0;
+					fork.fork.pid = fork.fork.tid = ev.itrace_start.pid;
+					fork.fork.ppid = fork.fork.ptid = (uint32_t)in[i].ppid;
+					fork.fork.time = ev.sid.time - 1;
+					fork.sid.time = ev.sid.time - 1;
+					fork.sid.pid = fork.sid.tid = (uint32_t)in[i].ppid;
+					ret = vmpt_perf_write_record(w, &fork);
+					if (ret)
+						break;
+				}
 				/* Names apart: "proc" and the pid. */
 				if (ev.type == PERF_RECORD_COMM) {
 					snprintf(comm[i], sizeof(comm[i]), "proc%u", ev.comm.pid);

@@ -146,14 +146,18 @@ grep -v '^#' "$out/t.insn" > "$out/truth"
 cmp -s "$out/truth" "$out/vmpt" || fail "vm recording: differs from the truth"
 
 # Per-cpu: bash (pid 100) on CPU 0, ls (200) on CPU 1 at the same time,
-# then dash (300) switched in on CPU 0; all three PIEs at 0x555555554000,
+# then dash (300) switched in on CPU 0; all PIEs at 0x555555554000,
 # so each process needs its own address space.  perf script and vmpt
 # print the same lines of each CPU; vmpt's are merged in time order.
 T0=$((0x2a00000000))
 "$SYNTH" -q --branches 1500 --elf /usr/bin/bash --seed 21 --pid 100 --tsc0 $T0 -o "$out/a"
 "$SYNTH" -q --branches 1500 --elf /usr/bin/ls --seed 22 --pid 200 --tsc0 $((T0 + 5000)) -o "$out/b"
 "$SYNTH" -q --branches 1500 --elf /usr/bin/dash --seed 23 --pid 300 --tsc0 $((T0 + 400000)) -o "$out/c"
-"$MERGE" "$out/m.data" 0:"$out/a.perf.data" 1:"$out/b.perf.data" 0:"$out/c.perf.data"
+# Then pid 400, forked from bash and not exec'd, runs bash's code on CPU 1
+# after ls, under bash's name.
+"$SYNTH" -q --branches 1500 --elf /usr/bin/bash --seed 24 --pid 400 --tsc0 $((T0 + 800000)) -o "$out/e"
+"$MERGE" "$out/m.data" 0:"$out/a.perf.data" 1:"$out/b.perf.data" 0:"$out/c.perf.data" \
+	1:"$out/e.perf.data":100
 for it in b i0ns; do
 	F=pid,tid,comm,cpu,ip,sym,dso
 	perf script -i "$out/m.data" --itrace=$it -F $F 2>/dev/null > "$out/pm"
@@ -165,7 +169,8 @@ for it in b i0ns; do
 			fail "per-cpu --itrace=$it cpu $cpu: $(diff "$out/pm$cpu" "$out/vm$cpu" | sed -n 2,4p)"
 	done
 	[ "$(wc -l < "$out/vm")" -eq "$(wc -l < "$out/pm")" ] || fail "per-cpu: other lines"
-	for want in "proc100   100/100   [000]" "proc200   200/200   [001]" "proc300   300/300   [000]"; do
+	for want in "proc100   100/100   [000]" "proc200   200/200   [001]" \
+		"proc300   300/300   [000]" "proc100   400/400   [001]"; do
 		grep -qF "$want" "$out/vm" || fail "per-cpu: no '$want' line"
 	done
 	checked=$((checked + $(wc -l < "$out/vm")))

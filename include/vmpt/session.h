@@ -41,6 +41,7 @@ struct vmpt_session_task_rec {
 struct vmpt_session_proc {
 	int pid, parent;	/* parent: from FORK, -1 unknown */
 	int has_maps;		/* its own MMAPs: address space VMPT_ASID_PID(pid) */
+	uint64_t maps_from;	/* perf time of its first MMAP (an exec's) */
 };
 
 struct vmpt_session {
@@ -77,10 +78,11 @@ void vmpt_session_task(const struct vmpt_session *s,
 		       const struct vmpt_session_buffer *b, uint64_t time,
 		       struct vmpt_script_task *task);
 
-/* The host address space (VMPT_ASID_PID) process pid's code is in: its
- * own once it mapped code, else its parent's (a fork).  0: unknown.
+/* The host address space (VMPT_ASID_PID) process pid's code is in at perf
+ * time `time`: its own once it mapped code, before that its parent's (a
+ * fork runs the parent's code until it execs).  0: unknown.
  */
-uint64_t vmpt_session_space(const struct vmpt_session *s, int pid);
+uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time);
 
 /* Decode every buffer and print it as perf script does: the samples of
  * all queues (CPUs, threads) merged in time order, each with its task.
