@@ -19,37 +19,38 @@
 #define SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
 		     PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
 
-void vmpt_perf_intel_pt_attr(struct perf_event_attr *attr, uint32_t pmu_type,
-			     uint64_t config)
+/* What every attr vmpt records with has, as perf record sets it: a
+ * sample_id on each record (time, cpu, identifier) and ids to read.
+ */
+static void record_attr(struct perf_event_attr *attr, uint32_t type, uint64_t config)
 {
 	memset(attr, 0, sizeof(*attr));
-	attr->type = pmu_type;
+	attr->type = type;
 	attr->size = sizeof(*attr);
 	attr->config = config;
 	attr->sample_period = 1;
 	attr->sample_type = SAMPLE_TYPE;
 	attr->read_format = PERF_FORMAT_ID;
+	attr->sample_id_all = 1;
+}
+
+void vmpt_perf_intel_pt_attr(struct perf_event_attr *attr, uint32_t pmu_type,
+			     uint64_t config)
+{
+	record_attr(attr, pmu_type, config);
 	attr->disabled = 1;
 	attr->enable_on_exec = 1;
-	attr->sample_id_all = 1;
 }
 
 void vmpt_perf_sideband_attr(struct perf_event_attr *attr)
 {
-	memset(attr, 0, sizeof(*attr));
-	attr->type = PERF_TYPE_SOFTWARE;
-	attr->size = sizeof(*attr);
-	attr->config = PERF_COUNT_SW_DUMMY;
-	attr->sample_period = 1;
-	attr->sample_type = SAMPLE_TYPE;
-	attr->read_format = PERF_FORMAT_ID;
+	record_attr(attr, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_DUMMY);
 	attr->mmap = 1;
 	attr->mmap2 = 1;
 	attr->comm = 1;
 	attr->comm_exec = 1;
 	attr->task = 1;
 	attr->context_switch = 1;
-	attr->sample_id_all = 1;
 }
 
 void vmpt_perf_intel_pt_info_init(struct vmpt_perf_intel_pt_info *info,
