@@ -92,6 +92,15 @@ check "guest kcore: kernel and module text" python3 "$SRCDIR/guest-agent/tests/c
 check "guest modules: e1000" grep -q "^e1000 " "$G/kcore_dir/modules"
 check "collect summary" grep -qE "^guest: [0-9]+ files \([0-9]+ bytes\) in $W/rec/guest, 0 missing, 0 rejected$" "$W/collect.out"
 
+# vmpt-agent kcore DIR by hand in the guest: vmpt_kcore_copy on a real /proc.
+timeout 300 "$VMPT" guest collect "$URL" "${CONN[@]}" -o "$W/kdir" --no-binaries -- /bin/sh -c \
+	'/root/.cache/vmpt/vmpt-agent kcore /tmp/kd && cmp /proc/modules /tmp/kd/modules &&
+	 echo "kcore DIR: $(wc -c < /tmp/kd/kcore) bytes, $(head -c 4 /tmp/kd/kcore | tail -c 3)"' \
+	> /dev/null 2> "$W/kdir.err" || { echo "FAIL: vmpt-agent kcore DIR"; cat "$W/kdir.err"; fails=$((fails + 1)); }
+grep "^kcore DIR" "$W/kdir.err" || true
+check "vmpt-agent kcore DIR: an ELF core of over 1 MB" \
+	grep -qE "^kcore DIR: [0-9]{7,} bytes, ELF$" "$W/kdir.err"
+
 # A user who may use sudo -n, and one who may not.
 if timeout 300 "$VMPT" guest collect "ssh://vmpt@127.0.0.1:$PORT" "${CONN[@]}" -o "$W/urec" \
 	--no-binaries -- /bin/true > "$W/sudo.out" 2> "$W/sudo.err"; then
