@@ -33,12 +33,20 @@ static int split_at(char *arg, uint64_t *addr)
 	return 1;
 }
 
-static int script_perf_data(const char *path, struct vmpt_script_opts *op, int jobs)
+/* perf.data; img holds the code given with --elf etc., cfg the --filter
+ * ranges.
+ */
+static int script_perf_data(const char *path, struct vmpt_image *img,
+			    const struct vmpt_flow_config *cfg,
+			    struct vmpt_script_opts *op, int jobs)
 {
 	struct vmpt_session s;
-	int ret = vmpt_session_open(&s, path);
+	int ret = vmpt_session_open(&s, path, img);
 
 	if (ret == 0) {
+		memcpy(s.cfg.filter_a, cfg->filter_a, sizeof(cfg->filter_a));
+		memcpy(s.cfg.filter_b, cfg->filter_b, sizeof(cfg->filter_b));
+		s.cfg.n_filters = cfg->n_filters;
 		op->image = s.image;
 		op->have_tc = s.have_tc;
 		op->tc = s.tc;
@@ -183,7 +191,7 @@ bad_arg:
 		goto out;
 	}
 	if (!pt) {
-		status = script_perf_data(input ? input : "perf.data", &op, jobs);
+		status = script_perf_data(input ? input : "perf.data", img, &cfg, &op, jobs);
 		goto out;
 	}
 	ret = vmpt_file_map(&trace, pt);

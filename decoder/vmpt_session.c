@@ -327,7 +327,8 @@ static int cmp_by_cpu(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int vmpt_session_open(struct vmpt_session *s, const char *path)
+int vmpt_session_open(struct vmpt_session *s, const char *path,
+		      struct vmpt_image *img)
 {
 	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 	struct vmpt_perf_cursor cur;
@@ -335,7 +336,8 @@ int vmpt_session_open(struct vmpt_session *s, const char *path)
 	int ret;
 
 	memset(s, 0, sizeof(*s));
-	s->image = vmpt_image_new();
+	s->own_image = !img;
+	s->image = img ? img : vmpt_image_new();
 	if (!s->image) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
 		return -VMPT_ERR_NOMEM;
@@ -401,7 +403,8 @@ int vmpt_session_open(struct vmpt_session *s, const char *path)
 void vmpt_session_close(struct vmpt_session *s)
 {
 	vmpt_perf_close(&s->pd);
-	vmpt_image_free(s->image);
+	if (s->own_image)
+		vmpt_image_free(s->image);
 	free(s->bufs);
 	free(s->comms);
 	free(s->switches);

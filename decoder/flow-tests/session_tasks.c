@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: session_tasks PERF.DATA < queries\n");
 		return 2;
 	}
-	if (vmpt_session_open(&s, argv[1]) < 0) {
+	if (vmpt_session_open(&s, argv[1], NULL) < 0) {
 		fprintf(stderr, "session_tasks: %s\n", s.errmsg);
 		vmpt_session_close(&s);
 		return 1;

@@ -47,6 +47,7 @@ struct vmpt_session_proc {
 struct vmpt_session {
 	struct vmpt_perf_data pd;
 	struct vmpt_image *image;
+	int own_image;			/* vmpt_session_close frees it */
 	struct vmpt_flow_config cfg;	/* settings; begin/end per buffer */
 	int have_tc;
 	struct vmpt_perf_time_conv tc;
@@ -64,11 +65,14 @@ struct vmpt_session {
 };
 
 /* Read a perf.data (file or directory form): image, settings, buffers and
- * sideband.  Missing binaries are no error (their code shows up as
- * decoding errors at its IPs).  0 or a negative vmpt_err with errmsg set;
- * call vmpt_session_close in both cases.
+ * sideband.  img: code the caller added already (e.g. a vmlinux), which
+ * the sideband's code is added to and which the session then uses (not
+ * frees); NULL: a new image.  Missing binaries are no error (their code
+ * shows up as decoding errors at its IPs).  0 or a negative vmpt_err with
+ * errmsg set; call vmpt_session_close in both cases.
  */
-int vmpt_session_open(struct vmpt_session *s, const char *path);
+int vmpt_session_open(struct vmpt_session *s, const char *path,
+		      struct vmpt_image *img);
 void vmpt_session_close(struct vmpt_session *s);
 
 /* Who ran buffer b's code at perf time `time`: cpu, pid, tid, comm and the
