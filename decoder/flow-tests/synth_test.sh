@@ -74,6 +74,10 @@ done
 	sed 's/^ *//' > "$out/vmptj"
 grep -v '^#' "$out/t.insn" > "$out/truth"
 cmp -s "$out/truth" "$out/vmptj" || fail "-j 3 differs from the truth"
+# The same on its perf.data, sideband fields included.
+"$VMPT" script -j 3 -i "$out/t.perf.data" --itrace=i0ns -F pid,tid,comm,ip,sym > "$out/pdj"
+"$VMPT" script -i "$out/t.perf.data" --itrace=i0ns -F pid,tid,comm,ip,sym > "$out/pd1"
+cmp -s "$out/pd1" "$out/pdj" || fail "-j 3 on perf.data differs from one thread"
 
 for seed in 7 8 9; do
 	truth "bash seed $seed noretcomp" --elf $bin --seed $seed --noretcomp
