@@ -941,11 +941,20 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
  */
 static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 {
-	struct vmpt_block *b;
+	struct vmpt_block *b, *prev = dec->prev;
 	uint8_t taken;
 
-	if (dec->walked > MAX_WALK || lookup_block(dec, &b) < 0)
+	if (dec->walked > MAX_WALK)
 		return 0;
+	/* lookup_block's successor link, inline: a block of the current
+	 * section at the IP is the one lookup_block gives.
+	 */
+	if (!prev || prev->sec != dec->sec ||
+	    !(b = atomic_load_explicit(&prev->succ[dec->prev_slot], memory_order_acquire)) ||
+	    b->ip != dec->ip || b->mode != dec->mode) {
+		if (lookup_block(dec, &b) < 0)
+			return 0;
+	}
 	switch (b->iclass) {
 	case VMPT_IC_JCC:
 		if (!dec->tnt_n)
@@ -998,47 +1007,49 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	}
 	if (!dec->tnt_n && !dec->have_pkt)
 		dec->block_time = dec->time.tsc;
-	*it = (struct vmpt_flow_item){
-		.kind = VMPT_FLOW_BLOCK,
-		.mode = b->mode,
-		.iclass = b->iclass,
-		.taken = taken,
-		.ninsn = b->ninsn,
-		.isize = b->isize,
-		.sec = b->sec,
-		.ip = b->ip,
-		.end_ip = b->end_ip,
-		.to = taken ? dec->ip : b->next_ip,
-		.offset = dec->pkt_off,
-		.time = dec->block_time,
-	};
+	/* Field by field: a compound literal would go through a copy. */
+	it->kind = VMPT_FLOW_BLOCK;
+	it->mode = b->mode;
+	it->iclass = b->iclass;
+	it->taken = taken;
+	it->ev = 0;
+	it->ip_valid = 0;
+	it->nr = 0;
+	it->err = 0;
+	it->ninsn = b->ninsn;
+	it->isize = b->isize;
+	it->sec = b->sec;
+	it->ip = b->ip;
+	it->end_ip = b->end_ip;
+	it->to = taken ? dec->ip : b->next_ip;
+	it->payload = 0;
+	it->offset = dec->pkt_off;
+	it->time = dec->block_time;
 	dec->prev = b;
-	dec->prev_slot = dec->ip != b->next_ip;
+	dec->prev_slot = taken;
 	return 1;
 }
 
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 {
-	if (dec->qh == dec->qn && dec->enabled && !dec->stopping &&
-	    (dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
-	    walk_fast(dec, item))
-		return 0;
-	if (dec->qh == dec->qn) {
-		dec->direct = item;
-		while (dec->direct && dec->qh == dec->qn) {
-			int ret = step(dec);
+	for (;;) {
+		int ret;
 
-			if (ret < 0 && dec->direct && dec->qh == dec->qn) {
-				dec->direct = NULL;
-				return ret;
-			}
+		if (dec->qh != dec->qn) {
+			*item = dec->q[dec->qh++];
+			return 0;
 		}
+		if ((dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
+		    dec->enabled && !dec->stopping && walk_fast(dec, item))
+			return 0;
+		dec->direct = item;
+		ret = step(dec);
 		if (!dec->direct)
 			return 0;	/* step wrote *item */
 		dec->direct = NULL;
+		if (ret < 0 && dec->qh == dec->qn)
+			return ret;
 	}
-	*item = dec->q[dec->qh++];
-	return 0;
 }
 
 int vmpt_flow_psb_offsets(const uint8_t *begin, const uint8_t *end,
