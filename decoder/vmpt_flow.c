@@ -63,9 +63,9 @@ struct vmpt_flow {
 	int fup_event;
 	uint64_t fup_payload;
 	uint64_t walked;
-	/* Blocks get the time as of when the trace read so far was used up,
-	 * as perf's samples do: timing packets read ahead count from the
-	 * flow packet after them.
+	/* Blocks get perf's sample time: the time as of the flow packet
+	 * (TNT, TIP) that decided their branch; direct branches before a
+	 * new packet's first bit keep the one before.
 	 */
 	uint64_t block_time;
 	uint64_t stack[STACK_DEPTH];
@@ -381,6 +381,7 @@ static int stop_at_psb(struct vmpt_flow *dec)
 		return -VMPT_ERR_EOS;
 	dec->stopping = 1;
 	ret = psb_plus(dec);
+	dec->block_time = dec->time.tsc;
 	if (ret <= 0 || !was_enabled)
 		return -VMPT_ERR_EOS;
 	dec->pkt.type = VMPT_PKT_FUP;
@@ -412,6 +413,8 @@ static int fetch(struct vmpt_flow *dec)
 		switch (pkt.type) {
 		case VMPT_PKT_PSB:
 			ret = psb_plus(dec);
+			/* Code after a PSB+ has its time, as perf's samples. */
+			dec->block_time = dec->time.tsc;
 			if (ret > 0)
 				ret = 0;
 			break;
@@ -710,8 +713,8 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 			return -VMPT_ERR_NO_MATCH;
 		dec->tnt_n--;
 		dec->walked = 0;
-		if (!dec->tnt_n)
-			it->time = dec->block_time = dec->time.tsc;
+		/* perf's time: as of the TNT packet the bit came in. */
+		it->time = dec->block_time = dec->time.tsc;
 		it->taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		it->to = dec->ip = it->taken ? b->target : b->next_ip;
 		return 0;
@@ -722,8 +725,7 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 			 */
 			dec->tnt_n--;
 			dec->walked = 0;
-			if (!dec->tnt_n)
-				it->time = dec->block_time = dec->time.tsc;
+			it->time = dec->block_time = dec->time.tsc;
 			if (!dec->cfg.retcomp || !((dec->tnt_bits >> dec->tnt_n) & 1))
 				return -VMPT_ERR_NO_MATCH;
 			ret = pop_ret(dec, &to);
@@ -961,6 +963,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 			return 0;
 		dec->tnt_n--;
 		dec->walked = 0;
+		dec->block_time = dec->time.tsc;
 		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		dec->ip = taken ? b->target : b->next_ip;
 		break;
@@ -985,6 +988,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 				return 0;
 			dec->tnt_n--;
 			dec->walked = 0;
+			dec->block_time = dec->time.tsc;
 			taken = 1;
 			pop_ret(dec, &dec->ip);
 			break;

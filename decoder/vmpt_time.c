@@ -18,32 +18,58 @@ static void advance(struct vmpt_time *t, uint64_t tsc)
 		t->tsc = tsc;
 }
 
+/* t * n / d without overflowing for large t. */
+static uint64_t ctc_to_tsc(const struct vmpt_time *t, uint64_t ctc)
+{
+	return ctc / t->ratio_d * t->ratio_n + ctc % t->ratio_d * t->ratio_n / t->ratio_d;
+}
+
+/* A TSC packet a little behind the estimate is not time running
+ * backwards: TSC can slip past MTCs (perf allows 0x10000 ticks).
+ */
+#define TSC_SLIP 0x10000
+
 void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 {
 	switch (pkt->type) {
-	case VMPT_PKT_TSC:
+	case VMPT_PKT_TSC: {
 		/* 56 bits; keep the high byte of what we had. */
-		t->base = (t->tsc & ~0xffffffffffffffull) | pkt->tsc;
-		if (t->have_tsc && t->base + (1ull << 55) < t->tsc)
-			t->base += 1ull << 56;	/* wrapped */
+		uint64_t tsc = (t->tsc & ~0xffffffffffffffull) | pkt->tsc;
+
+		if (t->have_tsc && tsc < t->tsc && t->tsc - tsc < TSC_SLIP)
+			tsc = t->tsc;
+		if (t->have_tsc && tsc < t->tsc)
+			tsc += 1ull << 56;	/* wrapped */
 		t->have_tsc = 1;
+		t->have_tma = 0;
+		t->tsc_pkt = t->base = t->tsc = tsc;
 		t->cyc = 0;
-		t->tsc = t->base;
 		break;
-	case VMPT_PKT_TMA:
+	}
+	case VMPT_PKT_TMA: {
+		uint32_t rem = pkt->tma.ctc & ((1u << t->mtc_shift) - 1);
+
+		if (!t->ratio_d)
+			break;
 		t->last_mtc = (uint8_t)(pkt->tma.ctc >> t->mtc_shift);
+		t->ctc_tsc = t->tsc_pkt - pkt->tma.fc - ctc_to_tsc(t, rem);
+		t->ctc_delta = 0;
 		t->have_tma = 1;
 		break;
+	}
 	case VMPT_PKT_MTC:
-		if (t->have_tsc && t->have_tma && t->ratio_d) {
-			uint64_t ctc = (uint8_t)(pkt->mtc - t->last_mtc);
+		if (t->have_tma) {
+			/* An MTC equal to the last is a whole wrap later. */
+			uint64_t n = pkt->mtc > t->last_mtc ?
+				     (uint64_t)(pkt->mtc - t->last_mtc) :
+				     (uint64_t)pkt->mtc + 256 - t->last_mtc;
 
-			ctc <<= t->mtc_shift;
-			t->base += ctc * t->ratio_n / t->ratio_d;
+			t->ctc_delta += n << t->mtc_shift;
+			t->base = t->ctc_tsc + ctc_to_tsc(t, t->ctc_delta);
 			t->cyc = 0;
 			advance(t, t->base);
+			t->last_mtc = pkt->mtc;
 		}
-		t->last_mtc = pkt->mtc;
 		break;
 	case VMPT_PKT_CYC:
 		t->cyc += pkt->cyc;

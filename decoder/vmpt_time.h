@@ -9,8 +9,14 @@
 
 struct vmpt_time {
 	uint64_t tsc;		/* the current estimate */
-	uint64_t base;		/* TSC at the last TSC/MTC */
+	uint64_t base;		/* TSC at the last TSC/MTC (CYC counts from it) */
 	uint64_t cyc;		/* cycles since base */
+	/* MTC: the TSC at CTC's last MTC boundary before the TMA, and the CTC
+	 * ticks counted by MTCs since (SDM 32.3.7.2: TSC - FastCounter -
+	 * CTC's bits below the MTC period, then CTC ticks times TSC:CTC).
+	 */
+	uint64_t ctc_tsc, ctc_delta;
+	uint64_t tsc_pkt;	/* the last TSC packet's time */
 	uint32_t ratio_n, ratio_d;	/* TSC:CTC */
 	uint32_t max_nonturbo;	/* for CYC: TSC ticks per cycle = max / cbr */
 	uint8_t mtc_shift;
