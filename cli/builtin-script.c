@@ -72,7 +72,8 @@ static void script_usage(FILE *out)
 		"  --insn-trace      every instruction with its disassembly\n"
 		"  --filter A-B      the IP filter range the trace was recorded with\n"
 		"  --retcomp         return compression was on (default off)\n"
-		"  -j N              decode N pieces of the trace in parallel\n");
+		"  -j N              decode N pieces of the trace in parallel\n"
+		"  --ns              sample times in nanoseconds\n");
 }
 
 int cmd_script(int argc, char **argv)
@@ -91,6 +92,7 @@ int cmd_script(int argc, char **argv)
 		{ "retcomp", no_argument, NULL, 'r' },
 		{ "input", required_argument, NULL, 'i' },
 		{ "jobs", required_argument, NULL, 'j' },
+		{ "ns", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -153,6 +155,7 @@ int cmd_script(int argc, char **argv)
 			break;
 		}
 		case 'r': cfg.retcomp = 1; break;
+		case 'N': op.ns = 1; break;
 		case 'j':
 			jobs = atoi(optarg);
 			if (jobs < 1)

@@ -108,8 +108,19 @@ struct vmpt_script_out {
 	const struct vmpt_section *last_sec;	/* the last symbol looked up */
 	const struct vmpt_symbol *last_sym;
 	uint64_t since;		/* instructions since the last i sample */
-	uint64_t last_time;
-	int have_last;
+	/* Time periods as perf counts them (period_next): TSC ticks, one
+	 * per instruction since the last timestamp.
+	 */
+	uint64_t p_ticks, p_mask;	/* the period: a power of two */
+	uint64_t p_ts, p_cnt;		/* the timestamp, insns since it */
+	uint64_t p_last;		/* masked timestamp of the last sample */
+	uint64_t p_left;		/* insns to the next sample; 0: unknown */
+	int p_cont;			/* a sample per period from now on */
+	/* perf times an instruction as of the branch before it: the trace
+	 * that decides its block's branch is read after it ran.
+	 */
+	uint64_t insn_time, block_time;
+	int have_block;
 	int depth;		/* for --call-trace */
 };
 
@@ -208,9 +219,12 @@ static void print_time(struct vmpt_script_out *o, const struct vmpt_script_opts 
 	if (op->have_tc) {
 		uint64_t ns = vmpt_perf_tsc_to_time(&op->tc, tsc);
 
-		if (*sep)
+		if (*sep && !op->ns)
 			outf(o, "%5" PRIu64 ".%06" PRIu64 "%s", ns / 1000000000,
 			     ns % 1000000000 / 1000, sep);
+		else if (*sep)
+			outf(o, "%5" PRIu64 ".%09" PRIu64 "%s", ns / 1000000000,
+			     ns % 1000000000, sep);
 		else
 			outf(o, "%" PRIu64 ".%09" PRIu64, ns / 1000000000,
 			     ns % 1000000000);
@@ -316,7 +330,7 @@ static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *
 {
 	unsigned f = o->o->fields;
 
-	print_head(o, b->time);
+	print_head(o, o->insn_time);
 	if (f & VMPT_F_FLAGS)
 		outf(o, "  %-21s ", ip == b->end_ip ? branch_flags(b) : "");
 	if (f & VMPT_F_IP)
@@ -362,35 +376,75 @@ static void sample_branch(struct vmpt_script_out *o, const struct vmpt_flow_item
 	out_char(o, '\n');
 }
 
+/* Instructions to the next time-period sample, as perf's decoder
+ * counts them: the timestamp plus one tick per instruction since it; a
+ * sample when that enters a new period (after the first one entered).
+ */
+static uint64_t period_next(struct vmpt_script_out *o)
+{
+	uint64_t ts = o->p_ts + o->p_cnt, masked = ts & o->p_mask;
+
+	if (o->p_cont) {
+		if (masked > o->p_last)
+			return 1;
+	} else {
+		ts++;
+		masked = ts & o->p_mask;
+		if (masked > o->p_last) {
+			o->p_last = masked;
+			o->p_cont = 1;
+		}
+	}
+	if (masked < o->p_last)
+		return o->p_ticks;
+	return o->p_ticks - (ts - masked);
+}
+
+static void period_sampled(struct vmpt_script_out *o)
+{
+	uint64_t masked = (o->p_ts + o->p_cnt) & o->p_mask;
+
+	if (masked > o->p_last)
+		o->p_last = masked;
+	else
+		o->p_last += o->p_ticks;
+}
+
 static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 {
 	const struct vmpt_itrace *it = &o->o->it;
 
+	o->insn_time = o->have_block ? o->block_time : b->time;
+	o->block_time = b->time;
+	o->have_block = 1;
 	if (it->insns) {
 		uint64_t ip = b->ip;
-		/* Periods are in ns of perf time when the recording says how
-		 * to convert, else in TSC ticks.
-		 */
-		uint64_t now = b->time ? vmpt_script_time(o->o, b->time) : 0;
+		int every = it->period_time &&
+			    (!o->p_ticks || it->timeless || !b->time);
 
+		if (it->period_time && b->time != o->p_ts) {
+			o->p_ts = b->time;
+			o->p_cnt = 0;
+		}
+		/* perf's walk stops at every branch and counts anew. */
+		o->p_left = 0;
 		for (uint32_t i = 0; i < b->ninsn; i++) {
 			int take;
 
-			if (it->period_time && (it->period == 0 || it->timeless || !b->time)) {
+			if (every) {
 				take = 1;
 			} else if (it->period_time) {
-				/* Like perf: a sample when the time enters a new
-				 * period, counted from the first timestamp.
-				 */
-				if (!o->have_last)
-					o->last_time = now, o->have_last = 1;
-				take = now / it->period != o->last_time / it->period;
+				if (!o->p_left)
+					o->p_left = period_next(o);
+				o->p_cnt++;
+				take = --o->p_left == 0;
+				if (take)
+					period_sampled(o);
 			} else {
 				take = ++o->since >= (it->period ? it->period : 1);
 			}
 			if (take) {
 				o->since = 0;
-				o->last_time = now;
 				sample_insn(o, b, ip, b->isize[i]);
 			}
 			ip += b->isize[i];
@@ -493,6 +547,21 @@ struct vmpt_script_out *vmpt_script_out_new(const struct vmpt_script_opts *opts,
 	o->f = f;
 	o->o = opts;
 	o->task = (struct vmpt_script_task){ .cpu = -1, .pid = -1, .tid = -1 };
+	if (opts->it.period_time && opts->it.period) {
+		/* perf: the period in TSC ticks, rounded down to a power of
+		 * two (raw traces: the period is in ticks already).
+		 */
+		uint64_t t = opts->it.period;
+
+		if (opts->have_tc && opts->tc.time_mult)
+			t = ((t / opts->tc.time_mult) << opts->tc.time_shift) +
+			    ((t % opts->tc.time_mult) << opts->tc.time_shift) /
+			    opts->tc.time_mult;
+		while (t & (t - 1))
+			t &= t - 1;
+		o->p_ticks = t;
+		o->p_mask = ~(t - 1);
+	}
 	o->buf = malloc(OUT_CAP);
 	if (!o->buf) {
 		free(o);

@@ -44,6 +44,7 @@ struct vmpt_script_opts {
 	unsigned fields;		/* enum vmpt_script_field bits */
 	int call_trace;			/* calls/returns indented by depth */
 	int disasm;			/* insn shows the disassembly too */
+	int ns;				/* sample times in nanoseconds (--ns) */
 	const struct vmpt_image *image;	/* sym/dso of branch targets */
 	/* perf.data: TSC -> perf time, printed sec.usec; else the TSC. */
 	int have_tc;
