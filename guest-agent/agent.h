@@ -20,7 +20,7 @@ int agent_pack_missing(FILE *out, const char *name, int err);
 int agent_pack_end(FILE *out);
 
 /* Read a whole file (also /proc files, whose size stat does not know)
- * into a malloc'd buffer.  0 or -errno.
+ * into a malloc'd buffer, with a NUL after its size bytes.  0 or -errno.
  */
 int agent_read_file(const char *path, uint8_t **data, size_t *size);
 

@@ -3,27 +3,15 @@
  * Intel PT trace?  One "name: value" line per fact, then a verdict.
  */
 #include "agent.h"
+#include "vmpt/pmu.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* First line of a small /proc or /sys file, or NULL. */
-static char *first_line(const char *path)
+/* A small /proc or /sys value (its one line), or NULL. */
+static const char *value(const char *path, char *buf, size_t len)
 {
-	uint8_t *data;
-	size_t size;
-	char *s;
-
-	if (agent_read_file(path, &data, &size))
-		return NULL;
-	s = realloc(data, size + 1);
-	if (!s) {
-		free(data);
-		return NULL;
-	}
-	s[size] = 0;
-	s[strcspn(s, "\n")] = 0;
-	return s;
+	return vmpt_read_small_file(path, buf, len) < 0 ? NULL : buf;
 }
 
 static int has_word(const char *s, const char *word)
@@ -43,10 +31,13 @@ static void show(const char *name, const char *value)
 
 int agent_check(int argc, char **argv)
 {
-	char *cmdline = first_line("/proc/cmdline");
-	char *cs = first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-	char *jit = first_line("/proc/sys/net/core/bpf_jit_enable");
-	char *paranoid = first_line("/proc/sys/kernel/perf_event_paranoid");
+	char cmdline_buf[4096], cs_buf[64], jit_buf[16], paranoid_buf[16];
+	const char *cmdline = value("/proc/cmdline", cmdline_buf, sizeof(cmdline_buf));
+	const char *cs = value("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+			       cs_buf, sizeof(cs_buf));
+	const char *jit = value("/proc/sys/net/core/bpf_jit_enable", jit_buf, sizeof(jit_buf));
+	const char *paranoid = value("/proc/sys/kernel/perf_event_paranoid",
+				     paranoid_buf, sizeof(paranoid_buf));
 	int no_kvmclock = cmdline && has_word(cmdline, "no-kvmclock");
 	int problems = 0;
 
@@ -81,9 +72,5 @@ int agent_check(int argc, char **argv)
 		printf("note: perf_event_paranoid is %s: the agent needs root "
 		       "(or sudo -n) for cpu-wide events\n", paranoid);
 	printf("verdict: %s\n", problems ? "not ready" : "ready");
-	free(cmdline);
-	free(cs);
-	free(jit);
-	free(paranoid);
 	return problems ? 1 : 0;
 }

@@ -34,20 +34,6 @@ static uint64_t sym_addr(const char *kallsyms, const char *name)
 	return 0;
 }
 
-/* NUL-terminate a buffer from agent_read_file (freed on failure). */
-static int terminate(uint8_t **data, size_t size)
-{
-	uint8_t *s = realloc(*data, size + 1);
-
-	if (!s) {
-		free(*data);
-		return -ENOMEM;
-	}
-	s[size] = 0;
-	*data = s;
-	return 0;
-}
-
 /* The kernel text [_stext, _etext) and the span of all modules. */
 static int wanted_ranges(struct vmpt_kcore_range r[2], const char **why)
 {
@@ -60,9 +46,6 @@ static int wanted_ranges(struct vmpt_kcore_range r[2], const char **why)
 		*why = "reading /proc/kallsyms";
 		return ret;
 	}
-	ret = terminate(&ks, ks_size);
-	if (ret)
-		return ret;
 	r[0].start = sym_addr((char *)ks, "_stext");
 	r[0].end = sym_addr((char *)ks, "_etext");
 	free(ks);

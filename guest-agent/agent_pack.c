@@ -120,6 +120,7 @@ int agent_read_file(const char *path, uint8_t **data, size_t *size)
 			break;
 		len += (size_t)n;
 	}
+	buf[len] = 0;	/* the loop grows buf before each read: len < cap */
 out:
 	close(fd);
 	if (ret) {
