@@ -635,11 +635,12 @@ int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *o
 		if (ret == -VMPT_ERR_EOS)
 			ret = 0;
 	}
-	/* Merge by time: print from the queue whose next item is earliest
-	 * (ties: the first queue), as perf orders its queues' samples.
+	/* Merge by time: print from the queue whose next item is earliest;
+	 * as perf, the queue printing goes on while its time is not later
+	 * than any other's (then, on ties, the first queue).
 	 */
 	while (ret == 0) {
-		struct queue *best = NULL;
+		struct queue *best = cur && cur->have ? cur : NULL;
 
 		for (size_t k = 0; k < nq; k++)
 			if (qs[k].have && (!best || qs[k].item.time < best->item.time))

@@ -61,6 +61,15 @@ perf_same() {
 		> "$out/vpds"
 	cmp -s "$out/perfs" "$out/vpds" ||
 		fail "$name: pid/tid/comm lines differ from perf script: $(diff "$out/perfs" "$out/vpds" | sed -n 2,4p)"
+	# Times to the nanosecond (cycle-accurate traces: perf refines the
+	# cycle-to-TSC ratio by looking ahead, vmpt does not; timeless traces
+	# have none).
+	case $name in *cyc*|timeless) return ;; esac
+	perf script -i "$out/t.perf.data" --ns --itrace=b -F time,flags,ip,addr \
+		2>/dev/null > "$out/perft"
+	"$VMPT" script -i "$out/t.perf.data" --ns --itrace=b -F time,flags,ip,addr > "$out/vpdt"
+	cmp -s "$out/perft" "$out/vpdt" ||
+		fail "$name: branch times differ from perf script: $(diff "$out/perft" "$out/vpdt" | sed -n 2,4p)"
 }
 
 IMAGES="--elf $bin@0x555555554000"
@@ -179,8 +188,12 @@ for it in b i0ns; do
 	done
 	checked=$((checked + $(wc -l < "$out/vm")))
 done
-# Merged in time order: times never go back, and the CPUs interleave.
-"$VMPT" script -i "$out/m.data" --itrace=b -F cpu,time > "$out/vt"
-sort -s -k2,2n "$out/vt" | cmp -s - "$out/vt" || fail "per-cpu: not in time order"
-[ "$(uniq -c -w5 "$out/vt" | wc -l)" -gt 10 ] || fail "per-cpu: the CPUs do not interleave"
+# Merged in time order as perf merges them: the same lines, times to the
+# nanosecond, in the same order; the CPUs interleave.
+F=pid,tid,comm,cpu,time,ip,sym,dso
+perf script -i "$out/m.data" --ns --itrace=b -F $F 2>/dev/null > "$out/pt"
+"$VMPT" script -i "$out/m.data" --ns --itrace=b -F $F > "$out/vt"
+cmp -s "$out/pt" "$out/vt" ||
+	fail "per-cpu: merged branches differ from perf's: $(diff "$out/pt" "$out/vt" | sed -n 2,4p)"
+[ "$(awk '{ print $3 }' "$out/vt" | uniq | wc -l)" -gt 10 ] || fail "per-cpu: the CPUs do not interleave"
 echo "ok: $checked instructions equal to the ground truth"
