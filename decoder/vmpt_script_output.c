@@ -121,6 +121,13 @@ struct vmpt_script_out {
 	 */
 	uint64_t insn_time, block_time;
 	int have_block;
+	/* Time periods: blocks ending in a direct branch wait for the next
+	 * item, whose time perf's decoder already has while walking them
+	 * (it reads the next packets first).
+	 */
+	struct vmpt_flow_item pending[64];
+	unsigned n_pending;
+	uint64_t next_time;
 	int depth;		/* for --call-trace */
 };
 
@@ -422,8 +429,8 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 		int every = it->period_time &&
 			    (!o->p_ticks || it->timeless || !b->time);
 
-		if (it->period_time && b->time != o->p_ts) {
-			o->p_ts = b->time;
+		if (it->period_time && o->next_time != o->p_ts) {
+			o->p_ts = o->next_time;
 			o->p_cnt = 0;
 		}
 		/* perf's walk stops at every branch and counts anew. */
@@ -490,6 +497,8 @@ static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
 				    vmpt_strerror(-VMPT_ERR_OVERFLOW));
 		break;
 	case VMPT_EV_ENABLED:
+		/* perf's periods start anew when tracing does. */
+		o->p_cont = 0;
 		if (it->branches)
 			sample_branch(o, e, 0, e->ip, "tr strt");
 		break;
@@ -511,12 +520,52 @@ static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
 }
 
 
+static int decided_by_trace(const struct vmpt_flow_item *it)
+{
+	return it->kind != VMPT_FLOW_BLOCK ||
+	       (it->iclass != VMPT_IC_JMP && it->iclass != VMPT_IC_CALL &&
+		it->iclass != VMPT_IC_OTHER);
+}
+
+static void run_pending(struct vmpt_script_out *o, uint64_t next_time)
+{
+	o->next_time = next_time;
+	for (unsigned i = 0; i < o->n_pending; i++)
+		on_block(o, &o->pending[i]);
+	o->n_pending = 0;
+}
+
 void vmpt_script_out_item(struct vmpt_script_out *o, const struct vmpt_flow_item *it)
 {
+	const struct vmpt_itrace *itr = &o->o->it;
+
+	if (itr->insns && itr->period_time && o->p_ticks) {
+		if (!decided_by_trace(it)) {
+			if (o->n_pending == sizeof(o->pending) / sizeof(o->pending[0]))
+				run_pending(o, o->pending[0].time);
+			o->pending[o->n_pending++] = *it;
+			return;
+		}
+		run_pending(o, it->time);
+	}
+	o->next_time = it->time;
 	if (it->kind == VMPT_FLOW_BLOCK)
 		on_block(o, it);
 	else
 		on_event(o, it);
+}
+
+void vmpt_script_out_restart(struct vmpt_script_out *o)
+{
+	o->p_cont = 0;
+	o->p_last = 0;
+	o->have_block = 0;
+}
+
+void vmpt_script_out_drain(struct vmpt_script_out *o, uint64_t next_time)
+{
+	if (o->n_pending)
+		run_pending(o, next_time ? next_time : o->pending[o->n_pending - 1].time);
 }
 
 void vmpt_script_out_flush(struct vmpt_script_out *o)
@@ -581,6 +630,7 @@ void vmpt_script_out_free(struct vmpt_script_out *o)
 {
 	if (!o)
 		return;
+	vmpt_script_out_drain(o, 0);
 	out_flush(o);
 	free(o->buf);
 	for (int m = 0; m < 3; m++) {
@@ -601,6 +651,7 @@ static int decode(struct vmpt_flow *dec, uint64_t start, uint64_t stop,
 	vmpt_flow_sync_at(dec, start, stop);
 	while ((ret = vmpt_flow_next(dec, &it)) == 0)
 		vmpt_script_out_item(o, &it);
+	vmpt_script_out_drain(o, 0);
 	out_flush(o);
 	return ret == -VMPT_ERR_EOS ? 0 : ret;
 }

@@ -561,12 +561,15 @@ static int queue_fill(struct vmpt_session *s, struct queue *q)
 				return -VMPT_ERR_NOMEM;
 			q->task_until = 0;
 			q->task.space = 0;
+			vmpt_script_out_restart(q->out);
 		}
 		ret = vmpt_flow_next(q->dec, &q->item);
 		if (ret == 0) {
 			q->have = 1;
 			queue_task(s, q, item_time(s, &q->item));
 		} else {
+			/* perf decodes each buffer anew. */
+			vmpt_script_out_drain(q->out, 0);
 			vmpt_flow_free(q->dec);
 			q->dec = NULL;
 			if (ret != -VMPT_ERR_EOS)
@@ -647,8 +650,10 @@ int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *o
 				best = &qs[k];
 		if (!best)
 			break;
-		if (cur && cur != best)
+		if (cur && cur != best) {
+			vmpt_script_out_drain(cur->out, cur->have ? cur->item.time : 0);
 			vmpt_script_out_flush(cur->out);
+		}
 		cur = best;
 		vmpt_script_out_item(best->out, &best->item);
 		best->have = 0;

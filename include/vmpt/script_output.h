@@ -71,8 +71,17 @@ void vmpt_script_out_free(struct vmpt_script_out *o);
 void vmpt_script_out_set_file(struct vmpt_script_out *o, FILE *f);
 void vmpt_script_out_set_task(struct vmpt_script_out *o,
 			      const struct vmpt_script_task *task);
-/* Print the samples of one flow item. */
+/* Print the samples of one flow item.  With time periods, blocks that end
+ * in a direct branch are held until the next item (perf's decoder knows
+ * its time while walking them); vmpt_script_out_drain prints them, given
+ * the time of the item after them (0: unknown, the end of the trace).
+ */
 void vmpt_script_out_item(struct vmpt_script_out *o, const struct vmpt_flow_item *it);
+void vmpt_script_out_drain(struct vmpt_script_out *o, uint64_t next_time);
+/* Another trace (buffer) follows on this stream: perf's decoder counts its
+ * time periods anew.
+ */
+void vmpt_script_out_restart(struct vmpt_script_out *o);
 /* Write out what is buffered (to the FILE, which may buffer it too). */
 void vmpt_script_out_flush(struct vmpt_script_out *o);
 
