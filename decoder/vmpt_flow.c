@@ -583,8 +583,18 @@ static int lookup_block(struct vmpt_flow *dec, struct vmpt_block **out)
 			      dec->mode, &b);
 	if (ret < 0)
 		return ret;
-	if (prev && prev->sec == s)
-		atomic_store_explicit(&prev->succ[dec->prev_slot], b, memory_order_release);
+	/* Set once: a link rewritten at every new indirect target (or even
+	 * a failing compare-and-swap, which takes the line exclusive) would
+	 * bounce its cache line between the threads sharing the cache.
+	 */
+	if (prev && prev->sec == s &&
+	    !atomic_load_explicit(&prev->succ[dec->prev_slot], memory_order_relaxed)) {
+		struct vmpt_block *none = NULL;
+
+		atomic_compare_exchange_strong_explicit(&prev->succ[dec->prev_slot], &none, b,
+							memory_order_release,
+							memory_order_relaxed);
+	}
 	*out = b;
 	return 0;
 }
