@@ -232,15 +232,20 @@ static enum vmpt_iclass classify(const cs_insn *in, uint64_t *target)
 	case X86_INS_LJMP:
 		return VMPT_IC_FAR_JMP;
 	case X86_INS_LCALL:
-	case X86_INS_INT: case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO:
-	case X86_INS_SYSCALL: case X86_INS_SYSENTER:
-	case X86_INS_VMCALL: case X86_INS_VMLAUNCH: case X86_INS_VMRESUME:
-	case X86_INS_VMMCALL:
+	case X86_INS_VMCALL: case X86_INS_VMMCALL:
 		return VMPT_IC_FAR_CALL;
+	case X86_INS_VMLAUNCH: case X86_INS_VMRESUME:
+		return VMPT_IC_VMENTRY;
+	case X86_INS_INT: case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO:
+		return VMPT_IC_INT;
+	case X86_INS_SYSCALL: case X86_INS_SYSENTER:
+		return VMPT_IC_SYSCALL;
 	case X86_INS_RETF: case X86_INS_RETFQ:
-	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
-	case X86_INS_SYSEXIT: case X86_INS_SYSRET:
 		return VMPT_IC_FAR_RET;
+	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
+		return VMPT_IC_IRET;
+	case X86_INS_SYSEXIT: case X86_INS_SYSRET:
+		return VMPT_IC_SYSRET;
 	default:
 		return VMPT_IC_OTHER;
 	}

@@ -249,9 +249,15 @@ static const char *branch_flags(const struct vmpt_flow_item *b)
 	case VMPT_IC_CALL:
 	case VMPT_IC_CALL_IND: return "call";
 	case VMPT_IC_RET: return "return";
-	case VMPT_IC_FAR_CALL: return "syscall";
-	case VMPT_IC_FAR_RET: return "sysret";
+	/* perf's decoder takes far calls, rets and jumps as near ones. */
+	case VMPT_IC_FAR_CALL: return "call";
+	case VMPT_IC_FAR_RET: return "return";
 	case VMPT_IC_FAR_JMP: return "jmp";
+	case VMPT_IC_INT: return "int";
+	case VMPT_IC_SYSCALL: return "syscall";
+	case VMPT_IC_IRET: return "iret";
+	case VMPT_IC_SYSRET: return "sysret";
+	case VMPT_IC_VMENTRY: return "vmentry";
 	default: return "";
 	}
 }
@@ -460,8 +466,10 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 	if (!b->taken)
 		return;
 	int is_call = b->iclass == VMPT_IC_CALL || b->iclass == VMPT_IC_CALL_IND ||
-		      b->iclass == VMPT_IC_FAR_CALL;
-	int is_ret = b->iclass == VMPT_IC_RET || b->iclass == VMPT_IC_FAR_RET;
+		      b->iclass == VMPT_IC_FAR_CALL || b->iclass == VMPT_IC_INT ||
+		      b->iclass == VMPT_IC_SYSCALL;
+	int is_ret = b->iclass == VMPT_IC_RET || b->iclass == VMPT_IC_FAR_RET ||
+		     b->iclass == VMPT_IC_IRET || b->iclass == VMPT_IC_SYSRET;
 
 	if (is_ret && o->depth > 0)
 		o->depth--;

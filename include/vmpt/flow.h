@@ -30,9 +30,16 @@ enum vmpt_iclass {
 	VMPT_IC_CALL,		/* direct call: no trace */
 	VMPT_IC_CALL_IND,	/* indirect call: TIP */
 	VMPT_IC_RET,		/* near return: TIP, or a TNT bit compressed */
-	VMPT_IC_FAR_CALL,	/* far call, int n, syscall, sysenter, vmcall...: TIP */
-	VMPT_IC_FAR_RET,	/* far ret, iret, sysret, sysexit: TIP */
+	VMPT_IC_FAR_CALL,	/* far call, vmcall: TIP */
+	VMPT_IC_FAR_RET,	/* far ret: TIP */
 	VMPT_IC_FAR_JMP,	/* far jmp: TIP */
+	/* Far transfers perf names apart ("int", "syscall", "iret",
+	 * "sysret"); all take a TIP. */
+	VMPT_IC_INT,		/* int n, int1, int3, into */
+	VMPT_IC_SYSCALL,	/* syscall, sysenter */
+	VMPT_IC_IRET,		/* iret */
+	VMPT_IC_SYSRET,		/* sysret, sysexit */
+	VMPT_IC_VMENTRY,	/* vmlaunch, vmresume */
 };
 
 enum vmpt_flow_kind {

@@ -20,11 +20,12 @@ if ! K=$("$FETCH_KERNEL" 2>fetch.err); then
 fi
 VMLINUX=$K/vmlinux
 
-# vmpt script's branches as "FROM|TO".  (Flags are left out: vmpt names
-# the IRET back to user space "sysret", where perf and the truth say iret.)
+# vmpt script's branches as "FLAGS|FROM|TO", like perf_branches.
 vmpt_branches() {
-	"$VMPT" script "$@" --itrace=be -F ip,addr 2>&1 |
-	awk '{ print $(NF-2) "|" $NF }'
+	"$VMPT" script "$@" --itrace=be -F flags,ip,addr 2>&1 |
+	awk '{ to = $NF; from = $(NF-2); f = "";
+	       for (i = 1; i <= NF-3; i++) f = f (f == "" ? "" : " ") $i;
+	       print f "|" from "|" to }'
 }
 
 runs=0
@@ -57,8 +58,7 @@ for bin in /usr/bin/busybox /usr/bin/bash; do
 		compare "vmpt instructions ($what)" want.i vmpt.i
 		# shellcheck disable=SC2086
 		vmpt_branches --pt uk.pt --elf "$bin$at" --elf "$VMLINUX" $rc > vmpt.b
-		cut -d'|' -f2- want.b > want.ft
-		compare "vmpt branches ($what)" want.ft vmpt.b
+		compare "vmpt branches ($what)" want.b vmpt.b
 		"$VMPT" script -i uk.perf.data --elf "$VMLINUX" --itrace=i0nse -F ip \
 			2>&1 | awk '{print $1}' > vmpt-pd.i
 		compare "vmpt instructions on perf.data ($what)" want.i vmpt-pd.i
