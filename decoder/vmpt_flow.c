@@ -125,7 +125,11 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 	vmpt_time_init(&dec->time, config->tsc_ctc_ratio_n,
 		       config->tsc_ctc_ratio_d, config->mtc_period,
 		       config->max_nonturbo_ratio);
+	/* Until a PIP says NR=1, code is the host's (as perf takes it):
+	 * SYSCALL and friends change neither CR3 nor the machine, so a
+	 * trace may run a while before any PIP. */
 	dec->asid = vmpt_asid_any();
+	dec->asid.machine = VMPT_MACHINE_HOST;
 	dec->fup_event = -1;
 	return dec;
 }

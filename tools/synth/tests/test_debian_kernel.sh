@@ -104,6 +104,14 @@ for seed in 1 2 3; do
 	truth_branches vm.branches > want.b
 	perf_branches vm.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$VMLINUX" > got.b
 	compare "perf branches ($what)" want.b got.b
+	# vmpt on the recording laid out as vmpt record + vmpt guest write it:
+	# host kernel in kcore_dir, the guest's in guest/kcore_dir, both at
+	# 0xffffffff81000000; code before the first PIP is the host's.
+	rm -rf rec && mkdir -p rec/kcore_dir rec/guest/kcore_dir
+	cp vm.perf.data rec/data && cp vm.perf.data rec/guest/perf.data
+	cp "$VMX_KERNEL" rec/kcore_dir/kcore && cp "$VMLINUX" rec/guest/kcore_dir/kcore
+	"$VMPT" script -i rec --itrace=i0nse -F ip 2>&1 | awk '{print $1}' > vmpt.i
+	compare "vmpt instructions ($what)" want.i vmpt.i
 	grep -q '^vmentry|' want.b || fail "no VM entry ($what)"
 	grep -q '^vmexit|' want.b || fail "no VM exit ($what)"
 	# perf measures a VMCS's offset at a PSB+ in its guest (it holds the
@@ -119,5 +127,5 @@ for seed in 1 2 3; do
 	vm_branches=$((vm_branches + $(wc -l < want.b)))
 	offsets=$((offsets + $(wc -l < got.off)))
 done
-echo "perf agreed on 3 VM traces with the Debian kernel as guest:" \
+echo "perf and vmpt agreed on 3 VM traces with the Debian kernel as guest:" \
 	"$vm_insns instructions, $vm_branches branches, $offsets TSC offsets"
