@@ -708,6 +708,7 @@ int vmpt_script_run(const struct vmpt_flow_config *base,
 		    int jobs, FILE *f)
 {
 	size_t n_psbs = 0, pieces, size = (size_t)(base->end - base->begin);
+	struct vmpt_flow_config shared = *base;
 	struct worker *w = NULL;
 	uint64_t *psbs = NULL;
 	int ret = 0;
@@ -735,13 +736,19 @@ int vmpt_script_run(const struct vmpt_flow_config *base,
 	pieces = size >> 20 > (size_t)jobs * 4 ? size >> 20 : (size_t)jobs * 4;
 	if (pieces > n_psbs)
 		pieces = n_psbs;
+	/* One block cache for all workers: no code is disassembled twice. */
+	if (!shared.cache)
+		shared.cache = vmpt_bcache_new();
 	w = calloc((size_t)jobs, sizeof(*w));
-	if (!w) {
+	if (!w || !shared.cache) {
+		free(w);
 		free(psbs);
+		if (shared.cache != base->cache)
+			vmpt_bcache_free(shared.cache);
 		return -VMPT_ERR_NOMEM;
 	}
 	for (int k = 0; k < jobs; k++) {
-		w[k].dec = new_decoder(base, host_space);
+		w[k].dec = new_decoder(&shared, host_space);
 		w[k].o = vmpt_script_out_new(opts, NULL);
 		if (!w[k].dec || !w[k].o) {
 			ret = -VMPT_ERR_NOMEM;
@@ -759,10 +766,14 @@ int vmpt_script_run(const struct vmpt_flow_config *base,
 
 			w[k].start = i ? psbs[i * n_psbs / pieces] : 0;
 			w[k].stop = i + 1 < pieces ? psbs[(i + 1) * n_psbs / pieces] : 0;
-			pthread_create(&th[k], NULL, worker_run, &w[k]);
+			if (pthread_create(&th[k], NULL, worker_run, &w[k]) != 0) {
+				worker_run(&w[k]);	/* no thread: do it here */
+				th[k] = 0;
+			}
 		}
 		for (size_t k = 0; k < n; k++) {
-			pthread_join(th[k], NULL);
+			if (th[k])
+				pthread_join(th[k], NULL);
 			fwrite(w[k].buf, 1, w[k].len, f);
 			free(w[k].buf);
 			w[k].buf = NULL;
@@ -777,5 +788,7 @@ out:
 	}
 	free(w);
 	free(psbs);
+	if (shared.cache != base->cache)
+		vmpt_bcache_free(shared.cache);
 	return ret;
 }
