@@ -53,14 +53,16 @@ static void *vmpt_piece(void *arg)
 {
 	struct piece *p = arg;
 	struct vmpt_flow *dec = vmpt_flow_new(&p->cfg);
-	struct vmpt_flow_item it;
+	const struct vmpt_flow_item *it;
+	size_t n;
 
 	if (!dec)
 		return NULL;
 	vmpt_flow_sync_at(dec, p->start, p->cfg.stop_offset);
-	while (vmpt_flow_next(dec, &it) == 0)
-		if (it.kind == VMPT_FLOW_BLOCK)
-			p->insns += it.ninsn;
+	while (vmpt_flow_next_items(dec, &it, &n) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (it[i].kind == VMPT_FLOW_BLOCK)
+				p->insns += it[i].ninsn;
 	vmpt_flow_free(dec);
 	return NULL;
 }

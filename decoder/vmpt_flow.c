@@ -13,6 +13,7 @@
 #include "vmpt/packet.h"
 #include "vmpt_block_cache.h"
 #include "vmpt_time.h"
+#include "vmpt_tnt_memo.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +75,17 @@ struct vmpt_flow {
 	size_t qh, qn, qcap;
 	/* While vmpt_flow_next waits: where the next item goes directly. */
 	struct vmpt_flow_item *direct;
+	/* TNT runs: the one being played back (at step play_pos) or
+	 * recorded; both end as soon as the walk leaves the hot path.
+	 */
+	struct vmpt_tnt_memo *memo;
+	struct vmpt_run *play;
+	uint32_t play_pos;
+	struct vmpt_run *rec;
+	/* A run may start here: new TNT bits, or the last run ended. */
+	uint8_t memo_try;
+	/* What vmpt_flow_next_items hands out when it is not a run. */
+	struct vmpt_flow_item one;
 };
 
 static const char *const event_names[VMPT_EV_COUNT] = {
@@ -114,9 +126,9 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 		return NULL;
 	}
 	dec->disasm = vmpt_bdisasm_new(config->cache ? config->cache : dec->own_cache);
-	if (!dec->disasm) {
-		vmpt_bcache_free(dec->own_cache);
-		free(dec);
+	dec->memo = vmpt_tnt_memo_new();
+	if (!dec->disasm || !dec->memo) {
+		vmpt_flow_free(dec);
 		return NULL;
 	}
 	vmpt_pkt_decoder_init(&dec->pd, config->begin,
@@ -140,6 +152,7 @@ void vmpt_flow_free(struct vmpt_flow *dec)
 		return;
 	vmpt_bdisasm_free(dec->disasm);
 	vmpt_bcache_free(dec->own_cache);
+	vmpt_tnt_memo_free(dec->memo);
 	free(dec->q);
 	free(dec);
 }
@@ -200,6 +213,8 @@ static void reset_flow_state(struct vmpt_flow *dec)
 	dec->walked = 0;
 	dec->after_ovf = 0;
 	dec->prev = NULL;
+	dec->play = NULL;
+	dec->rec = NULL;
 }
 
 /* Report an error at the current packet and IP, then look for the next
@@ -428,6 +443,7 @@ static int fetch(struct vmpt_flow *dec)
 				break;
 			dec->tnt_bits = pkt.tnt.bits;
 			dec->tnt_n = pkt.tnt.count;
+			dec->memo_try = 1;
 			return 0;
 		case VMPT_PKT_TIP:
 		case VMPT_PKT_TIP_PGE:
@@ -933,6 +949,9 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 {
 	dec->host_space = space;
 	update_asid(dec);
+	/* The rest of a run may be other code now. */
+	dec->play = NULL;
+	dec->rec = NULL;
 }
 
 int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
@@ -949,11 +968,106 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	return 0;
 }
 
+/* The next step of the run played back: the item and the state the walk
+ * would have after it.
+ */
+static void play_step(struct vmpt_flow *dec, struct vmpt_flow_item *it)
+{
+	const struct vmpt_run *r = dec->play;
+	const struct vmpt_run_step *s = &r->step[dec->play_pos];
+
+	*it = r->item[dec->play_pos];
+	if (s->bit) {
+		dec->tnt_n--;
+		dec->walked = 0;
+		dec->block_time = dec->time.tsc;
+	} else {
+		dec->walked += it->ninsn;
+	}
+	if (s->push)
+		push_ret(dec, s->block->next_ip);
+	dec->ip = it->to;
+	dec->prev = s->block;
+	dec->prev_slot = it->taken;
+	it->offset = dec->pkt_off;
+	it->time = dec->block_time;
+	if (++dec->play_pos == r->nsteps) {
+		dec->play = NULL;
+		dec->memo_try = 1;
+	}
+}
+
+/* The rest of the run played back at once: its items from play_pos on,
+ * given their time and offset in place, and the state after the last.
+ */
+static const struct vmpt_flow_item *play_rest(struct vmpt_flow *dec, size_t *n)
+{
+	struct vmpt_run *r = dec->play;
+	uint32_t first = dec->play_pos, last = r->nsteps - 1;
+
+	for (uint32_t i = first; i <= last; i++) {
+		if (r->step[i].bit) {
+			dec->tnt_n--;
+			dec->block_time = dec->time.tsc;
+		}
+		if (r->step[i].push)
+			push_ret(dec, r->step[i].block->next_ip);
+		r->item[i].time = dec->block_time;
+		r->item[i].offset = dec->pkt_off;
+	}
+	dec->walked = 0;	/* a run ends with a bit */
+	dec->ip = r->item[last].to;
+	dec->prev = r->step[last].block;
+	dec->prev_slot = r->item[last].taken;
+	dec->play = NULL;
+	dec->memo_try = 1;
+	*n = r->nsteps - first;
+	return &r->item[first];
+}
+
+/* Append the block just walked to the run being recorded; keep the run
+ * when it took the last bit (or is full), drop it when the walk went
+ * somewhere a run cannot follow (a return, another section).
+ */
+static void record_step(struct vmpt_flow *dec, struct vmpt_block *b,
+			const struct vmpt_flow_item *it)
+{
+	struct vmpt_run *r = dec->rec;
+	struct vmpt_run_step *s = &r->step[r->nsteps];
+
+	switch (b->iclass) {
+	case VMPT_IC_OTHER:
+	case VMPT_IC_JCC:
+	case VMPT_IC_JMP:
+	case VMPT_IC_CALL:
+		if (b->sec == r->first->sec)
+			break;
+		/* fall through */
+	default:
+		dec->rec = NULL;
+		return;
+	}
+	r->item[r->nsteps] = *it;
+	s->block = b;
+	s->bit = b->iclass == VMPT_IC_JCC;
+	s->push = b->iclass == VMPT_IC_CALL && !b->zero_call;
+	r->nsteps++;
+	r->ninsn += b->ninsn;
+	if (s->bit && (!dec->tnt_n || r->nsteps == VMPT_RUN_MAX)) {
+		vmpt_tnt_memo_commit(dec->memo);
+		dec->rec = NULL;
+		dec->memo_try = 1;
+	} else if (r->nsteps == VMPT_RUN_MAX) {
+		dec->rec = NULL;
+	}
+}
+
 /* The hot path: tracing on, nothing queued, and the way out of the next
  * block is a TNT bit, a TIP or no trace at all.  The block goes straight
- * into the caller's item, with what walk() and leave_block() would do;
- * anything else (an error, an event due, a pending mode or PIP) is left to
- * them (returns 0).
+ * into the caller's item, with what walk() and leave_block() would do
+ * (returns 1), or a run recorded from it is ready to play back (returns
+ * 2); anything else (an error, an event due, a pending mode or PIP) is
+ * left to them (returns 0).
  */
 static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 {
@@ -970,6 +1084,18 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	    b->ip != dec->ip || b->mode != dec->mode) {
 		if (lookup_block(dec, &b) < 0)
 			return 0;
+	}
+	if (dec->tnt_n && dec->memo_try && !dec->rec) {
+		uint64_t key = vmpt_tnt_key(dec->tnt_bits, dec->tnt_n);
+		struct vmpt_run *run = vmpt_tnt_memo_find(dec->memo, b, key);
+
+		if (run && dec->walked + run->ninsn <= MAX_WALK) {
+			dec->play = run;
+			dec->play_pos = 0;
+			return 2;
+		}
+		dec->rec = vmpt_tnt_memo_start(dec->memo, b, key);
+		dec->memo_try = 0;
 	}
 	switch (b->iclass) {
 	case VMPT_IC_JCC:
@@ -1045,10 +1171,15 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	it->time = dec->block_time;
 	dec->prev = b;
 	dec->prev_slot = taken;
+	if (dec->rec)
+		record_step(dec, b, it);
 	return 1;
 }
 
-int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
+/* The next item into *item; with take_run, a run ready to play back
+ * returns 1 instead (nothing filled).
+ */
+static int next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int take_run)
 {
 	for (;;) {
 		int ret;
@@ -1057,9 +1188,21 @@ int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 			*item = dec->q[dec->qh++];
 			return 0;
 		}
-		if ((dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
-		    dec->enabled && !dec->stopping && walk_fast(dec, item))
+		if (dec->play) {
+			if (take_run)
+				return 1;
+			play_step(dec, item);
 			return 0;
+		}
+		if ((dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
+		    dec->enabled && !dec->stopping) {
+			ret = walk_fast(dec, item);
+			if (ret == 1)
+				return 0;
+			if (ret == 2)
+				continue;	/* a run to play */
+		}
+		dec->rec = NULL;	/* the walk leaves the hot path */
 		dec->direct = item;
 		ret = step(dec);
 		if (!dec->direct)
@@ -1068,6 +1211,27 @@ int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 		if (ret < 0 && dec->qh == dec->qn)
 			return ret;
 	}
+}
+
+int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
+{
+	return next_item(dec, item, 0);
+}
+
+int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
+			 size_t *n)
+{
+	int ret = next_item(dec, &dec->one, 1);
+
+	if (ret < 0)
+		return ret;
+	if (ret == 1) {
+		*items = play_rest(dec, n);
+		return 0;
+	}
+	*items = &dec->one;
+	*n = 1;
+	return 0;
 }
 
 int vmpt_flow_psb_offsets(const uint8_t *begin, const uint8_t *end,

@@ -146,6 +146,14 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space);
  */
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item);
 
+/* The next items at once, the same as from vmpt_flow_next one by one:
+ * *items points at *n >= 1 of them, valid until the next call.  Where the
+ * walk repeats itself (loops) many blocks come at once, which is the
+ * fastest way to take a trace.  0, or -VMPT_ERR_EOS at the end.
+ */
+int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
+			 size_t *n);
+
 /* Instruction i of a block item. */
 static inline uint64_t vmpt_block_insn_ip(const struct vmpt_flow_item *b, uint32_t i)
 {

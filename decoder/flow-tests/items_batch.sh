@@ -1,0 +1,36 @@
+#!/bin/sh
+# vmpt_flow_next_items gives the items of vmpt_flow_next, field for field:
+# on the real KVM-PT traces (repeated, so recorded TNT runs play back) and
+# on synthesized traces with timing (times and offsets of played runs).
+# usage: items_batch.sh ITEMS_BATCH VMPT_SYNTH
+set -eu
+BATCH=$1
+SYNTH=$2
+kvm=$SHARED/realtraces/kvm-pt
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# $@: items_batch arguments; runs must have been played back.
+check() {
+	"$BATCH" "$@" > "$out/log" || fail "$(cat "$out/log")"
+	cat "$out/log"
+	grep -q '; 0 came in runs' "$out/log" && fail "no run was played back: $*"
+	return 0
+}
+
+check --pagecache "$kvm/Unzip/data" --filter 0x400000-0x427000 --repeat 3 "$kvm/Unzip/trace"
+check --pagecache "$kvm/foo/data" --filter 0x7ffff7819000-0x7ffff79ca000 --repeat 3 "$kvm/foo/trace"
+check --pagecache "$kvm/avscript_32/page_cache" "$kvm/avscript_32/failed_trace_12709_1"
+# dyn_test has errors (code missing from its page cache): runs end at them.
+"$BATCH" --pagecache "$kvm/dyn_test/page_cache" --repeat 3 "$kvm/dyn_test/sample_raw_0" ||
+	fail "dyn_test"
+for opts in "--seed 1" "--seed 2 --cyc" "--seed 3 --noretcomp --tnt64" \
+	    "--seed 4 --irq-period 500"; do
+	# shellcheck disable=SC2086
+	"$SYNTH" -q --elf /usr/bin/bash --branches 100000 --no-perf --no-truth $opts -o "$out/t"
+	rc=--retcomp
+	case " $opts " in *" --noretcomp "*) rc= ;; esac
+	check --elf /usr/bin/bash@0x555555554000 $rc "$out/t.pt"
+done
+echo "ok: batches equal single items on 4 real and 4 synthesized traces"

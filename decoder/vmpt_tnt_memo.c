@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT */
+/* Memoized TNT runs: a direct-mapped table, a newer run replacing an
+ * older one in its slot, so memory stays bounded however long the trace.
+ * A run is recorded the second time its start is seen: a walk that never
+ * repeats (random code) would only pay for recording.
+ */
+#include "vmpt_tnt_memo.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MEMO_SLOTS (1u << 14)
+/* A memo that hits fewer than half of PROBE_WINDOW probes rests (no
+ * probes, no recording) for REST_PROBES: a walk that does not repeat
+ * itself then costs nothing.
+ */
+#define PROBE_WINDOW 4096
+#define REST_PROBES (16 * PROBE_WINDOW)
+
+/* A run's start: the tags are kept beside the pointer, so a miss reads
+ * one line.
+ */
+struct start {
+	const struct vmpt_block *first;
+	uint64_t key;
+};
+
+struct slot {
+	struct start tag;
+	struct vmpt_run *run;
+};
+
+struct vmpt_tnt_memo {
+	struct slot slot[MEMO_SLOTS];
+	struct start seen[MEMO_SLOTS];	/* the last start missed per slot */
+	struct vmpt_run *scratch;	/* being recorded, VMPT_RUN_MAX steps */
+	uint32_t probes, hits, rest;
+};
+
+struct vmpt_tnt_memo *vmpt_tnt_memo_new(void)
+{
+	struct vmpt_tnt_memo *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->scratch = malloc(sizeof(*m->scratch) +
+			    VMPT_RUN_MAX * (sizeof(m->scratch->item[0]) +
+					    sizeof(m->scratch->step[0])));
+	if (!m->scratch) {
+		free(m);
+		return NULL;
+	}
+	m->scratch->step = (struct vmpt_run_step *)&m->scratch->item[VMPT_RUN_MAX];
+	return m;
+}
+
+void vmpt_tnt_memo_free(struct vmpt_tnt_memo *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < MEMO_SLOTS; i++)
+		free(m->slot[i].run);
+	free(m->scratch);
+	free(m);
+}
+
+static size_t slot_of(const struct vmpt_block *first, uint64_t key)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)first ^ key * 0xff51afd7ed558ccdull) *
+		     0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 50) & (MEMO_SLOTS - 1);
+}
+
+struct vmpt_run *vmpt_tnt_memo_find(struct vmpt_tnt_memo *m,
+				    const struct vmpt_block *first, uint64_t key)
+{
+	const struct slot *sl;
+
+	if (m->rest) {
+		m->rest--;
+		return NULL;
+	}
+	sl = &m->slot[slot_of(first, key)];
+	if (sl->tag.first == first && sl->tag.key == key && sl->run) {
+		m->hits++;
+		return sl->run;
+	}
+	if (++m->probes == PROBE_WINDOW) {
+		if (m->hits < PROBE_WINDOW / 2)
+			m->rest = REST_PROBES;
+		m->probes = m->hits = 0;
+	}
+	return NULL;
+}
+
+struct vmpt_run *vmpt_tnt_memo_start(struct vmpt_tnt_memo *m,
+				     const struct vmpt_block *first,
+				     uint64_t key)
+{
+	struct start *seen = &m->seen[slot_of(first, key)];
+
+	if (m->rest)
+		return NULL;
+	if (seen->first != first || seen->key != key) {
+		seen->first = first;
+		seen->key = key;
+		return NULL;
+	}
+	m->scratch->first = first;
+	m->scratch->key = key;
+	m->scratch->nsteps = 0;
+	m->scratch->ninsn = 0;
+	return m->scratch;
+}
+
+void vmpt_tnt_memo_commit(struct vmpt_tnt_memo *m)
+{
+	const struct vmpt_run *s = m->scratch;
+	size_t items = s->nsteps * sizeof(s->item[0]);
+	struct slot *sl = &m->slot[slot_of(s->first, s->key)];
+	struct vmpt_run *r = malloc(sizeof(*s) + items + s->nsteps * sizeof(s->step[0]));
+
+	if (!r)
+		return;
+	memcpy(r, s, sizeof(*s) + items);
+	r->step = (struct vmpt_run_step *)&r->item[s->nsteps];
+	memcpy(r->step, s->step, s->nsteps * sizeof(s->step[0]));
+	free(sl->run);
+	sl->run = r;
+	sl->tag.first = s->first;
+	sl->tag.key = s->key;
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* Memoized TNT runs.  Internal to the flow decoder.
+ *
+ * Traced code loops, so the walk from a block with the same TNT bits
+ * pending comes again and again, and it always takes the same blocks: a
+ * conditional branch takes the next bit, a direct one no trace.  A run is
+ * that walk recorded once, up to the branch that takes its last bit,
+ * while it stays in the first block's section (where the code at an
+ * address does not depend on the address space); played back, it gives
+ * the same items without following links or dispatching on each block.
+ */
+#ifndef VMPT_TNT_MEMO_H
+#define VMPT_TNT_MEMO_H
+
+#include "vmpt_block_cache.h"
+
+#include <stdint.h>
+
+/* Blocks in one run at most (a TNT-64 packet's bits take several runs). */
+#define VMPT_RUN_MAX 32
+
+struct vmpt_run_step {
+	struct vmpt_block *block;
+	uint8_t bit;			/* takes a TNT bit (a conditional branch) */
+	uint8_t push;			/* a call: pushes block->next_ip */
+};
+
+/* The items are contiguous so that a run is handed out as one array
+ * (vmpt_flow_next_items); their time and offset are set at playback.
+ */
+struct vmpt_run {
+	const struct vmpt_block *first;
+	uint64_t key;			/* vmpt_tnt_key() of the bits pending */
+	uint32_t nsteps;
+	uint32_t ninsn;			/* of all steps */
+	struct vmpt_run_step *step;	/* nsteps, after the items */
+	struct vmpt_flow_item item[];
+};
+
+/* The TNT bits pending as a key: their count above the bits. */
+static inline uint64_t vmpt_tnt_key(uint64_t bits, unsigned n)
+{
+	return (bits & ((1ull << n) - 1)) | (uint64_t)n << 56;
+}
+
+struct vmpt_tnt_memo;
+
+/* One memo per decoder (no locks); NULL: no memory. */
+struct vmpt_tnt_memo *vmpt_tnt_memo_new(void);
+void vmpt_tnt_memo_free(struct vmpt_tnt_memo *m);
+
+/* The run recorded from first with key pending, or NULL (also while the
+ * memo rests because it hit too rarely).
+ */
+struct vmpt_run *vmpt_tnt_memo_find(struct vmpt_tnt_memo *m,
+				    const struct vmpt_block *first, uint64_t key);
+
+/* Start recording the run from first (NULL: not yet, it was not seen
+ * before): steps and items are appended to the returned scratch run
+ * (nsteps < VMPT_RUN_MAX), which stays valid until the next start or
+ * commit.
+ */
+struct vmpt_run *vmpt_tnt_memo_start(struct vmpt_tnt_memo *m,
+				     const struct vmpt_block *first,
+				     uint64_t key);
+
+/* Keep the scratch run (it replaces whatever ran in its slot).  Without
+ * memory it is just not kept.
+ */
+void vmpt_tnt_memo_commit(struct vmpt_tnt_memo *m);
+
+#endif
