@@ -11,6 +11,7 @@
 #include "vmpt/flow.h"
 #include "vmpt/error.h"
 #include "vmpt/packet.h"
+#include "pt_packet_fast.h"
 #include "vmpt_block_cache.h"
 #include "vmpt_time.h"
 #include "vmpt_tnt_memo.h"
@@ -419,6 +420,28 @@ static int fetch(struct vmpt_flow *dec)
 	int ret;
 
 	for (;;) {
+		/* PAD and TNT-8, most of a trace, straight from the fast
+		 * table (which holds only what the full decoder gives).
+		 */
+		if (dec->pd.ctx == VMPT_CTX_NONE) {
+			const uint8_t *p = dec->pd.pos, *end = dec->pd.end;
+			uint32_t e = 0;
+
+			while (p < end && (e = vmpt_pkt_fast_table[*p]) ==
+					  VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
+				p++;
+			if (p != dec->pd.pos)
+				dec->pkt_off = (uint64_t)(p - 1 - dec->pd.begin);
+			dec->pd.pos = p;
+			if (p < end && (uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
+				dec->pkt_off = (uint64_t)(p - dec->pd.begin);
+				dec->pd.pos = p + 1;
+				dec->tnt_bits = e >> 24;
+				dec->tnt_n = (e >> 16) & 0xff;
+				dec->memo_try = 1;
+				return 0;
+			}
+		}
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
