@@ -4,6 +4,7 @@
 # temporary directory, a transient TCG domain with 2 vCPUs is created,
 # its vCPU threads are found through libvirt-qemu and recorded.
 set -u
+. "$(dirname "$0")/recorder-lib.sh"
 for p in libvirtd virtlogd virsh qemu-system-x86_64; do
 	if ! command -v $p >/dev/null; then
 		echo "SKIP: $p is not installed (tools/install-deps.sh installs libvirt-daemon-system and qemu-system-x86)"
@@ -71,6 +72,7 @@ ok "domain $NAME created through $URI"
 
 "$VMPT" record --event dummy -c "$URI" --domain "$NAME" -o "$T/dom.data" >"$T/rec.out" 2>"$T/rec.err" &
 REC=$!
+wait_recording $REC
 sleep 1.5
 kill -INT $REC
 wait $REC

@@ -6,6 +6,7 @@
 #  - with neither: a clear error
 # and per-CPU mode (-a, -C) on the QEMU's CPUs.
 set -u
+. "$(dirname "$0")/recorder-lib.sh"
 QEMU=$(command -v qemu-system-x86_64)
 if [ -z "$QEMU" ]; then
 	echo "SKIP: qemu-system-x86_64 is not installed (tools/install-deps.sh installs qemu-system-x86)"
@@ -52,6 +53,7 @@ record_for() {	# record_for SECONDS OUT ARGS...: SIGINT after SECONDS
 	shift 2
 	"$VMPT" record --event dummy -o "$out" "$@" >"$out.out" 2>"$out.err" &
 	rec=$!
+	wait_recording $rec
 	sleep "$secs"
 	kill -INT $rec
 	wait $rec

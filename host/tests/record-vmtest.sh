@@ -4,6 +4,7 @@
 # the vCPU threads' comm, mmap and context switches; KVM's tsc-offset is
 # saved; SIGINT, the control FIFO, --pid and a full disk behave.
 set -u
+. "$(dirname "$0")/recorder-lib.sh"
 LOOP="$BUILDDIR/vm-tests/vcpu_loop"
 if ! [ -r /dev/kvm ] || ! [ -w /dev/kvm ]; then
 	echo "SKIP: /dev/kvm is not accessible to this user"
@@ -81,6 +82,7 @@ fi
 # 2. SIGINT stops cleanly: the file is complete and perf reads it.
 "$VMPT" record --event dummy -o "$T/int.data" -- "$LOOP" 2 4000 50 500 >"$T/int.out" 2>"$T/int.err" &
 REC=$!
+wait_recording $REC
 sleep 1
 kill -INT $REC
 wait $REC
@@ -94,6 +96,7 @@ perf script -i "$T/int.data" --show-switch-events >"$T/int.script" 2>"$T/int.scr
 # 2b. SIGUSR2 asks for a snapshot; the dummy event has no AUX area to take
 "$VMPT" record --event dummy -S -o "$T/usr2.data" -- "$LOOP" 2 2000 50 500 >"$T/usr2.out" 2>"$T/usr2.err" &
 REC=$!
+wait_recording $REC
 sleep 0.5
 kill -USR2 $REC
 sleep 0.3
