@@ -27,6 +27,15 @@
 
 enum want { W_TNT, W_TIP, W_PGD, W_FUP };
 
+/* Where a call returns to, and the call's block: its fall-through link
+ * (never taken by the call itself) leads to the block there, so a return
+ * rarely needs the cache's hash.
+ */
+struct ret_site {
+	uint64_t ip;
+	struct vmpt_block *call;
+};
+
 struct vmpt_flow {
 	struct vmpt_flow_config cfg;
 	struct vmpt_pkt_decoder pd;
@@ -70,7 +79,7 @@ struct vmpt_flow {
 	 * new packet's first bit keep the one before.
 	 */
 	uint64_t block_time;
-	uint64_t stack[STACK_DEPTH];
+	struct ret_site stack[STACK_DEPTH];
 	unsigned sp, depth;
 	struct vmpt_flow_item *q;
 	size_t qh, qn, qcap;
@@ -580,22 +589,32 @@ static int pgd_binds(const struct vmpt_flow *dec, const struct vmpt_block *b)
 	}
 }
 
-static void push_ret(struct vmpt_flow *dec, uint64_t ip)
+static void push_ret(struct vmpt_flow *dec, struct vmpt_block *call)
 {
-	dec->stack[dec->sp] = ip;
+	dec->stack[dec->sp].ip = call->next_ip;
+	dec->stack[dec->sp].call = call;
 	dec->sp = (dec->sp + 1) % STACK_DEPTH;
 	if (dec->depth < STACK_DEPTH)
 		dec->depth++;
 }
 
-static int pop_ret(struct vmpt_flow *dec, uint64_t *ip)
+static int pop_ret(struct vmpt_flow *dec, struct ret_site *site)
 {
 	if (!dec->depth)
 		return -VMPT_ERR_NO_MATCH;
 	dec->sp = (dec->sp + STACK_DEPTH - 1) % STACK_DEPTH;
 	dec->depth--;
-	*ip = dec->stack[dec->sp];
+	*site = dec->stack[dec->sp];
 	return 0;
+}
+
+/* A return went to dec->ip: the walk goes on from the call's block when
+ * that is the call's return site.
+ */
+static void went_back(struct vmpt_flow *dec, const struct ret_site *site)
+{
+	dec->prev = site->ip == dec->ip ? site->call : NULL;
+	dec->prev_slot = 0;
 }
 
 /* The code at dec->ip comes from the section hit last while the IP stays
@@ -728,10 +747,10 @@ static int fup_reached(struct vmpt_flow *dec)
 }
 
 /* Take the way out of block b the trace gives; `want` is what is pending. */
-static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
+static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		       struct vmpt_flow_item *it, enum want want)
 {
-	uint64_t to;
+	struct ret_site site = { 0 };
 	int ret;
 
 	if (want == W_PGD && pgd_binds(dec, b)) {
@@ -755,7 +774,7 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 		return 0;
 	case VMPT_IC_CALL:
 		if (!b->zero_call)
-			push_ret(dec, b->next_ip);
+			push_ret(dec, b);
 		/* fall through */
 	case VMPT_IC_JMP:
 		it->taken = 1;
@@ -781,11 +800,12 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 			it->time = dec->block_time = dec->time.tsc;
 			if (!dec->cfg.retcomp || !((dec->tnt_bits >> dec->tnt_n) & 1))
 				return -VMPT_ERR_NO_MATCH;
-			ret = pop_ret(dec, &to);
+			ret = pop_ret(dec, &site);
 			if (ret < 0)
 				return ret;
 			it->taken = 1;
-			it->to = dec->ip = to;
+			it->to = dec->ip = site.ip;
+			went_back(dec, &site);
 			return 0;
 		}
 		break;
@@ -798,17 +818,19 @@ static int leave_block(struct vmpt_flow *dec, const struct vmpt_block *b,
 	if (!dec->pkt_ip_valid)
 		return -VMPT_ERR_IP_SUPPRESSED;
 	if (b->iclass == VMPT_IC_CALL_IND)
-		push_ret(dec, b->next_ip);
+		push_ret(dec, b);
 	/* The CPU pops its call stack on every ret, compressed or not (as
 	 * perf's decoder does); a mismatching top is why this one has a TIP.
 	 */
 	if (b->iclass == VMPT_IC_RET && dec->depth)
-		pop_ret(dec, &to);
+		pop_ret(dec, &site);
 	dec->have_pkt = 0;
 	dec->walked = 0;
 	it->taken = 1;
 	it->to = dec->ip = dec->pkt_ip;
 	it->time = dec->block_time = dec->time.tsc;
+	if (b->iclass == VMPT_IC_RET)
+		went_back(dec, &site);
 	return apply_pending(dec);
 }
 
@@ -850,8 +872,10 @@ static int walk(struct vmpt_flow *dec, enum want want)
 		dec->ip = b->end_ip;	/* the error is at the branch */
 		return ret;
 	}
-	/* Only a walk that goes on from b may use b's successors. */
-	if (dec->enabled) {
+	/* Only a walk that goes on from b may use b's successors (a
+	 * return's way on is set by went_back).
+	 */
+	if (dec->enabled && b->iclass != VMPT_IC_RET) {
 		dec->prev = b;
 		dec->prev_slot = dec->ip != b->next_ip;
 	}
@@ -1008,7 +1032,7 @@ static void play_step(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 		dec->walked += it->ninsn;
 	}
 	if (s->push)
-		push_ret(dec, s->block->next_ip);
+		push_ret(dec, s->block);
 	dec->ip = it->to;
 	dec->prev = s->block;
 	dec->prev_slot = it->taken;
@@ -1034,7 +1058,7 @@ static const struct vmpt_flow_item *play_rest(struct vmpt_flow *dec, size_t *n)
 			dec->block_time = dec->time.tsc;
 		}
 		if (r->step[i].push)
-			push_ret(dec, r->step[i].block->next_ip);
+			push_ret(dec, r->step[i].block);
 		r->item[i].time = dec->block_time;
 		r->item[i].offset = dec->pkt_off;
 	}
@@ -1095,6 +1119,7 @@ static void record_step(struct vmpt_flow *dec, struct vmpt_block *b,
 static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 {
 	struct vmpt_block *b, *prev = dec->prev;
+	struct ret_site site = { 0 };
 	uint8_t taken;
 
 	if (dec->walked > MAX_WALK)
@@ -1132,7 +1157,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 		break;
 	case VMPT_IC_CALL:
 		if (!b->zero_call)
-			push_ret(dec, b->next_ip);
+			push_ret(dec, b);
 		/* fall through */
 	case VMPT_IC_JMP:
 		taken = 1;
@@ -1153,7 +1178,8 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 			dec->walked = 0;
 			dec->block_time = dec->time.tsc;
 			taken = 1;
-			pop_ret(dec, &dec->ip);
+			pop_ret(dec, &site);
+			dec->ip = site.ip;
 			break;
 		}
 		/* fall through */
@@ -1163,9 +1189,9 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 		    dec->have_pend_vmcs)
 			return 0;
 		if (b->iclass == VMPT_IC_CALL_IND)
-			push_ret(dec, b->next_ip);
+			push_ret(dec, b);
 		if (b->iclass == VMPT_IC_RET && dec->depth)
-			pop_ret(dec, &dec->ip);
+			pop_ret(dec, &site);
 		dec->have_pkt = 0;
 		dec->walked = 0;
 		taken = 1;
@@ -1192,8 +1218,12 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	it->payload = 0;
 	it->offset = dec->pkt_off;
 	it->time = dec->block_time;
-	dec->prev = b;
-	dec->prev_slot = taken;
+	if (b->iclass == VMPT_IC_RET) {
+		went_back(dec, &site);
+	} else {
+		dec->prev = b;
+		dec->prev_slot = taken;
+	}
 	if (dec->rec)
 		record_step(dec, b, it);
 	return 1;
