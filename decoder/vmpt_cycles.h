@@ -5,10 +5,10 @@
  * CYC they are estimated from the time (MTC, TMA) at CBR / max non-turbo
  * cycles per TSC tick.  perf samples IPC at an IPC point (a branch
  * decided by the trace, tracing starting or stopping, a PSB+, a CBR
- * change...) when the count changed since the last point: with CYC, only
- * there, and with a CYC threshold only if the CYC came right before the
- * packet read there; while estimating, at every sample, with the count as
- * of the last point (vmpt_flow_item.cyc_est).
+ * change...) when a CYC came since the point before, with a CYC threshold
+ * only if it came right before the packet read there; while estimating,
+ * at every sample, with the count as of the last point (an MTC or TMA
+ * since the point before updates it there; vmpt_flow_item.cyc_est).
  */
 #ifndef VMPT_CYCLES_H
 #define VMPT_CYCLES_H
@@ -26,7 +26,7 @@ struct vmpt_cycles {
 	uint32_t max_nonturbo;
 	uint8_t cbr;
 	uint8_t est;		/* no CYC seen yet */
-	uint8_t fresh;		/* tot changed since the last IPC point */
+	uint8_t fresh;		/* a CYC (estimating: MTC, TMA) since the last point */
 	uint8_t pge;		/* tracing on, as perf's decoder counts it */
 	uint8_t thresh;		/* the trace has a CYC threshold */
 	uint8_t after_cyc;	/* the packet read before was a CYC */
@@ -58,8 +58,9 @@ static inline void vmpt_cycles_seen(struct vmpt_cycles *c, unsigned type)
  */
 void vmpt_cycles_pge(struct vmpt_cycles *c, const struct vmpt_time *t);
 
-/* At an IPC point: the count if it changed since the last point, else 0
- * (an unchanged count gives no IPC: 0 loses nothing).
+/* At an IPC point: the count if fresh, else 0 (perf shows no IPC where
+ * the count is not new, and where it is 0 it is unchanged: 0 loses
+ * nothing).
  */
 static inline uint64_t vmpt_cycles_point(struct vmpt_cycles *c)
 {
