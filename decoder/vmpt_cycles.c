@@ -34,7 +34,7 @@ static void estimate(struct vmpt_cycles *c, const struct vmpt_time *t)
 }
 
 int vmpt_cycles_update(struct vmpt_cycles *c, const struct vmpt_time *t,
-		    const struct vmpt_packet *pkt, int in_psb)
+		       const struct vmpt_packet *pkt, int in_psb)
 {
 	switch (pkt->type) {
 	case VMPT_PKT_CYC:

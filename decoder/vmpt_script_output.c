@@ -495,7 +495,7 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 				uint64_t cyc = last ? b->cyc : 0;
 
 				/* Estimating: the count of the last IPC point,
-				 * at the last instruction this block's.
+				 * at the last instruction the block's own.
 				 */
 				if (b->cyc_est) {
 					if (last && b->cyc)

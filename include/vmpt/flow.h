@@ -95,8 +95,9 @@ struct vmpt_flow_item {
 	 * estimated from MTC and CBR until a CYC comes) at an IPC point,
 	 * where perf's decoder samples it (the packet that decided a block's
 	 * last instruction, tracing starting or stopping, a PSB+, a new
-	 * CBR), when it changed since the point before; 0 elsewhere.  An
-	 * error or overflow has the count (perf takes it there too).
+	 * CBR), when a CYC (estimating: an MTC or TMA) came since the point
+	 * before; 0 elsewhere.  An error or overflow has the count (perf
+	 * takes it there too).
 	 */
 	uint64_t cyc;
 };
