@@ -13,6 +13,7 @@
 #include "vmpt/packet.h"
 #include "pt_packet_fast.h"
 #include "vmpt_block_cache.h"
+#include "vmpt_cycles.h"
 #include "vmpt_time.h"
 #include "vmpt_tnt_memo.h"
 
@@ -43,6 +44,7 @@ struct vmpt_flow {
 	struct vmpt_bcache *own_cache;	/* when the config gives none */
 	struct vmpt_bdisasm *disasm;
 	struct vmpt_time time;
+	struct vmpt_cycles cyc;	/* cycle counts for IPC */
 	const struct vmpt_section *sec;	/* the last section hit */
 	/* The block walked last and which of its successors comes next. */
 	struct vmpt_block *prev;
@@ -115,6 +117,7 @@ static const char *const event_names[VMPT_EV_COUNT] = {
 	[VMPT_EV_EXSTOP] = "exstop",
 	[VMPT_EV_MWAIT] = "mwait",
 	[VMPT_EV_ERROR] = "error",
+	[VMPT_EV_PSB] = "psb",
 };
 
 const char *vmpt_event_name(unsigned ev)
@@ -147,6 +150,7 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 	vmpt_time_init(&dec->time, config->tsc_ctc_ratio_n,
 		       config->tsc_ctc_ratio_d, config->mtc_period,
 		       config->max_nonturbo_ratio);
+	vmpt_cycles_init(&dec->cyc, config->max_nonturbo_ratio, config->cyc_thresh);
 	/* Until a PIP says NR=1, code is the host's (as perf takes it):
 	 * SYSCALL and friends change neither CR3 nor the machine, so a
 	 * trace may run a while before any PIP. */
@@ -195,21 +199,40 @@ fill:
 	it->mode = dec->mode;
 	it->offset = dec->pkt_off;
 	it->time = kind == VMPT_FLOW_BLOCK ? dec->block_time : dec->time.tsc;
+	it->cyc_est = dec->cyc.est;
+	return it;
+}
+
+static struct vmpt_flow_item *event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+				    int ip_valid, uint64_t payload)
+{
+	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+
+	if (!it)
+		return NULL;
+	it->ev = (uint8_t)ev;
+	it->ip = ip;
+	it->ip_valid = (uint8_t)ip_valid;
+	it->payload = payload;
+	it->nr = dec->nr;
 	return it;
 }
 
 static int emit_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
 		      int ip_valid, uint64_t payload)
 {
-	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+	return event(dec, ev, ip, ip_valid, payload) ? 0 : -VMPT_ERR_NOMEM;
+}
+
+/* An event where perf's decoder returns a state: an IPC point. */
+static int emit_ipc_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+			  int ip_valid, uint64_t payload)
+{
+	struct vmpt_flow_item *it = event(dec, ev, ip, ip_valid, payload);
 
 	if (!it)
 		return -VMPT_ERR_NOMEM;
-	it->ev = (uint8_t)ev;
-	it->ip = ip;
-	it->ip_valid = (uint8_t)ip_valid;
-	it->payload = payload;
-	it->nr = dec->nr;
+	it->cyc = vmpt_cycles_point(&dec->cyc);
 	return 0;
 }
 
@@ -240,6 +263,7 @@ static int error_resync(struct vmpt_flow *dec, int err)
 	it->err = err;
 	it->ip = dec->ip;
 	it->ip_valid = dec->enabled;
+	it->cyc = dec->cyc.tot;
 	reset_flow_state(dec);
 	dec->synced = 0;
 	dec->enabled = 0;
@@ -323,6 +347,8 @@ static int psb_plus(struct vmpt_flow *dec)
 	int have_fup = 0, ret;
 
 	vmpt_last_ip_init(&dec->lip);
+	if (!dec->synced)
+		dec->cyc.pge = 0;
 	for (;;) {
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
@@ -341,6 +367,7 @@ static int psb_plus(struct vmpt_flow *dec)
 		case VMPT_PKT_PSBEND:
 			goto done;
 		case VMPT_PKT_FUP:
+			dec->cyc.pge = 1;
 			ret = vmpt_last_ip_update(&dec->lip, &pkt);
 			if (ret < 0)
 				return ret;
@@ -361,6 +388,7 @@ static int psb_plus(struct vmpt_flow *dec)
 		case VMPT_PKT_CYC:
 		case VMPT_PKT_CBR:
 			vmpt_time_update(&dec->time, &pkt);
+			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 1);
 			break;
 		case VMPT_PKT_TNT8:
 		case VMPT_PKT_TNT64:
@@ -377,6 +405,9 @@ static int psb_plus(struct vmpt_flow *dec)
 	}
 done:
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
+	ret = emit_ipc_event(dec, VMPT_EV_PSB, dec->ip, 0, 0);
+	if (ret < 0)
+		return ret;
 	if (!dec->synced) {
 		dec->synced = 1;
 		reset_flow_state(dec);
@@ -421,9 +452,12 @@ static int stop_at_psb(struct vmpt_flow *dec)
 }
 
 /* Read packets up to the next one that steers the flow: TNT (bits loaded),
- * or TIP/TIP.PGE/TIP.PGD/FUP/OVF (kept in dec->pkt).
+ * or TIP/TIP.PGE/TIP.PGD/FUP/OVF (kept in dec->pkt).  after_fup: looking
+ * for what follows an asynchronous FUP (perf's decoder reads those
+ * packets apart: they are no IPC points, and CYC thresholds do not
+ * matter).
  */
-static int fetch(struct vmpt_flow *dec)
+static int fetch(struct vmpt_flow *dec, int after_fup)
 {
 	struct vmpt_packet pkt;
 	int ret;
@@ -448,6 +482,8 @@ static int fetch(struct vmpt_flow *dec)
 				dec->tnt_bits = e >> 24;
 				dec->tnt_n = (e >> 16) & 0xff;
 				dec->memo_try = 1;
+				if (!after_fup)
+					vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
 				return 0;
 			}
 		}
@@ -457,6 +493,8 @@ static int fetch(struct vmpt_flow *dec)
 		if (ret < 0)
 			return ret;
 		dec->pkt_off = off;
+		if (!after_fup)
+			vmpt_cycles_seen(&dec->cyc, pkt.type);
 		if (pkt.type == VMPT_PKT_PSB && dec->cfg.stop_offset &&
 		    off >= dec->cfg.stop_offset)
 			return stop_at_psb(dec);
@@ -477,9 +515,17 @@ static int fetch(struct vmpt_flow *dec)
 			dec->tnt_n = pkt.tnt.count;
 			dec->memo_try = 1;
 			return 0;
-		case VMPT_PKT_TIP:
 		case VMPT_PKT_TIP_PGE:
 		case VMPT_PKT_TIP_PGD:
+			/* perf's cycle counting knows tracing is on or off
+			 * as soon as it reads them.
+			 */
+			if (pkt.type == VMPT_PKT_TIP_PGE)
+				vmpt_cycles_pge(&dec->cyc, &dec->time);
+			else
+				dec->cyc.pge = 0;
+			/* fall through */
+		case VMPT_PKT_TIP:
 		case VMPT_PKT_FUP:
 			ret = vmpt_last_ip_update(&dec->lip, &pkt);
 			if (ret < 0)
@@ -507,13 +553,16 @@ static int fetch(struct vmpt_flow *dec)
 			dec->fup_event = VMPT_EV_TSX;
 			dec->fup_payload = (uint64_t)(pkt.tsx.intx | (pkt.tsx.abrt << 1));
 			break;
+		/* perf's decoder returns a state at PTW, EXSTOP, PWRE and
+		 * PWRX (MWAIT waits for its FUP): IPC points.
+		 */
 		case VMPT_PKT_PTW:
 			if (pkt.ptw.ip) {
 				dec->fup_event = VMPT_EV_PTWRITE;
 				dec->fup_payload = pkt.ptw.payload;
 			} else {
-				ret = emit_event(dec, VMPT_EV_PTWRITE, dec->ip, 0,
-						 pkt.ptw.payload);
+				ret = emit_ipc_event(dec, VMPT_EV_PTWRITE, dec->ip, 0,
+						     pkt.ptw.payload);
 			}
 			break;
 		case VMPT_PKT_EXSTOP:
@@ -521,7 +570,7 @@ static int fetch(struct vmpt_flow *dec)
 				dec->fup_event = VMPT_EV_EXSTOP;
 				dec->fup_payload = 0;
 			} else {
-				ret = emit_event(dec, VMPT_EV_EXSTOP, dec->ip, 0, 0);
+				ret = emit_ipc_event(dec, VMPT_EV_EXSTOP, dec->ip, 0, 0);
 			}
 			break;
 		case VMPT_PKT_MWAIT:
@@ -529,22 +578,27 @@ static int fetch(struct vmpt_flow *dec)
 					 pkt.mwait.hints | (uint64_t)pkt.mwait.ext << 32);
 			break;
 		case VMPT_PKT_PWRE:
-			ret = emit_event(dec, VMPT_EV_PWRE, dec->ip, 0,
-					 pkt.pwre.state | (uint64_t)pkt.pwre.sub_state << 8);
+			ret = emit_ipc_event(dec, VMPT_EV_PWRE, dec->ip, 0,
+					     pkt.pwre.state | (uint64_t)pkt.pwre.sub_state << 8);
 			break;
 		case VMPT_PKT_PWRX:
-			ret = emit_event(dec, VMPT_EV_PWRX, dec->ip, 0,
-					 pkt.pwrx.last | (uint64_t)pkt.pwrx.deepest << 8);
+			ret = emit_ipc_event(dec, VMPT_EV_PWRX, dec->ip, 0,
+					     pkt.pwrx.last | (uint64_t)pkt.pwrx.deepest << 8);
 			break;
 		case VMPT_PKT_CBR:
 			vmpt_time_update(&dec->time, &pkt);
-			ret = emit_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
+			/* A new CBR is a state of perf's, unless after a FUP. */
+			if (vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0) && !after_fup)
+				ret = emit_ipc_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
+			else
+				ret = emit_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
 			break;
 		case VMPT_PKT_TSC:
 		case VMPT_PKT_TMA:
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
 			vmpt_time_update(&dec->time, &pkt);
+			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0);
 			break;
 		default:
 			break;	/* PAD, PSBEND, MNT, STOP, block packets */
@@ -703,15 +757,19 @@ static int fup_reached(struct vmpt_flow *dec)
 	if (dec->stopping)
 		return -VMPT_ERR_EOS;
 	if (ev >= 0) {
+		int abort = ev == VMPT_EV_TSX && (dec->fup_payload & 2);
+
+		/* perf's state (and IPC point) for an abort is its branch. */
 		dec->fup_event = -1;
-		ret = emit_event(dec, (unsigned)ev, at, 1, dec->fup_payload);
-		if (ret < 0 || !(ev == VMPT_EV_TSX && (dec->fup_payload & 2)))
+		ret = abort ? emit_event(dec, (unsigned)ev, at, 1, dec->fup_payload) :
+			      emit_ipc_event(dec, (unsigned)ev, at, 1, dec->fup_payload);
+		if (ret < 0 || !abort)
 			return ret;
 	}
 	/* An asynchronous event: a TIP says where it went, a TIP.PGD that
 	 * tracing stopped here.
 	 */
-	ret = fetch(dec);
+	ret = fetch(dec, 1);
 	if (ret < 0)
 		return ret == -VMPT_ERR_EOS ? 0 : ret;
 	if (dec->tnt_n || !dec->have_pkt)
@@ -732,6 +790,7 @@ static int fup_reached(struct vmpt_flow *dec)
 		it->ip = at;
 		it->ip_valid = 1;
 		it->to = dec->pkt_ip;
+		it->cyc = vmpt_cycles_point(&dec->cyc);
 		dec->ip = dec->pkt_ip;
 		return 0;
 	case VMPT_PKT_TIP_PGD:
@@ -740,7 +799,7 @@ static int fup_reached(struct vmpt_flow *dec)
 		ret = apply_pending(dec);
 		if (ret < 0)
 			return ret;
-		return emit_event(dec, VMPT_EV_ASYNC_DISABLED, at, 1, 0);
+		return emit_ipc_event(dec, VMPT_EV_ASYNC_DISABLED, at, 1, 0);
 	default:
 		return -VMPT_ERR_NO_MATCH;
 	}
@@ -760,6 +819,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 			it->taken = b->iclass != VMPT_IC_JCC || dec->pkt_ip != b->next_ip;
 			it->to = dec->pkt_ip;
 		}
+		it->cyc = vmpt_cycles_point(&dec->cyc);
 		ret = apply_pending(dec);
 		if (ret < 0)
 			return ret;
@@ -787,6 +847,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		dec->walked = 0;
 		/* perf's time: as of the TNT packet the bit came in. */
 		it->time = dec->block_time = dec->time.tsc;
+		it->cyc = vmpt_cycles_point(&dec->cyc);
 		it->taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		it->to = dec->ip = it->taken ? b->target : b->next_ip;
 		return 0;
@@ -803,6 +864,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 			ret = pop_ret(dec, &site);
 			if (ret < 0)
 				return ret;
+			it->cyc = vmpt_cycles_point(&dec->cyc);
 			it->taken = 1;
 			it->to = dec->ip = site.ip;
 			went_back(dec, &site);
@@ -829,6 +891,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	it->taken = 1;
 	it->to = dec->ip = dec->pkt_ip;
 	it->time = dec->block_time = dec->time.tsc;
+	it->cyc = vmpt_cycles_point(&dec->cyc);
 	if (b->iclass == VMPT_IC_RET)
 		went_back(dec, &site);
 	return apply_pending(dec);
@@ -895,20 +958,23 @@ static int enable_at(struct vmpt_flow *dec, uint64_t ip)
 	ret = apply_pending(dec);
 	if (ret < 0)
 		return ret;
-	return emit_event(dec, VMPT_EV_ENABLED, ip, 1, 0);
+	return emit_ipc_event(dec, VMPT_EV_ENABLED, ip, 1, 0);
 }
 
 static int overflow(struct vmpt_flow *dec)
 {
-	int ret = emit_event(dec, VMPT_EV_OVERFLOW, dec->ip, dec->enabled, 0);
+	struct vmpt_flow_item *it = event(dec, VMPT_EV_OVERFLOW, dec->ip, dec->enabled, 0);
 
+	if (!it)
+		return -VMPT_ERR_NOMEM;
+	it->cyc = dec->cyc.tot;
 	dec->have_pkt = 0;
 	dec->tnt_n = 0;
 	dec->depth = 0;
 	dec->fup_event = -1;
 	dec->enabled = 0;
 	dec->after_ovf = 1;
-	return ret;
+	return 0;
 }
 
 /* Handle the pending flow packet while tracing is off. */
@@ -965,7 +1031,7 @@ static int step(struct vmpt_flow *dec)
 	}
 	if (!dec->tnt_n && !dec->have_pkt) {
 		dec->block_time = dec->time.tsc;
-		ret = fetch(dec);
+		ret = fetch(dec, 0);
 		if (ret == -VMPT_ERR_EOS)
 			return ret;
 		if (ret < 0)
@@ -1001,6 +1067,14 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 	dec->rec = NULL;
 }
 
+void vmpt_flow_count_on(struct vmpt_flow *dec, const struct vmpt_flow *from)
+{
+	dec->cyc = from->cyc;
+	/* Decoding starts anew: tracing is off until the trace says on. */
+	dec->cyc.pge = 0;
+	dec->cyc.after_cyc = 0;
+}
+
 int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 {
 	if (vmpt_pkt_seek(&dec->pd, offset) < 0)
@@ -1024,13 +1098,16 @@ static void play_step(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	const struct vmpt_run_step *s = &r->step[dec->play_pos];
 
 	*it = r->item[dec->play_pos];
+	it->cyc = 0;
 	if (s->bit) {
 		dec->tnt_n--;
 		dec->walked = 0;
 		dec->block_time = dec->time.tsc;
+		it->cyc = vmpt_cycles_point(&dec->cyc);
 	} else {
 		dec->walked += it->ninsn;
 	}
+	it->cyc_est = dec->cyc.est;
 	if (s->push)
 		push_ret(dec, s->block);
 	dec->ip = it->to;
@@ -1045,7 +1122,8 @@ static void play_step(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 }
 
 /* The rest of the run played back at once: its items from play_pos on,
- * given their time and offset in place, and the state after the last.
+ * given their time, offset and cycle count in place, and the state after
+ * the last.
  */
 static const struct vmpt_flow_item *play_rest(struct vmpt_flow *dec, size_t *n)
 {
@@ -1053,10 +1131,13 @@ static const struct vmpt_flow_item *play_rest(struct vmpt_flow *dec, size_t *n)
 	uint32_t first = dec->play_pos, last = r->nsteps - 1;
 
 	for (uint32_t i = first; i <= last; i++) {
+		r->item[i].cyc = 0;
 		if (r->step[i].bit) {
 			dec->tnt_n--;
 			dec->block_time = dec->time.tsc;
+			r->item[i].cyc = vmpt_cycles_point(&dec->cyc);
 		}
+		r->item[i].cyc_est = dec->cyc.est;
 		if (r->step[i].push)
 			push_ret(dec, r->step[i].block);
 		r->item[i].time = dec->block_time;
@@ -1120,6 +1201,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 {
 	struct vmpt_block *b, *prev = dec->prev;
 	struct ret_site site = { 0 };
+	uint64_t cyc = 0;
 	uint8_t taken;
 
 	if (dec->walked > MAX_WALK)
@@ -1133,7 +1215,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 		if (lookup_block(dec, &b) < 0)
 			return 0;
 	}
-	if (dec->tnt_n && dec->memo_try && !dec->rec) {
+	if (dec->tnt_n && dec->memo_try && !dec->rec && !dec->cfg.no_runs) {
 		uint64_t key = vmpt_tnt_key(dec->tnt_bits, dec->tnt_n);
 		struct vmpt_run *run = vmpt_tnt_memo_find(dec->memo, b, key);
 
@@ -1152,6 +1234,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 		dec->tnt_n--;
 		dec->walked = 0;
 		dec->block_time = dec->time.tsc;
+		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		dec->ip = taken ? b->target : b->next_ip;
 		break;
@@ -1177,6 +1260,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 			dec->tnt_n--;
 			dec->walked = 0;
 			dec->block_time = dec->time.tsc;
+			cyc = vmpt_cycles_point(&dec->cyc);
 			taken = 1;
 			pop_ret(dec, &site);
 			dec->ip = site.ip;
@@ -1194,6 +1278,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 			pop_ret(dec, &site);
 		dec->have_pkt = 0;
 		dec->walked = 0;
+		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = 1;
 		dec->ip = dec->pkt_ip;
 		break;
@@ -1208,6 +1293,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	it->ev = 0;
 	it->ip_valid = 0;
 	it->nr = 0;
+	it->cyc_est = dec->cyc.est;
 	it->err = 0;
 	it->ninsn = b->ninsn;
 	it->isize = b->isize;
@@ -1218,6 +1304,7 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	it->payload = 0;
 	it->offset = dec->pkt_off;
 	it->time = dec->block_time;
+	it->cyc = cyc;
 	if (b->iclass == VMPT_IC_RET) {
 		went_back(dec, &site);
 	} else {

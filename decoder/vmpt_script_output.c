@@ -129,6 +129,13 @@ struct vmpt_script_out {
 	unsigned n_pending;
 	uint64_t next_time;
 	int depth;		/* for --call-trace */
+	/* IPC as perf counts it: instructions so far, the estimated cycle
+	 * count as of the last IPC point (flow.h, cyc_est), and instructions
+	 * and cycles as of the last branch and instruction samples that
+	 * showed an IPC (apart, as perf's).
+	 */
+	uint64_t insns, est_cyc;
+	uint64_t br_insns, br_cyc, in_insns, in_cyc;
 };
 
 static void out_flush(struct vmpt_script_out *o)
@@ -318,6 +325,26 @@ static void print_head(struct vmpt_script_out *o, uint64_t time)
 		print_time(o, op, time, ": ");
 }
 
+/* perf's IPC since the last sample of the kind (last_*) that showed one:
+ * cyc is the cycle count where perf's decoder samples IPC (0: it does
+ * not), insns the instructions so far.
+ */
+static void print_ipc(struct vmpt_script_out *o, uint64_t cyc, uint64_t insns,
+		      uint64_t *last_cyc, uint64_t *last_insns)
+{
+	uint64_t dc = cyc - *last_cyc, di = insns - *last_insns;
+	unsigned ipc;
+
+	if (!(o->o->fields & VMPT_F_IPC) || !cyc || !dc)
+		return;
+	*last_cyc = cyc;
+	*last_insns = insns;
+	if (!di)
+		return;
+	ipc = (unsigned)(di * 100 / dc);	/* perf 6.1 keeps it in 32 bits */
+	outf(o, " \t IPC: %u.%02u (%" PRIu64 "/%" PRIu64 ") ", ipc / 100, ipc % 100, di, dc);
+}
+
 /* perf's "insn: 41 57", then (--insn-trace) the disassembly. */
 static void print_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
 		       uint64_t ip, unsigned size)
@@ -338,8 +365,9 @@ static void print_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *b
 		outf(o, "\t\t%s %s", in->mnemonic, in->op_str);
 }
 
+/* Instruction sample at ip; cyc and insns: for its IPC. */
 static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
-			uint64_t ip, unsigned size)
+			uint64_t ip, unsigned size, uint64_t cyc, uint64_t insns)
 {
 	unsigned f = o->o->fields;
 
@@ -352,6 +380,7 @@ static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *
 		print_sym(o, b->sec, ip);
 	if (f & VMPT_F_INSN)
 		print_insn(o, b, ip, size);
+	print_ipc(o, cyc, insns, &o->in_cyc, &o->in_insns);
 	out_char(o, '\n');
 }
 
@@ -386,6 +415,7 @@ static void sample_branch(struct vmpt_script_out *o, const struct vmpt_flow_item
 		if (f & VMPT_F_IP)
 			print_sym(o, to ? vmpt_image_find(img, &space, to) : NULL, to);
 	}
+	print_ipc(o, b->cyc_est ? o->est_cyc : b->cyc, o->insns, &o->br_cyc, &o->br_insns);
 	out_char(o, '\n');
 }
 
@@ -426,6 +456,10 @@ static void period_sampled(struct vmpt_script_out *o)
 static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 {
 	const struct vmpt_itrace *it = &o->o->it;
+	/* Estimating, perf takes the count at a not taken jcc only when it
+	 * samples that instruction (else its decoder has no state there).
+	 */
+	int est_point = b->cyc_est && b->cyc && (b->taken || b->iclass != VMPT_IC_JCC);
 
 	o->insn_time = o->have_block ? o->block_time : b->time;
 	o->block_time = b->time;
@@ -457,12 +491,26 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 				take = ++o->since >= (it->period ? it->period : 1);
 			}
 			if (take) {
+				int last = i + 1 == b->ninsn;
+				uint64_t cyc = last ? b->cyc : 0;
+
+				/* Estimating: the count of the last IPC point,
+				 * at the last instruction the block's own.
+				 */
+				if (b->cyc_est) {
+					if (last && b->cyc)
+						o->est_cyc = b->cyc;
+					cyc = o->est_cyc;
+				}
 				o->since = 0;
-				sample_insn(o, b, ip, b->isize[i]);
+				sample_insn(o, b, ip, b->isize[i], cyc, o->insns + i + 1);
 			}
 			ip += b->isize[i];
 		}
 	}
+	o->insns += b->ninsn;
+	if (est_point)
+		o->est_cyc = b->cyc;
 	if (!b->taken)
 		return;
 	int is_call = b->iclass == VMPT_IC_CALL || b->iclass == VMPT_IC_CALL_IND ||
@@ -494,6 +542,8 @@ static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
 {
 	const struct vmpt_itrace *it = &o->o->it;
 
+	if (e->cyc_est && e->cyc)
+		o->est_cyc = e->cyc;
 	switch (e->ev) {
 	case VMPT_EV_ERROR:
 		if (it->errors)
@@ -528,18 +578,24 @@ static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
 }
 
 
+/* A PSB+ decides nothing: it waits with the blocks around it. */
 static int decided_by_trace(const struct vmpt_flow_item *it)
 {
-	return it->kind != VMPT_FLOW_BLOCK ||
-	       (it->iclass != VMPT_IC_JMP && it->iclass != VMPT_IC_CALL &&
-		it->iclass != VMPT_IC_OTHER);
+	if (it->kind != VMPT_FLOW_BLOCK)
+		return it->ev != VMPT_EV_PSB;
+	return it->iclass != VMPT_IC_JMP && it->iclass != VMPT_IC_CALL &&
+	       it->iclass != VMPT_IC_OTHER;
 }
 
 static void run_pending(struct vmpt_script_out *o, uint64_t next_time)
 {
 	o->next_time = next_time;
-	for (unsigned i = 0; i < o->n_pending; i++)
-		on_block(o, &o->pending[i]);
+	for (unsigned i = 0; i < o->n_pending; i++) {
+		if (o->pending[i].kind == VMPT_FLOW_BLOCK)
+			on_block(o, &o->pending[i]);
+		else
+			on_event(o, &o->pending[i]);
+	}
 	o->n_pending = 0;
 }
 
@@ -713,6 +769,9 @@ int vmpt_script_run(const struct vmpt_flow_config *base,
 	uint64_t *psbs = NULL;
 	int ret = 0;
 
+	/* IPC counts from the sample before, which may be in another piece. */
+	if (opts->fields & VMPT_F_IPC)
+		jobs = 1;
 	if (jobs > 1 && vmpt_flow_psb_offsets(base->begin, base->end, &psbs, &n_psbs) < 0)
 		return -VMPT_ERR_NOMEM;
 	if (jobs <= 1 || n_psbs < 2) {

@@ -173,6 +173,9 @@ static void intel_pt_config(struct vmpt_session *s,
 	cfg->tsc_ctc_ratio_n = (uint32_t)priv[VMPT_INTEL_PT_TSC_CTC_N];
 	cfg->tsc_ctc_ratio_d = (uint32_t)priv[VMPT_INTEL_PT_TSC_CTC_D];
 	cfg->max_nonturbo_ratio = (uint32_t)priv[VMPT_INTEL_PT_MAX_NONTURBO_RATIO];
+	/* RTIT_CTL's CYCThresh, bits 22:19, as perf's decoder reads it. */
+	if (config & priv[VMPT_INTEL_PT_CYC_BIT])
+		cfg->cyc_thresh = (uint8_t)((config >> 19) & 0xf);
 	/* perf converts Intel PT's TSC with these (TIME_CONV may refine). */
 	if (!s->have_tc && priv[VMPT_INTEL_PT_TIME_MULT]) {
 		s->tc.time_shift = priv[VMPT_INTEL_PT_TIME_SHIFT];
@@ -512,6 +515,7 @@ struct queue {
 	size_t *bufs, n, next;
 	const struct vmpt_session_buffer *buf;
 	struct vmpt_flow *dec;
+	int dec_done;		/* dec is at its buffer's end */
 	struct vmpt_script_out *out;
 	struct vmpt_flow_item item;
 	int have;
@@ -548,17 +552,24 @@ static int queue_fill(struct vmpt_session *s, struct queue *q)
 	while (!q->have) {
 		int ret;
 
-		if (!q->dec) {
+		if (!q->dec || q->dec_done) {
 			struct vmpt_flow_config cfg = s->cfg;
+			struct vmpt_flow *dec;
 
 			if (q->next == q->n)
 				return -VMPT_ERR_EOS;
 			q->buf = &s->bufs[q->bufs[q->next++]];
 			cfg.begin = q->buf->data;
 			cfg.end = q->buf->data + q->buf->size;
-			q->dec = vmpt_flow_new(&cfg);
-			if (!q->dec)
+			dec = vmpt_flow_new(&cfg);
+			if (!dec)
 				return -VMPT_ERR_NOMEM;
+			/* perf decodes each buffer anew, but counts cycles on. */
+			if (q->dec)
+				vmpt_flow_count_on(dec, q->dec);
+			vmpt_flow_free(q->dec);
+			q->dec = dec;
+			q->dec_done = 0;
 			q->task_until = 0;
 			q->task.space = 0;
 			vmpt_script_out_restart(q->out);
@@ -568,10 +579,8 @@ static int queue_fill(struct vmpt_session *s, struct queue *q)
 			q->have = 1;
 			queue_task(s, q, item_time(s, &q->item));
 		} else {
-			/* perf decodes each buffer anew. */
 			vmpt_script_out_drain(q->out, 0);
-			vmpt_flow_free(q->dec);
-			q->dec = NULL;
+			q->dec_done = 1;
 			if (ret != -VMPT_ERR_EOS)
 				return ret;
 		}
@@ -611,7 +620,8 @@ int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *o
 	struct queue *cur = NULL;
 	int ret = 0;
 
-	if (jobs > 1)
+	/* IPC counts from the sample before, which may be in another piece. */
+	if (jobs > 1 && !(opts->fields & VMPT_F_IPC))
 		return script_jobs(s, opts, jobs, f);
 	/* Queues by perf's mmap index, buffers in file order. */
 	for (size_t i = 0; i < s->n_bufs && ret == 0; i++) {

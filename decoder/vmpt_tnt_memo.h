@@ -26,7 +26,8 @@ struct vmpt_run_step {
 };
 
 /* The items are contiguous so that a run is handed out as one array
- * (vmpt_flow_next_items); their time and offset are set at playback.
+ * (vmpt_flow_next_items); their time, offset and cycle count are set at
+ * playback.
  */
 struct vmpt_run {
 	const struct vmpt_block *first;

@@ -1,20 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* vmpt_flow_next_items gives exactly the items of vmpt_flow_next, field
- * for field, times and trace offsets included.
+/* TNT runs change nothing: a decoder that walks every block (no_runs),
+ * one that plays runs back one item per call (vmpt_flow_next) and one
+ * that takes them in batches (vmpt_flow_next_items) give the same items,
+ * field for field, times, trace offsets and cycle counts included.
  *
  * usage: items_batch [--pagecache PREFIX] [--elf FILE@BASE] [--filter A-B]
- *                    [--retcomp] [--repeat N] TRACE
+ *                    [--retcomp] [--repeat N] [--timing] TRACE
  *
- * Two decoders take the trace (N copies end to end, so loops come back
- * with TNT runs already recorded) in lockstep, one item by one, the other
- * in batches.  Prints the item count and how many came in batches of more
- * than one (runs played back), which must not be zero on a trace with
- * loops.
+ * The three decoders take the trace (N copies end to end, so loops come
+ * back with runs already recorded) in lockstep.  --timing interleaves
+ * CYC packets after every TNT and a TSC after every 8th outside PSB+, so
+ * that the real KVM-PT traces (loops, but no timing) get times and cycle
+ * counts.  Prints the item count, how many came in batches of more than
+ * one (runs played back), and how many of those had a time and a cycle
+ * count.
  */
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
+#include "vmpt/packet.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,9 +33,45 @@ static int same_item(const struct vmpt_flow_item *a, const struct vmpt_flow_item
 	    a->nr != b->nr || a->err != b->err || a->ninsn != b->ninsn ||
 	    a->sec != b->sec || a->ip != b->ip || a->end_ip != b->end_ip ||
 	    a->to != b->to || a->payload != b->payload || a->offset != b->offset ||
-	    a->time != b->time)
+	    a->time != b->time || a->cyc != b->cyc || a->cyc_est != b->cyc_est)
 		return 0;
 	return a->kind != VMPT_FLOW_BLOCK || !memcmp(a->isize, b->isize, a->ninsn);
+}
+
+/* Copy the packets of in to out with CYC and TSC packets interleaved;
+ * returns the size written.  What does not decode is copied as it is.
+ */
+static size_t add_timing(const uint8_t *in, size_t size, uint8_t *out)
+{
+	struct vmpt_pkt_decoder pd;
+	struct vmpt_packet pkt, t = { 0 };
+	size_t n = 0;
+	unsigned tnts = 0, in_psb = 0;
+	uint64_t tsc = 0x100000;
+
+	vmpt_pkt_decoder_init(&pd, in, size);
+	for (;;) {
+		uint64_t from = vmpt_pkt_offset(&pd);
+
+		if (vmpt_pkt_next(&pd, &pkt) < 0) {
+			memcpy(out + n, in + from, size - from);
+			return n + size - from;
+		}
+		memcpy(out + n, in + from, vmpt_pkt_offset(&pd) - from);
+		n += vmpt_pkt_offset(&pd) - from;
+		in_psb = pkt.type == VMPT_PKT_PSB || (in_psb && pkt.type != VMPT_PKT_PSBEND);
+		if (in_psb || pkt.type != VMPT_PKT_TNT8)
+			continue;
+		t.type = VMPT_PKT_CYC;
+		t.cyc = 1 + tnts % 29;
+		n += (size_t)vmpt_pkt_encode(out + n, 16, &t);
+		if (++tnts % 8 == 0) {
+			tsc += 0x400 + tnts % 97;
+			t.type = VMPT_PKT_TSC;
+			t.tsc = tsc;
+			n += (size_t)vmpt_pkt_encode(out + n, 16, &t);
+		}
+	}
 }
 
 static void print_item(const char *who, const struct vmpt_flow_item *it)
@@ -46,16 +87,16 @@ int main(int argc, char **argv)
 	struct vmpt_asid any = vmpt_asid_any();
 	struct vmpt_image *img = vmpt_image_new();
 	struct vmpt_flow_config cfg = { 0 };
-	struct vmpt_flow *one, *batch;
-	struct vmpt_flow_item it;
+	struct vmpt_flow *ref, *one, *batch;
+	struct vmpt_flow_item walked, it;
 	const struct vmpt_flow_item *items;
 	struct vmpt_file f;
 	const char *trace = NULL;
-	size_t repeat = 1, n, count = 0, in_runs = 0;
+	size_t repeat = 1, n, size, count = 0, in_runs = 0, timed = 0, counted = 0;
+	int timing = 0, ret = 0;
 	uint8_t *buf;
-	int ret = 0;
 
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc && ret == 0; i++) {
 		uint64_t base = 0;
 		char *at;
 
@@ -76,55 +117,77 @@ int main(int argc, char **argv)
 			cfg.n_filters = 1;
 		} else if (!strcmp(argv[i], "--retcomp")) {
 			cfg.retcomp = 1;
+		} else if (!strcmp(argv[i], "--timing")) {
+			timing = 1;
 		} else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
 			repeat = strtoull(argv[++i], NULL, 0);
 		} else {
 			trace = argv[i];
 		}
-		if (ret < 0) {
+		if (ret < 0)
 			fprintf(stderr, "%s: %s\n", argv[i], vmpt_strerror(ret));
-			return 1;
-		}
 	}
-	if (!trace || !repeat || vmpt_file_map(&f, trace) < 0) {
-		fprintf(stderr, "usage: %s [--pagecache PREFIX] [--elf FILE@BASE] [--filter A-B] "
-			"[--retcomp] [--repeat N] TRACE\n", argv[0]);
-		return 2;
+	if (ret < 0 || !trace || !repeat || vmpt_file_map(&f, trace) < 0) {
+		if (ret == 0)
+			fprintf(stderr, "usage: %s [--pagecache PREFIX] [--elf FILE@BASE] "
+				"[--filter A-B] [--retcomp] [--repeat N] [--timing] TRACE\n", argv[0]);
+		vmpt_image_free(img);
+		return ret < 0 ? 1 : 2;
 	}
-	buf = malloc(f.size * repeat);
+	/* --timing adds at most a CYC and a TSC (10 bytes) per byte. */
+	buf = malloc(f.size * repeat * (timing ? 11 : 1));
 	if (!buf)
 		return 1;
-	for (size_t i = 0; i < repeat; i++)
-		memcpy(buf + i * f.size, f.data, f.size);
+	size = 0;
+	for (size_t i = 0; i < repeat; i++) {
+		if (timing) {
+			size += add_timing(f.data, f.size, buf + size);
+		} else {
+			memcpy(buf + size, f.data, f.size);
+			size += f.size;
+		}
+	}
 	cfg.begin = buf;
-	cfg.end = buf + f.size * repeat;
+	cfg.end = buf + size;
 	cfg.image = img;
 	one = vmpt_flow_new(&cfg);
 	batch = vmpt_flow_new(&cfg);
-	if (!one || !batch)
+	cfg.no_runs = 1;
+	ref = vmpt_flow_new(&cfg);
+	if (!one || !batch || !ref)
 		return 1;
 	while ((ret = vmpt_flow_next_items(batch, &items, &n)) == 0) {
 		for (size_t i = 0; i < n; i++, count++) {
-			if (vmpt_flow_next(one, &it) < 0) {
+			if (vmpt_flow_next(ref, &walked) < 0 || vmpt_flow_next(one, &it) < 0) {
 				fprintf(stderr, "item %zu: only in batches\n", count);
 				return 1;
 			}
-			if (!same_item(&it, &items[i])) {
+			if (!same_item(&walked, &it) || !same_item(&walked, &items[i])) {
 				fprintf(stderr, "item %zu (%zu of a batch of %zu) differs:\n",
 					count, i, n);
-				print_item("one by one", &it);
-				print_item("in a batch", &items[i]);
+				print_item("walked", &walked);
+				print_item("played", &it);
+				print_item("batched", &items[i]);
 				return 1;
 			}
 		}
-		in_runs += n > 1 ? n : 0;
+		if (n > 1) {
+			in_runs += n;
+			for (size_t i = 0; i < n; i++) {
+				timed += items[i].time != 0;
+				counted += items[i].cyc != 0;
+			}
+		}
 	}
-	if (ret != -VMPT_ERR_EOS || vmpt_flow_next(one, &it) != -VMPT_ERR_EOS) {
+	if (ret != -VMPT_ERR_EOS || vmpt_flow_next(one, &it) != -VMPT_ERR_EOS ||
+	    vmpt_flow_next(ref, &walked) != -VMPT_ERR_EOS) {
 		fprintf(stderr, "item %zu: the decoders end apart (%s)\n", count, vmpt_strerror(ret));
 		return 1;
 	}
-	printf("%s x %zu: %zu items, the same one by one and in batches; %zu came in runs\n",
-	       trace, repeat, count, in_runs);
+	printf("%s x %zu%s: %zu items, the same walked, played and in batches; "
+	       "%zu came in runs (%zu with a time, %zu with a cycle count)\n", trace, repeat,
+	       timing ? " with timing" : "", count, in_runs, timed, counted);
+	vmpt_flow_free(ref);
 	vmpt_flow_free(one);
 	vmpt_flow_free(batch);
 	free(buf);

@@ -6,7 +6,8 @@
 # Also libipt's instruction decoder on the same traces, with errors injected.
 # Sideband: pid/tid/comm as perf's, per-process address spaces, a
 # per-cpu recording of three programs at the same addresses on two CPUs
-# with a context switch, merged in time order.
+# with a context switch, merged in time order.  IPC (-F ipc) as perf's:
+# cycle-accurate traces, estimated from MTC, none without timing.
 # usage: synth_test.sh VMPT_SYNTH FLOW_VS_LIBIPT PERCPU_MERGE
 set -eu
 SYNTH=$1
@@ -18,6 +19,7 @@ trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 bin=/usr/bin/bash
 checked=0
+ipc_lines=0 ipc_all=0
 
 # $1: name, rest: synth options.  Exact equality with the ground truth.
 truth() {
@@ -34,10 +36,32 @@ truth() {
 	checked=$((checked + $(wc -l < "$out/truth")))
 }
 
+# IPC as perf shows it (cycles from CYC, or estimated from MTC without
+# CYC; none without timing): the same branch and instruction lines.
+ipc_same() {
+	name=$1
+	for it in b i0ns; do
+		F=ip,ipc
+		[ $it = b ] && F=ip,addr,ipc
+		perf script -i "$out/t.perf.data" --itrace=$it -F $F 2>/dev/null > "$out/perfc"
+		"$VMPT" script -i "$out/t.perf.data" --itrace=$it -F $F > "$out/vpdc"
+		cmp -s "$out/perfc" "$out/vpdc" ||
+			fail "$name: --itrace=$it -F $F differs from perf script: $(diff "$out/perfc" "$out/vpdc" | sed -n 2,4p)"
+		n=$(grep -c 'IPC: ' "$out/vpdc" || true)
+		case $name in
+		timeless) [ "$n" -eq 0 ] || fail "$name: IPC without timing" ;;
+		*) [ "$n" -gt 0 ] || fail "$name: no IPC on --itrace=$it" ;;
+		esac
+		ipc_lines=$((ipc_lines + n))
+		ipc_all=$((ipc_all + $(wc -l < "$out/vpdc")))
+	done
+}
+
 # perf script on the synthesizer's perf.data: same instruction addresses,
 # and vmpt reading the same perf.data prints the same lines.
 perf_same() {
 	name=$1
+	ipc_same "$name"
 	perf script -i "$out/t.perf.data" --itrace=i0ns -F ip 2>/dev/null |
 		sed 's/^ *//' > "$out/perf"
 	[ -s "$out/perf" ] || fail "$name: perf script printed nothing"
@@ -108,6 +132,19 @@ truth "tnt64" --elf $bin --seed 11 --tnt64
 perf_same "tnt64"
 truth "cyc" --elf $bin --seed 12 --cyc
 perf_same "cyc"
+# More cycle-accurate traces for IPC: seeds, return compression off,
+# interrupts, a CYC threshold (IPC only where a CYC comes right before
+# the packet), an overflow.
+for seed in 16 17 18; do
+	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed --cyc -o "$out/t"
+	ipc_same "cyc seed $seed"
+done
+"$SYNTH" -q --branches 20000 --elf $bin --seed 19 --cyc --noretcomp --irq-period 300 -o "$out/t"
+ipc_same "cyc noretcomp interrupts"
+"$SYNTH" -q --branches 20000 --elf $bin --seed 20 --cyc --cyc-thresh 2 --mtc-freq 0 -o "$out/t"
+ipc_same "cyc thresh 2"
+"$SYNTH" -q --branches 20000 --elf $bin --seed 14 --cyc --ovf-at 3000 -o "$out/t"
+ipc_same "cyc overflow"
 truth "timeless" --elf $bin --seed 13 --no-timing
 perf_same "timeless"
 
@@ -192,6 +229,17 @@ for it in b i0ns; do
 			fail "per-cpu --itrace=$it cpu $cpu: $(diff "$out/pm$cpu" "$out/vm$cpu" | sed -n 2,4p)"
 	done
 	[ "$(wc -l < "$out/vm")" -eq "$(wc -l < "$out/pm")" ] || fail "per-cpu: other lines"
+	# IPC counts on over each CPU's two buffers, as perf's.
+	perf script -i "$out/m.data" --itrace=$it -F cpu,ip,ipc 2>/dev/null > "$out/pc"
+	"$VMPT" script -i "$out/m.data" --itrace=$it -F cpu,ip,ipc > "$out/vc"
+	for cpu in 000 001; do
+		grep -F "[$cpu]" "$out/pc" > "$out/pc$cpu"
+		grep -F "[$cpu]" "$out/vc" > "$out/vc$cpu" || true
+		cmp -s "$out/pc$cpu" "$out/vc$cpu" ||
+			fail "per-cpu --itrace=$it -F cpu,ip,ipc cpu $cpu: $(diff "$out/pc$cpu" "$out/vc$cpu" | sed -n 2,4p)"
+	done
+	ipc_lines=$((ipc_lines + $(grep -c 'IPC: ' "$out/vc")))
+	ipc_all=$((ipc_all + $(wc -l < "$out/vc")))
 	for want in "proc100   100/100   [000]" "proc200   200/200   [001]" \
 		"proc300   300/300   [000]" "proc100   400/400   [001]"; do
 		grep -qF "$want" "$out/vm" || fail "per-cpu: no '$want' line"
@@ -206,4 +254,4 @@ perf script -i "$out/m.data" --ns --itrace=b -F $F 2>/dev/null > "$out/pt"
 cmp -s "$out/pt" "$out/vt" ||
 	fail "per-cpu: merged branches differ from perf's: $(diff "$out/pt" "$out/vt" | sed -n 2,4p)"
 [ "$(awk '{ print $3 }' "$out/vt" | uniq | wc -l)" -gt 10 ] || fail "per-cpu: the CPUs do not interleave"
-echo "ok: $checked instructions equal to the ground truth"
+echo "ok: $checked instructions equal to the ground truth; -F ...,ipc: $ipc_all lines equal to perf's, $ipc_lines of them with an IPC"

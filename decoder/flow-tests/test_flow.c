@@ -2,7 +2,7 @@
 /* The flow decoder on hand-made traces over a small program: exact block
  * and event lists for each trace rule (TNT, TIP, return compression, FUP
  * async branches, TIP.PGD binding, OVF, MODE.Exec, PTW, TSC, errors with
- * resync).
+ * resync, cycle counts for IPC).
  */
 #include "vmpt/error.h"
 #include "vmpt/flow.h"
@@ -91,8 +91,10 @@ static void start(struct trace *t, uint64_t ip)
 	put(t, psbend());
 }
 
-/* Decode t into a text line per item ("b 1000 2 taken 1010", "e enabled 1000"). */
-static void decode(const struct trace *t, int retcomp, char *out, size_t cap)
+/* Decode t into a text line per item ("b 1000 2 taken 1010", "e enabled 1000"),
+ * with " cN" where the item has a cycle count.
+ */
+static void decode(const struct trace *t, int retcomp, int cyc_thresh, char *out, size_t cap)
 {
 	struct vmpt_image *img = vmpt_image_new();
 	struct vmpt_asid any = vmpt_asid_any();
@@ -108,6 +110,7 @@ static void decode(const struct trace *t, int retcomp, char *out, size_t cap)
 	cfg.end = t->buf + t->len;
 	cfg.image = img;
 	cfg.retcomp = retcomp;
+	cfg.cyc_thresh = (uint8_t)cyc_thresh;
 	dec = vmpt_flow_new(&cfg);
 	assert_non_null(dec);
 	out[0] = '\0';
@@ -129,6 +132,12 @@ static void decode(const struct trace *t, int retcomp, char *out, size_t cap)
 				     (unsigned long)it.to, (unsigned long)it.payload);
 		assert_true(n > 0 && (size_t)n < cap - len);
 		len += (size_t)n;
+		if (it.cyc) {
+			/* " cN" before the newline */
+			n = snprintf(out + len - 1, cap - len + 1, " c%lu\n", (unsigned long)it.cyc);
+			assert_true(n > 0 && (size_t)n < cap - len + 1);
+			len += (size_t)n - 1;
+		}
 	}
 	vmpt_flow_free(dec);
 	vmpt_image_free(img);
@@ -143,8 +152,9 @@ static void test_retcomp(void **state)
 	start(&t, 0x1000);
 	put(&t, tnt(0x3, 2));		/* ret compressed, je taken */
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));	/* syscall leaves */
-	decode(&t, 1, out, sizeof(out));
+	decode(&t, 1, 0, out, sizeof(out));
 	assert_string_equal(out,
+		"e psb 0 0 0\n"
 		"e enabled 1000 0 0\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0\n"
@@ -152,8 +162,9 @@ static void test_retcomp(void **state)
 		"b 100c 1 100e m0 t0\n"
 		"e disabled 0 0 0\n");
 	/* The same bit without return compression is a mismatch. */
-	decode(&t, 0, out, sizeof(out));
+	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
+		"e psb 0 0 0\n"
 		"e enabled 1000 0 0\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 1012 m0 t0\n"
@@ -186,8 +197,9 @@ static void test_tip_async_ptw_tsc(void **state)
 	put(&t, ippkt(VMPT_PKT_FUP, 0x1010));	/* interrupt before 0x1010 */
 	put(&t, ippkt(VMPT_PKT_TIP, 0x1011));
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x1008));	/* ret leaves */
-	decode(&t, 0, out, sizeof(out));
+	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
+		"e psb 0 0 0\n"
 		"e enabled 1000 0 0\n"
 		"b 1000 2 taken 1010 m0 t1000\n"
 		"b 1010 2 taken 1008 m0 t1000\n"
@@ -214,8 +226,9 @@ static void test_overflow_and_resync(void **state)
 	put(&t, tnt(0x1, 1));			/* a TNT bit for the ret: wrong */
 	start(&t, 0x100e);			/* resync */
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x2000));
-	decode(&t, 0, out, sizeof(out));
+	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
+		"e psb 0 0 0\n"
 		"e enabled 1000 0 0\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0\n"
@@ -223,6 +236,7 @@ static void test_overflow_and_resync(void **state)
 		"e enabled 1010 0 0\n"
 		"b 1010 2 1012 m0 t0\n"
 		"e error 1011 @31 trace does not match the code\n"
+		"e psb 1011 0 0\n"
 		"e enabled 100e 0 0\n"
 		"b 100e 4 taken 2000 m0 t0\n"
 		"e disabled 2000 0 0\n");
@@ -241,9 +255,10 @@ static void test_exec_modes(void **state)
 	put(&t, mode(0, 0));	/* 16-bit from the ret's target on */
 	put(&t, ippkt(VMPT_PKT_TIP, 0x2000));
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x2000));
-	decode(&t, 0, out, sizeof(out));
+	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
 		"e exec-mode 0 0 1\n"
+		"e psb 0 0 0\n"
 		"e enabled 2000 0 0\n"
 		"b 2000 3 taken 2000 m1 t0\n"
 		"e exec-mode 2000 0 2\n"
@@ -259,8 +274,9 @@ static void test_no_image(void **state)
 	(void)state;
 	start(&t, 0x5000);
 	put(&t, tnt(0x1, 1));
-	decode(&t, 0, out, sizeof(out));
+	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
+		"e psb 0 0 0\n"
 		"e enabled 5000 0 0\n"
 		"e error 5000 @1d no code mapped at this address\n");
 }
@@ -276,11 +292,51 @@ static void test_bad_instruction(void **state)
 	(void)state;
 	start(&t, 0x3000);
 	put(&t, tnt(0x1, 1));
-	decode(&t, 0, out, sizeof(out));
+	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
+		"e psb 0 0 0\n"
 		"e enabled 3000 0 0\n"
 		"b 3000 2 3002 m0 t0\n"
 		"e error 3002 @1d trace does not match the code\n");
+}
+
+/* A CYC counts for the next branch the trace decides (not a direct call,
+ * nor the second bit of the same TNT), and for a TIP.PGD; with a CYC
+ * threshold only if it comes right before the packet.
+ */
+static void test_cycles(void **state)
+{
+	struct trace t = { 0 };
+	struct vmpt_packet c = { .type = VMPT_PKT_CYC }, m = { .type = VMPT_PKT_MTC };
+	char out[2048];
+
+	(void)state;
+	start(&t, 0x1000);
+	c.cyc = 5;
+	put(&t, c);
+	put(&t, tnt(0x3, 2));		/* ret compressed, je taken */
+	c.cyc = 7;
+	put(&t, c);
+	put(&t, m);
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
+	decode(&t, 1, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e psb 0 0 0\n"
+		"e enabled 1000 0 0\n"
+		"b 1000 2 taken 1010 m0 t0\n"
+		"b 1010 2 taken 1008 m0 t0 c5\n"
+		"b 1008 1 taken 100c m0 t0\n"
+		"b 100c 1 100e m0 t0 c12\n"
+		"e disabled 0 0 0\n");
+	decode(&t, 1, 1, out, sizeof(out));
+	assert_string_equal(out,
+		"e psb 0 0 0\n"
+		"e enabled 1000 0 0\n"
+		"b 1000 2 taken 1010 m0 t0\n"
+		"b 1010 2 taken 1008 m0 t0 c5\n"
+		"b 1008 1 taken 100c m0 t0\n"
+		"b 100c 1 100e m0 t0\n"
+		"e disabled 0 0 0\n");
 }
 
 int main(void)
@@ -292,6 +348,7 @@ int main(void)
 		cmocka_unit_test(test_exec_modes),
 		cmocka_unit_test(test_no_image),
 		cmocka_unit_test(test_bad_instruction),
+		cmocka_unit_test(test_cycles),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

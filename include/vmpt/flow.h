@@ -64,6 +64,7 @@ enum vmpt_event {
 	VMPT_EV_EXSTOP,
 	VMPT_EV_MWAIT,
 	VMPT_EV_ERROR,		/* err; decoding resumes at the next PSB */
+	VMPT_EV_PSB,		/* a PSB+ (status) was read */
 	VMPT_EV_COUNT
 };
 
@@ -76,6 +77,10 @@ struct vmpt_flow_item {
 	uint8_t ev;		/* event: enum vmpt_event */
 	uint8_t ip_valid;	/* event: ip is known */
 	uint8_t nr;		/* paging: non-root (guest) */
+	/* cyc is estimated (no CYC yet): perf then shows IPC at every
+	 * sample, with the count as of the last IPC point (a nonzero cyc).
+	 */
+	uint8_t cyc_est;
 	int err;		/* error event: negative vmpt_err */
 	uint32_t ninsn;		/* block: instructions */
 	const uint8_t *isize;	/* block: size of each instruction */
@@ -86,6 +91,15 @@ struct vmpt_flow_item {
 	uint64_t payload;
 	uint64_t offset;	/* trace offset of the packet behind it */
 	uint64_t time;		/* TSC estimate; 0 without timing packets */
+	/* For IPC, perf's cycle count (CYC packets while tracing is on, or
+	 * estimated from MTC and CBR until a CYC comes) at an IPC point,
+	 * where perf's decoder samples it (the packet that decided a block's
+	 * last instruction, tracing starting or stopping, a PSB+, a new
+	 * CBR), when a CYC (estimating: an MTC or TMA) came since the point
+	 * before; 0 elsewhere.  An error or overflow has the count (perf
+	 * takes it there too).
+	 */
+	uint64_t cyc;
 };
 
 struct vmpt_flow_config {
@@ -105,6 +119,14 @@ struct vmpt_flow_config {
 	uint32_t tsc_ctc_ratio_n, tsc_ctc_ratio_d;
 	uint8_t mtc_period;
 	uint32_t max_nonturbo_ratio;
+	/* The CYC threshold it was recorded with (IPC then takes a CYC only
+	 * for the packet right after it); 0: none, or no CYC.
+	 */
+	uint8_t cyc_thresh;
+	/* Walk every block, recording and playing back no TNT runs (see
+	 * vmpt_flow_next_items): for comparisons.
+	 */
+	uint8_t no_runs;
 	/* Stop at this offset (for segment-parallel decoding); 0: end. */
 	uint64_t stop_offset;
 	/* The block cache of this image to share (see vmpt_bcache_new);
@@ -139,6 +161,11 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop);
  * to PIP's CR3.  Guest code is unaffected.
  */
 void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space);
+
+/* Count cycles for IPC on from where from's count is, as perf's decoder
+ * does over the buffers of one queue (a CPU's, a thread's).
+ */
+void vmpt_flow_count_on(struct vmpt_flow *dec, const struct vmpt_flow *from);
 
 /* The next item.  Returns 0, or -VMPT_ERR_EOS at the end of the trace.
  * Errors in the trace come as VMPT_EV_ERROR items, never as return values.
