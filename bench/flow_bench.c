@@ -7,8 +7,8 @@
  *
  * N copies of the trace are laid end to end (each starts with a PSB) to
  * make a big trace out of a small real one.  vmpt takes items in batches
- * (vmpt_flow_next_items), once more one item per call (vmpt_flow_next),
- * and once walking every block, without TNT runs (config.no_runs).
+ * (vmpt_flow_next_items, with TNT runs), and once more one item per call
+ * (vmpt_flow_next, which walks every block).
  */
 #include "vmpt/error.h"
 #include "vmpt/file.h"
@@ -345,16 +345,6 @@ int main(int argc, char **argv)
 	t = now() - t;
 	printf("%-22s %12" PRIu64 " insns %8.3f s %9.1f MB/s %6.0f Minsn/s (CPU time)\n",
 	       "  one item per call", n, t, mb / t, (double)n / t / 1e6);
-	{
-		struct vmpt_flow_config walk = cfg;
-
-		walk.no_runs = 1;
-		t = now();
-		n = run_vmpt(&walk, 1, 1);
-		t = now() - t;
-	}
-	printf("%-22s %12" PRIu64 " insns %8.3f s %9.1f MB/s %6.0f Minsn/s (CPU time)\n",
-	       "  no TNT runs", n, t, mb / t, (double)n / t / 1e6);
 	t = wall();
 	n = run_vmpt(&cfg, 1, 0);
 	t_v1w = wall() - t;

@@ -87,12 +87,12 @@ struct vmpt_flow {
 	size_t qh, qn, qcap;
 	/* While vmpt_flow_next waits: where the next item goes directly. */
 	struct vmpt_flow_item *direct;
-	/* TNT runs: the one being played back (at step play_pos) or
-	 * recorded; both end as soon as the walk leaves the hot path.
+	/* TNT runs (vmpt_flow_next_items only): the one found to play back
+	 * next, and the one being recorded, which ends as soon as the walk
+	 * leaves the hot path.
 	 */
 	struct vmpt_tnt_memo *memo;
 	struct vmpt_run *play;
-	uint32_t play_pos;
 	struct vmpt_run *rec;
 	/* A run may start here: new TNT bits, or the last run ended. */
 	uint8_t memo_try;
@@ -246,7 +246,6 @@ static void reset_flow_state(struct vmpt_flow *dec)
 	dec->walked = 0;
 	dec->after_ovf = 0;
 	dec->prev = NULL;
-	dec->play = NULL;
 	dec->rec = NULL;
 }
 
@@ -1062,8 +1061,7 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 {
 	dec->host_space = space;
 	update_asid(dec);
-	/* The rest of a run may be other code now. */
-	dec->play = NULL;
+	/* A run being recorded may go on in other code now. */
 	dec->rec = NULL;
 }
 
@@ -1089,48 +1087,15 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	return 0;
 }
 
-/* The next step of the run played back: the item and the state the walk
- * would have after it.
+/* The run played back: its items, given their time, offset and cycle
+ * count in place, and the state the walk would have after the last.
  */
-static void play_step(struct vmpt_flow *dec, struct vmpt_flow_item *it)
-{
-	const struct vmpt_run *r = dec->play;
-	const struct vmpt_run_step *s = &r->step[dec->play_pos];
-
-	*it = r->item[dec->play_pos];
-	it->cyc = 0;
-	if (s->bit) {
-		dec->tnt_n--;
-		dec->walked = 0;
-		dec->block_time = dec->time.tsc;
-		it->cyc = vmpt_cycles_point(&dec->cyc);
-	} else {
-		dec->walked += it->ninsn;
-	}
-	it->cyc_est = dec->cyc.est;
-	if (s->push)
-		push_ret(dec, s->block);
-	dec->ip = it->to;
-	dec->prev = s->block;
-	dec->prev_slot = it->taken;
-	it->offset = dec->pkt_off;
-	it->time = dec->block_time;
-	if (++dec->play_pos == r->nsteps) {
-		dec->play = NULL;
-		dec->memo_try = 1;
-	}
-}
-
-/* The rest of the run played back at once: its items from play_pos on,
- * given their time, offset and cycle count in place, and the state after
- * the last.
- */
-static const struct vmpt_flow_item *play_rest(struct vmpt_flow *dec, size_t *n)
+static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
 {
 	struct vmpt_run *r = dec->play;
-	uint32_t first = dec->play_pos, last = r->nsteps - 1;
+	uint32_t last = r->nsteps - 1;
 
-	for (uint32_t i = first; i <= last; i++) {
+	for (uint32_t i = 0; i <= last; i++) {
 		r->item[i].cyc = 0;
 		if (r->step[i].bit) {
 			dec->tnt_n--;
@@ -1149,8 +1114,8 @@ static const struct vmpt_flow_item *play_rest(struct vmpt_flow *dec, size_t *n)
 	dec->prev_slot = r->item[last].taken;
 	dec->play = NULL;
 	dec->memo_try = 1;
-	*n = r->nsteps - first;
-	return &r->item[first];
+	*n = r->nsteps;
+	return r->item;
 }
 
 /* Append the block just walked to the run being recorded; keep the run
@@ -1193,11 +1158,12 @@ static void record_step(struct vmpt_flow *dec, struct vmpt_block *b,
 /* The hot path: tracing on, nothing queued, and the way out of the next
  * block is a TNT bit, a TIP or no trace at all.  The block goes straight
  * into the caller's item, with what walk() and leave_block() would do
- * (returns 1), or a run recorded from it is ready to play back (returns
- * 2); anything else (an error, an event due, a pending mode or PIP) is
+ * (returns 1), or, with runs, a run recorded from it is ready to play
+ * back (returns 2); anything else (an error, an event due, a pending mode or PIP) is
  * left to them (returns 0).
  */
-static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
+static inline __attribute__((always_inline)) int
+walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 {
 	struct vmpt_block *b, *prev = dec->prev;
 	struct ret_site site = { 0 };
@@ -1215,13 +1181,12 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 		if (lookup_block(dec, &b) < 0)
 			return 0;
 	}
-	if (dec->tnt_n && dec->memo_try && !dec->rec && !dec->cfg.no_runs) {
+	if (runs && dec->tnt_n && dec->memo_try && !dec->rec) {
 		uint64_t key = vmpt_tnt_key(dec->tnt_bits, dec->tnt_n);
 		struct vmpt_run *run = vmpt_tnt_memo_find(dec->memo, b, key);
 
 		if (run && dec->walked + run->ninsn <= MAX_WALK) {
 			dec->play = run;
-			dec->play_pos = 0;
 			return 2;
 		}
 		dec->rec = vmpt_tnt_memo_start(dec->memo, b, key);
@@ -1316,10 +1281,13 @@ static int walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it)
 	return 1;
 }
 
-/* The next item into *item; with take_run, a run ready to play back
- * returns 1 instead (nothing filled).
+/* The next item into *item; with runs, TNT runs are recorded, and one
+ * ready to play back returns 1 instead (nothing filled).  Played one item
+ * per call a run would cost more than the walk.  Inlined in both callers
+ * with walk_fast, so that each has its own hot path.
  */
-static int next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int take_run)
+static inline __attribute__((always_inline)) int
+next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int runs)
 {
 	for (;;) {
 		int ret;
@@ -1328,15 +1296,11 @@ static int next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int tak
 			*item = dec->q[dec->qh++];
 			return 0;
 		}
-		if (dec->play) {
-			if (take_run)
-				return 1;
-			play_step(dec, item);
-			return 0;
-		}
+		if (dec->play)
+			return 1;
 		if ((dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
 		    dec->enabled && !dec->stopping) {
-			ret = walk_fast(dec, item);
+			ret = walk_fast(dec, item, runs);
 			if (ret == 1)
 				return 0;
 			if (ret == 2)
@@ -1366,7 +1330,7 @@ int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **it
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
-		*items = play_rest(dec, n);
+		*items = play_run(dec, n);
 		return 0;
 	}
 	*items = &dec->one;

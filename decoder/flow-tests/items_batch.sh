@@ -1,7 +1,7 @@
 #!/bin/sh
-# TNT runs change nothing: walking every block, playing runs back one item
-# per call and taking them in batches give the same items, field for
-# field: on the real KVM-PT traces (loops: repeated, so recorded runs play
+# TNT runs change nothing: walking every block (vmpt_flow_next) and
+# playing recorded runs back in batches (vmpt_flow_next_items) give the
+# same items, field for field: on the real KVM-PT traces (loops: repeated, so recorded runs play
 # back), also with CYC and TSC packets interleaved (times and cycle counts
 # of played runs), and on synthesized traces.
 # usage: items_batch.sh ITEMS_BATCH VMPT_SYNTH

@@ -123,10 +123,6 @@ struct vmpt_flow_config {
 	 * for the packet right after it); 0: none, or no CYC.
 	 */
 	uint8_t cyc_thresh;
-	/* Walk every block, recording and playing back no TNT runs (see
-	 * vmpt_flow_next_items): for comparisons.
-	 */
-	uint8_t no_runs;
 	/* Stop at this offset (for segment-parallel decoding); 0: end. */
 	uint64_t stop_offset;
 	/* The block cache of this image to share (see vmpt_bcache_new);
@@ -175,8 +171,9 @@ int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item);
 
 /* The next items at once, the same as from vmpt_flow_next one by one:
  * *items points at *n >= 1 of them, valid until the next call.  Where the
- * walk repeats itself (loops) many blocks come at once, which is the
- * fastest way to take a trace.  0, or -VMPT_ERR_EOS at the end.
+ * walk repeats itself (loops), a TNT run recorded before comes back whole,
+ * many blocks in one call without walking them: the fastest way to take a
+ * trace.  0, or -VMPT_ERR_EOS at the end.
  */
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n);
