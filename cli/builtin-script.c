@@ -4,6 +4,7 @@
  * given like ptxed's, or from a perf.data.
  */
 #include "builtin.h"
+#include "script_images.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
@@ -17,22 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "FILE@ADDR": split off the address. */
-static int split_at(char *arg, uint64_t *addr)
-{
-	char *at = strrchr(arg, '@');
-	char *end;
-
-	if (!at)
-		return 0;
-	*at = '\0';
-	errno = 0;
-	*addr = strtoull(at + 1, &end, 0);
-	if (errno || *end || end == at + 1)
-		return -1;
-	return 1;
-}
-
 /* perf.data; img holds the code given with --elf etc., cfg the --filter
  * ranges.
  */
@@ -43,6 +28,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	struct vmpt_session s;
 	int ret = vmpt_session_open(&s, path, img);
 
+	if (ret == 0 && op->guest_code)
+		ret = vmpt_session_add_guest_code(&s);
 	if (ret == 0) {
 		memcpy(s.cfg.filter_a, cfg->filter_a, sizeof(cfg->filter_a));
 		memcpy(s.cfg.filter_b, cfg->filter_b, sizeof(cfg->filter_b));
@@ -64,6 +51,21 @@ static void script_usage(FILE *out)
 		"usage: vmpt script [OPTIONS] [-i perf.data]\n"
 		"       vmpt script --pt TRACE [--elf FILE[@BASE]] [--raw FILE@ADDR]\n"
 		"                   [--pagecache PREFIX] [--kcore FILE] [OPTIONS]\n"
+		"images (any number, with --pt or a perf.data):\n"
+		"  --elf FILE[@BASE], --raw FILE@ADDR, --pagecache PREFIX, --kcore FILE\n"
+		"                    code of every machine; of the host once a guest\n"
+		"                    image or --guest-code is given\n"
+		"  --vmlinux FILE    the host kernel, named [kernel.kallsyms] as perf's\n"
+		"  --guest-elf FILE[@BASE], --guest-raw FILE@ADDR,\n"
+		"  --guest-pagecache PREFIX, --guest-kcore FILE\n"
+		"                    code of the guest (PIP.NR=1)\n"
+		"  --vmcs BASE|any   the guest images after it serve only the guest whose\n"
+		"                    VMCS base address is BASE (any: every guest)\n"
+		"  --guest-code      the guest runs the host program's code at the same\n"
+		"                    addresses (KVM selftests, as perf's --guest-code): with\n"
+		"                    a perf.data its processes' mappings, with --pt the\n"
+		"                    --elf images\n"
+		"output:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
 		"                    e errors, Z timeless (periods: i100us, i0ns, i1000i)\n"
 		"  -F FIELDS         ip,addr,sym,symoff,dso,flags,insn,time,cpu,pid,tid,comm,ipc\n"
@@ -84,6 +86,13 @@ int cmd_script(int argc, char **argv)
 		{ "raw", required_argument, NULL, 'R' },
 		{ "pagecache", required_argument, NULL, 'P' },
 		{ "kcore", required_argument, NULL, 'K' },
+		{ "vmlinux", required_argument, NULL, 'V' },
+		{ "guest-elf", required_argument, NULL, 'e' },
+		{ "guest-raw", required_argument, NULL, 'w' },
+		{ "guest-pagecache", required_argument, NULL, 'g' },
+		{ "guest-kcore", required_argument, NULL, 'k' },
+		{ "vmcs", required_argument, NULL, 'v' },
+		{ "guest-code", no_argument, NULL, 'G' },
 		{ "itrace", required_argument, NULL, 'I' },
 		{ "fields", required_argument, NULL, 'F' },
 		{ "call-trace", no_argument, NULL, 'C' },
@@ -96,7 +105,7 @@ int cmd_script(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct vmpt_asid any = vmpt_asid_any();
+	struct script_images images = { 0 };
 	struct vmpt_flow_config cfg = { 0 };
 	struct vmpt_script_opts op = { 0 };
 	struct vmpt_script_task unknown = { .cpu = -1, .pid = -1, .tid = -1 };
@@ -105,6 +114,7 @@ int cmd_script(int argc, char **argv)
 	struct vmpt_image *img = vmpt_image_new();
 	struct vmpt_file trace = { 0 };
 	const char *fields = NULL;
+	const char *failed = NULL;
 	size_t bad_at;
 	int c, ret = 0, status = 1;
 
@@ -113,24 +123,32 @@ int cmd_script(int argc, char **argv)
 	op.it.branches = 1;
 	op.it.errors = 1;
 	while ((c = getopt_long(argc, argv, "F:i:j:h", longopts, NULL)) != -1) {
-		uint64_t addr = VMPT_ELF_LINK_ADDR;
 		const char *what = optarg;
 
 		switch (c) {
 		case 'p': pt = optarg; break;
 		case 'i': input = optarg; break;
-		case 'E':
-			if (split_at(optarg, &addr) < 0)
-				goto bad_arg;
-			ret = vmpt_image_add_elf(img, optarg, addr, &any);
+		case 'E': case 'e':
+			ret = script_images_parse(&images, SCRIPT_IMAGE_ELF, c == 'e', optarg);
 			break;
-		case 'R':
-			if (split_at(optarg, &addr) <= 0)
-				goto bad_arg;
-			ret = vmpt_image_add_raw(img, optarg, 0, 0, addr, &any);
+		case 'R': case 'w':
+			ret = script_images_parse(&images, SCRIPT_IMAGE_RAW, c == 'w', optarg);
 			break;
-		case 'P': ret = vmpt_image_add_pagecache(img, optarg, &any); break;
-		case 'K': ret = vmpt_image_add_kcore(img, optarg, &any); break;
+		case 'P': case 'g':
+			ret = script_images_parse(&images, SCRIPT_IMAGE_PAGECACHE, c == 'g',
+						  optarg);
+			break;
+		case 'K': case 'k':
+			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, c == 'k', optarg);
+			break;
+		case 'V':
+			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg);
+			break;
+		case 'v': ret = script_images_vmcs(&images, optarg); break;
+		case 'G':
+			images.guest_code = 1;
+			op.guest_code = 1;
+			break;
 		case 'I':
 			if (vmpt_itrace_parse(optarg, &op.it) < 0)
 				goto bad_arg;
@@ -170,10 +188,10 @@ int cmd_script(int argc, char **argv)
 			status = 2;
 			goto out;
 		}
+		if (ret == -VMPT_ERR_INVAL)
+			goto bad_arg;
 		if (ret < 0) {
-			fprintf(stderr, "vmpt script: %s: %s%s%s\n", what, vmpt_strerror(ret),
-				ret == -VMPT_ERR_IO ? ": " : "",
-				ret == -VMPT_ERR_IO ? strerror(errno) : "");
+			fprintf(stderr, "vmpt script: %s\n", vmpt_strerror(ret));
 			goto out;
 		}
 		continue;
@@ -191,6 +209,13 @@ bad_arg:
 		fprintf(stderr, "vmpt script: unknown field '%.*s'\n",
 			(int)strcspn(fields + bad_at, ","), fields + bad_at);
 		status = 2;
+		goto out;
+	}
+	ret = script_images_add(&images, img, &failed);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt script: %s: %s%s%s\n", failed, vmpt_strerror(ret),
+			ret == -VMPT_ERR_IO ? ": " : "",
+			ret == -VMPT_ERR_IO ? strerror(errno) : "");
 		goto out;
 	}
 	if (!pt) {
@@ -214,6 +239,7 @@ bad_arg:
 	vmpt_file_unmap(&trace);
 out:
 	fflush(stdout);
+	script_images_free(&images);
 	vmpt_image_free(img);
 	return status;
 }

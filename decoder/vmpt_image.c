@@ -614,6 +614,15 @@ int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
 }
 
+int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
+			   const struct vmpt_asid *asid)
+{
+	struct placement pl = { PLACE_LINK, 0, 0, 0 };
+
+	return add_elf_segments(img, path, &pl, 0, asid, "[kernel.kallsyms]",
+				NULL, NULL);
+}
+
 int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
 			   uint64_t start, uint64_t pgoff,
 			   const struct vmpt_asid *asid)

@@ -128,6 +128,18 @@ struct vmpt_script_out {
 	struct vmpt_flow_item pending[64];
 	unsigned n_pending;
 	uint64_t next_time;
+	/* The machine the trace is in (PIP.NR, VMCS), and the one the code
+	 * before the last transfer ran in: perf prints a sample as of its
+	 * source's machine (its target's when it has none), and a branch
+	 * from one machine to the other as two samples.
+	 */
+	uint8_t nr, from_nr;
+	uint64_t vmcs;
+	/* The last block ended in a far branch where tracing stopped
+	 * (TIP.PGD, its IP suppressed): perf's "tr end" names it.
+	 */
+	struct vmpt_flow_item stopped;
+	int have_stopped;
 	int depth;		/* for --call-trace */
 	/* IPC as perf counts it: instructions so far, the estimated cycle
 	 * count as of the last IPC point (flow.h, cyc_est), and instructions
@@ -297,8 +309,10 @@ static void print_sym(struct vmpt_script_out *o, const struct vmpt_section *sec,
 	}
 }
 
-/* The fields before the ip, as perf lays them out. */
-static void print_head(struct vmpt_script_out *o, uint64_t time)
+/* The fields before the ip, as perf lays them out; guest: a sample of
+ * guest code.
+ */
+static void print_head(struct vmpt_script_out *o, uint64_t time, int guest)
 {
 	const struct vmpt_script_opts *op = o->o;
 	unsigned f = op->fields;
@@ -306,12 +320,17 @@ static void print_head(struct vmpt_script_out *o, uint64_t time)
 	const struct vmpt_script_task *t = &o->task;
 
 	if (f & VMPT_F_COMM) {
-		char unknown[16];
+		char unknown[32];
 
-		/* perf names a thread without COMM ":TID". */
-		if (!t->comm)
+		/* perf names a thread without COMM ":TID"; guest code runs
+		 * in a thread of the guest machine, which has no COMM but
+		 * with --guest-code.
+		 */
+		if (guest && op->guest_code && t->pid > 0)
+			snprintf(unknown, sizeof(unknown), "[guest/%d]", t->pid);
+		else if (!t->comm || guest)
 			snprintf(unknown, sizeof(unknown), ":%d", t->tid);
-		outf(o, "%16s ", t->comm ? t->comm : unknown);
+		outf(o, "%16s ", t->comm && !guest ? t->comm : unknown);
 	}
 	if (f & (VMPT_F_PID | VMPT_F_TID)) {
 		if ((f & VMPT_F_PID) && (f & VMPT_F_TID))
@@ -371,7 +390,7 @@ static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *
 {
 	unsigned f = o->o->fields;
 
-	print_head(o, o->insn_time);
+	print_head(o, o->insn_time, o->nr);
 	if (f & VMPT_F_FLAGS)
 		outf(o, "  %-21s ", ip == b->end_ip ? branch_flags(b) : "");
 	if (f & VMPT_F_IP)
@@ -384,18 +403,22 @@ static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *
 	out_char(o, '\n');
 }
 
-/* A branch from `from` to `to` (0: tracing starts or ends). */
+/* A branch from `from` to `to` (0: tracing starts or ends, or the other
+ * machine's side), in the guest or the host.
+ */
 static void sample_branch(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
-			  uint64_t from, uint64_t to, const char *flags)
+			  uint64_t from, uint64_t to, const char *flags, int guest)
 {
 	const struct vmpt_image *img = o->o->image;
-	struct vmpt_asid space = vmpt_asid_any();
+	struct vmpt_asid space = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 
-	if (o->task.space)
+	if (guest)
+		space.machine = o->vmcs ? o->vmcs : VMPT_MACHINE_GUEST;
+	else if (o->task.space)
 		space.cr3 = o->task.space;
 	unsigned f = o->o->fields;
 
-	print_head(o, b->time);
+	print_head(o, b->time, guest);
 	if (o->o->call_trace) {
 		outf(o, "%*s", 2 * (o->depth > 0 ? o->depth : 0), "");
 		print_sym(o, to ? vmpt_image_find(img, &space, to) : NULL, to);
@@ -406,8 +429,8 @@ static void sample_branch(struct vmpt_script_out *o, const struct vmpt_flow_item
 		outf(o, "  %-21s ", flags);
 	if (f & VMPT_F_IP) {
 		out_hex16(o, from);
-		print_sym(o, b->kind == VMPT_FLOW_BLOCK ? b->sec :
-			  from ? vmpt_image_find(img, &space, from) : NULL, from);
+		print_sym(o, !from ? NULL : b->kind == VMPT_FLOW_BLOCK ? b->sec :
+			  vmpt_image_find(img, &space, from), from);
 	}
 	if (f & VMPT_F_ADDR) {
 		outf(o, " =>");
@@ -461,6 +484,7 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 	 */
 	int est_point = b->cyc_est && b->cyc && (b->taken || b->iclass != VMPT_IC_JCC);
 
+	o->from_nr = o->nr;
 	o->insn_time = o->have_block ? o->block_time : b->time;
 	o->block_time = b->time;
 	o->have_block = 1;
@@ -511,6 +535,10 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 	o->insns += b->ninsn;
 	if (est_point)
 		o->est_cyc = b->cyc;
+	o->have_stopped = !b->taken && b->iclass != VMPT_IC_OTHER &&
+			  b->iclass != VMPT_IC_JCC;
+	if (o->have_stopped)
+		o->stopped = *b;
 	if (!b->taken)
 		return;
 	int is_call = b->iclass == VMPT_IC_CALL || b->iclass == VMPT_IC_CALL_IND ||
@@ -521,8 +549,15 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 
 	if (is_ret && o->depth > 0)
 		o->depth--;
-	if (it->branches || (it->calls && is_call) || (it->returns && is_ret))
-		sample_branch(o, b, b->end_ip, b->to, branch_flags(b));
+	int sampled = it->branches || (it->calls && is_call) || (it->returns && is_ret);
+
+	if (sampled && b->iclass == VMPT_IC_VMENTRY && !o->nr) {
+		/* Into the guest (its PIP comes after this block). */
+		sample_branch(o, b, b->end_ip, 0, "vmentry", 0);
+		sample_branch(o, b, 0, b->to, "vmentry", 1);
+	} else if (sampled) {
+		sample_branch(o, b, b->end_ip, b->to, branch_flags(b), o->nr);
+	}
 	if (is_call)
 		o->depth++;
 }
@@ -554,23 +589,42 @@ static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
 			print_error(o, e, VMPT_ERR_OVERFLOW,
 				    vmpt_strerror(-VMPT_ERR_OVERFLOW));
 		break;
+	case VMPT_EV_PAGING:
+		o->nr = e->nr;
+		break;
+	case VMPT_EV_VMCS:
+		o->vmcs = e->payload;
+		break;
 	case VMPT_EV_ENABLED:
 		/* perf's periods start anew when tracing does. */
 		o->p_cont = 0;
 		if (it->branches)
-			sample_branch(o, e, 0, e->ip, "tr strt");
+			sample_branch(o, e, 0, e->ip, "tr strt", o->nr);
 		break;
 	case VMPT_EV_DISABLED:
-		if (it->branches)
-			sample_branch(o, e, e->ip, 0, "tr end");
+		if (it->branches && o->have_stopped && !e->ip) {
+			char flags[32];
+
+			snprintf(flags, sizeof(flags), "tr end  %s", branch_flags(&o->stopped));
+			sample_branch(o, &o->stopped, o->stopped.end_ip, 0, flags, o->from_nr);
+		} else if (it->branches) {
+			sample_branch(o, e, e->ip, 0, "tr end", o->from_nr);
+		}
 		break;
 	case VMPT_EV_ASYNC_DISABLED:
 		if (it->branches)
-			sample_branch(o, e, e->ip, 0, "tr end  async");
+			sample_branch(o, e, e->ip, 0, "tr end  async", o->from_nr);
 		break;
 	case VMPT_EV_ASYNC_BRANCH:
-		if (it->branches)
-			sample_branch(o, e, e->ip, e->to, "hw int");
+		if (!it->branches)
+			break;
+		if (o->from_nr == o->nr) {
+			sample_branch(o, e, e->ip, e->to, "hw int", o->nr);
+			break;
+		}
+		/* A VM exit (perf 6.1.y prints its flags as "bcyh"). */
+		sample_branch(o, e, e->ip, 0, o->from_nr ? "vmexit" : "hw int", o->from_nr);
+		sample_branch(o, e, 0, e->to, o->from_nr ? "vmexit" : "hw int", o->nr);
 		break;
 	default:
 		break;
@@ -624,6 +678,9 @@ void vmpt_script_out_restart(struct vmpt_script_out *o)
 	o->p_cont = 0;
 	o->p_last = 0;
 	o->have_block = 0;
+	/* A new decoder starts in the host. */
+	o->nr = o->from_nr = 0;
+	o->vmcs = 0;
 }
 
 void vmpt_script_out_drain(struct vmpt_script_out *o, uint64_t next_time)

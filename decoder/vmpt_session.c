@@ -267,6 +267,28 @@ static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev
 	return 0;
 }
 
+int vmpt_session_add_guest_code(struct vmpt_session *s)
+{
+	struct vmpt_asid guest = { VMPT_MACHINE_GUEST, VMPT_ASID_ANY };
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	int ret;
+
+	/* perf gives the guest the maps of the process on the CPU when the
+	 * guest first runs; the decoder does not look guest code up by
+	 * host process, so with several processes mapping different code
+	 * at one address the last mapping wins.
+	 */
+	vmpt_perf_cursor_init(&s->pd, &cur);
+	while ((ret = vmpt_perf_next(&s->pd, &cur, &ev)) > 0)
+		if (is_exec_map(&ev) && sid_int(ev.mmap.pid) > 0 &&
+		    (ev.misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_KERNEL)
+			add_mapping(s->image, &ev, "", NULL, &guest);
+	if (ret < 0)
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", s->pd.errmsg);
+	return ret;
+}
+
 static int cmp_by_tid(const void *a, const void *b)
 {
 	const struct vmpt_session_task_rec *x = a, *y = b;

@@ -7,7 +7,7 @@ set -e
 build="${1:-build}"
 vmpt="$build/cli/vmpt"
 synth="$build/tools/synth/vmpt-synth"
-models="$build/tools/synth"
+models=$(cd "$build/tools/synth" && pwd)	# absolute: perf.data names files by path
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
@@ -49,8 +49,19 @@ echo "== A VM: a KVM-like host enters a guest running the host program's code"
 	--host-kernel "$models/vmx-kernel" --seed 1 --branches 600 -o "$out/vm"
 echo "-- the packets around the first VM entry (PIP with NR=1, then TIP):"
 "$vmpt" dump "$out/vm.pt" | grep -B4 -A3 -m1 'nr'
+echo "-- vmpt script --guest-code: the guest's code is the host program's own"
+"$vmpt" script -i "$out/vm.perf.data" --guest-code --vmlinux "$models/vmx-kernel" \
+	--itrace=b -F comm,flags,ip,sym,addr > "$out/vm.vmpt"
+grep -A3 -m1 vmentry "$out/vm.vmpt"
 if command -v perf > /dev/null; then
-	echo "-- perf script --guest-code shows the transitions:"
 	perf script -i "$out/vm.perf.data" --guest-code --vmlinux "$models/vmx-kernel" \
-		--itrace=b -F flags,ip,sym,addr 2>/dev/null | grep -A3 -m1 vmentry
+		--itrace=b -F comm,flags,ip,sym,addr 2>/dev/null |
+		sed 's/^\(.*\)  bcyh    /\1  vmexit  /' > "$out/vm.perf"
+	if cmp -s "$out/vm.perf" "$out/vm.vmpt"; then
+		echo "-- perf script --guest-code prints the same $(wc -l < "$out/vm.perf") lines" \
+		     "(its VM exit flags 'bcyh' read as vmexit)"
+	else
+		echo "-- perf script --guest-code differs:"
+		diff "$out/vm.perf" "$out/vm.vmpt" | head -4
+	fi
 fi

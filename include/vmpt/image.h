@@ -100,6 +100,13 @@ void vmpt_image_free(struct vmpt_image *img);
 int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 		       const struct vmpt_asid *asid);
 
+/* Add a kernel image (vmlinux) at its link addresses, its code named
+ * "[kernel.kallsyms]" as perf names the kernel it was given with --vmlinux.
+ * Errors as vmpt_image_add_elf.
+ */
+int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
+			   const struct vmpt_asid *asid);
+
 /* Add an ELF file as an mmap of it placed it: file offset pgoff at start
  * (perf's MMAP2 records); only the executable segment holding pgoff.
  */

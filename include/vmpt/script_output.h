@@ -45,6 +45,10 @@ struct vmpt_script_opts {
 	int call_trace;			/* calls/returns indented by depth */
 	int disasm;			/* insn shows the disassembly too */
 	int ns;				/* sample times in nanoseconds (--ns) */
+	/* perf's --guest-code: samples of guest code are of the guest's
+	 * thread "[guest/PID]" (else perf's nameless ":TID").
+	 */
+	int guest_code;
 	const struct vmpt_image *image;	/* sym/dso of branch targets */
 	/* perf.data: TSC -> perf time, printed sec.usec; else the TSC. */
 	int have_tc;

@@ -75,6 +75,14 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 		      struct vmpt_image *img);
 void vmpt_session_close(struct vmpt_session *s);
 
+/* perf script --guest-code: the guest runs the code of the host process
+ * that runs it, at the same addresses (KVM selftests: the test program is
+ * the hypervisor and its own functions the guest's code).  Adds every
+ * process's executable mappings as code of the guest machine too.  0 or
+ * a negative vmpt_err (errmsg set).
+ */
+int vmpt_session_add_guest_code(struct vmpt_session *s);
+
 /* Who ran buffer b's code at perf time `time`: cpu, pid, tid, comm and the
  * address space of the process, as perf script shows them.
  */

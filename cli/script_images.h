@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* The code images given on vmpt script's command line, and which machine
+ * each one serves (docs/script.md, "Input"):
+ * - plain images (--elf, --raw, --pagecache, --kcore) serve every machine,
+ *   as long as no guest image is given; with one they are the host's;
+ * - guest images (--guest-elf, --guest-raw, --guest-pagecache,
+ *   --guest-kcore) serve the guest, or, after --vmcs BASE, the one guest
+ *   whose VMCS packets carry BASE (--vmcs any: every guest again);
+ * - --guest-code: the guest runs the --elf images' code too, at the same
+ *   addresses (KVM selftests), and they are the host's as well;
+ * - --vmlinux: the host kernel, named [kernel.kallsyms] as perf names it.
+ * Which machine a plain image serves depends on options after it, so the
+ * images are collected first and added once all options are read.
+ */
+#ifndef VMPT_CLI_SCRIPT_IMAGES_H
+#define VMPT_CLI_SCRIPT_IMAGES_H
+
+#include "vmpt/image.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum script_image_kind {
+	SCRIPT_IMAGE_ELF,	/* FILE[@BASE] */
+	SCRIPT_IMAGE_RAW,	/* FILE@ADDR */
+	SCRIPT_IMAGE_PAGECACHE,	/* PREFIX */
+	SCRIPT_IMAGE_KCORE,	/* FILE */
+	SCRIPT_IMAGE_VMLINUX,	/* FILE: the host kernel */
+};
+
+struct script_image {
+	enum script_image_kind kind;
+	const char *path;	/* the argument, "@ADDR" cut off */
+	uint64_t addr;		/* ELF base or VMPT_ELF_LINK_ADDR; raw: address */
+	uint64_t guest;		/* 0: a plain image; else the guest machine */
+};
+
+struct script_images {
+	struct script_image *v;
+	size_t n;
+	uint64_t vmcs;		/* machine of the guest images that follow */
+	int guest_code;		/* --guest-code */
+};
+
+/* One image option; arg (getopt's optarg) is edited in place and must
+ * outlive si.  0, -VMPT_ERR_INVAL on a bad argument, -VMPT_ERR_NOMEM.
+ */
+int script_images_parse(struct script_images *si, enum script_image_kind kind,
+			int guest, char *arg);
+
+/* --vmcs BASE (the VMCS base address, as VMCS packets carry it) or "any". */
+int script_images_vmcs(struct script_images *si, const char *arg);
+
+/* Is any image or --guest-code for the guest? */
+int script_images_have_guest(const struct script_images *si);
+
+/* Add the images to img, each for the machines it serves.  0, or the
+ * negative vmpt_err of the first that failed (errno kept), *failed
+ * naming its file.
+ */
+int script_images_add(const struct script_images *si, struct vmpt_image *img,
+		      const char **failed);
+
+void script_images_free(struct script_images *si);
+
+#endif
