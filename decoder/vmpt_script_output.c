@@ -766,12 +766,14 @@ void vmpt_script_out_free(struct vmpt_script_out *o)
 static int decode(struct vmpt_flow *dec, uint64_t start, uint64_t stop,
 		  struct vmpt_script_out *o)
 {
-	struct vmpt_flow_item it;
+	const struct vmpt_flow_item *it;
+	size_t n;
 	int ret;
 
 	vmpt_flow_sync_at(dec, start, stop);
-	while ((ret = vmpt_flow_next(dec, &it)) == 0)
-		vmpt_script_out_item(o, &it);
+	while ((ret = vmpt_flow_next_items(dec, &it, &n)) == 0)
+		for (size_t i = 0; i < n; i++)
+			vmpt_script_out_item(o, &it[i]);
 	vmpt_script_out_drain(o, 0);
 	out_flush(o);
 	return ret == -VMPT_ERR_EOS ? 0 : ret;

@@ -539,8 +539,9 @@ struct queue {
 	struct vmpt_flow *dec;
 	int dec_done;		/* dec is at its buffer's end */
 	struct vmpt_script_out *out;
-	struct vmpt_flow_item item;
-	int have;
+	/* The next item (NULL: none), and the rest of its batch. */
+	const struct vmpt_flow_item *item, *batch;
+	size_t left;
 	struct vmpt_script_task task;
 	uint64_t task_from, task_until;	/* perf time the task holds for */
 };
@@ -568,12 +569,20 @@ static void queue_task(const struct vmpt_session *s, struct queue *q, uint64_t t
 		vmpt_flow_set_host_space(q->dec, q->task.space);
 }
 
-/* Make q->item the queue's next item; 0, or -VMPT_ERR_EOS when done. */
+/* Make q->item the queue's next item, from the decoder's batch; 0, or
+ * -VMPT_ERR_EOS when done.
+ */
 static int queue_fill(struct vmpt_session *s, struct queue *q)
 {
-	while (!q->have) {
+	while (!q->item) {
 		int ret;
 
+		if (q->left) {
+			q->item = q->batch++;
+			q->left--;
+			queue_task(s, q, item_time(s, q->item));
+			return 0;
+		}
 		if (!q->dec || q->dec_done) {
 			struct vmpt_flow_config cfg = s->cfg;
 			struct vmpt_flow *dec;
@@ -596,11 +605,8 @@ static int queue_fill(struct vmpt_session *s, struct queue *q)
 			q->task.space = 0;
 			vmpt_script_out_restart(q->out);
 		}
-		ret = vmpt_flow_next(q->dec, &q->item);
-		if (ret == 0) {
-			q->have = 1;
-			queue_task(s, q, item_time(s, &q->item));
-		} else {
+		ret = vmpt_flow_next_items(q->dec, &q->batch, &q->left);
+		if (ret < 0) {
 			vmpt_script_out_drain(q->out, 0);
 			q->dec_done = 1;
 			if (ret != -VMPT_ERR_EOS)
@@ -675,20 +681,20 @@ int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *o
 	 * than any other's (then, on ties, the first queue).
 	 */
 	while (ret == 0) {
-		struct queue *best = cur && cur->have ? cur : NULL;
+		struct queue *best = cur && cur->item ? cur : NULL;
 
 		for (size_t k = 0; k < nq; k++)
-			if (qs[k].have && (!best || qs[k].item.time < best->item.time))
+			if (qs[k].item && (!best || qs[k].item->time < best->item->time))
 				best = &qs[k];
 		if (!best)
 			break;
 		if (cur && cur != best) {
-			vmpt_script_out_drain(cur->out, cur->have ? cur->item.time : 0);
+			vmpt_script_out_drain(cur->out, cur->item ? cur->item->time : 0);
 			vmpt_script_out_flush(cur->out);
 		}
 		cur = best;
-		vmpt_script_out_item(best->out, &best->item);
-		best->have = 0;
+		vmpt_script_out_item(best->out, best->item);
+		best->item = NULL;
 		ret = queue_fill(s, best);
 		if (ret == -VMPT_ERR_EOS)
 			ret = 0;
