@@ -48,6 +48,9 @@ void vmpt_image_free(struct vmpt_image *img)
 }
 
 /* Keep p alive as long as the image; frees it on failure. */
+/* Symbols are indexed by page of their section (sym_pages). */
+#define SYM_PAGE_SHIFT 12
+
 static int own(struct vmpt_image *img, void *p)
 {
 	void **o;
@@ -218,10 +221,23 @@ const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,
 	return id < img->n ? img->secs[id] : NULL;
 }
 
-const struct vmpt_symbol *vmpt_section_symbol(const struct vmpt_section *sec,
-					      uint64_t vaddr)
+const struct vmpt_symbol *vmpt_section_symbol_span(const struct vmpt_section *sec,
+						   uint64_t vaddr, uint64_t *from,
+						   uint64_t *to)
 {
 	size_t lo = 0, hi = sec->n_syms;
+	const struct vmpt_symbol *k;
+	uint64_t end;
+
+	/* Only the symbols of vaddr's page can be the last at or before
+	 * it, besides the one before that page.
+	 */
+	if (sec->sym_pages && vaddr - sec->vaddr < sec->size) {
+		uint64_t page = (vaddr - sec->vaddr) >> SYM_PAGE_SHIFT;
+
+		lo = sec->sym_pages[page];
+		hi = sec->sym_pages[page + 1];
+	}
 
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -231,10 +247,21 @@ const struct vmpt_symbol *vmpt_section_symbol(const struct vmpt_section *sec,
 		else
 			hi = mid;
 	}
-	if (!lo)
+	/* The last symbol starting at or before vaddr decides. */
+	*to = lo < sec->n_syms ? sec->syms[lo].addr : UINT64_MAX;
+	if (!lo) {
+		*from = 0;
 		return NULL;
-	if (vaddr - sec->syms[lo - 1].addr < sec->syms[lo - 1].size)
-		return &sec->syms[lo - 1];
+	}
+	k = &sec->syms[lo - 1];
+	end = k->addr + k->size;
+	if (vaddr < end) {
+		*from = k->addr;
+		if (end < *to)
+			*to = end;
+		return k;
+	}
+	*from = end;
 	return NULL;
 }
 
@@ -280,13 +307,17 @@ static int cmp_sym(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* Give each section the symbols inside it (syms sorted by addr). */
-static void attach_symbols(struct vmpt_section *const *secs, size_t n,
-			   const struct vmpt_symbol *syms, size_t n_syms)
+/* Give each section the symbols inside it (syms sorted by addr), and
+ * their page index.
+ */
+static int attach_symbols(struct vmpt_image *img, struct vmpt_section *const *secs,
+			  size_t n, const struct vmpt_symbol *syms, size_t n_syms)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct vmpt_section *s = secs[i];
-		size_t a = 0, b;
+		size_t a = 0, b, pages = ((s->size - 1) >> SYM_PAGE_SHIFT) + 1;
+		uint32_t *index;
+		int ret;
 
 		while (a < n_syms && syms[a].addr < s->vaddr)
 			a++;
@@ -295,7 +326,21 @@ static void attach_symbols(struct vmpt_section *const *secs, size_t n,
 			b++;
 		s->syms = syms + a;
 		s->n_syms = b - a;
+		if (!s->n_syms || s->n_syms > UINT32_MAX)
+			continue;
+		index = malloc((pages + 1) * sizeof(*index));
+		ret = own(img, index);
+		if (ret < 0)
+			return ret;
+		for (size_t p = 0, k = 0; p <= pages; p++) {
+			while (k < s->n_syms &&
+			       (s->syms[k].addr - s->vaddr) >> SYM_PAGE_SHIFT < p)
+				k++;
+			index[p] = (uint32_t)k;
+		}
+		s->sym_pages = index;
 	}
+	return 0;
 }
 
 /* Function symbols of .symtab (or .dynsym), moved by bias; names point
@@ -590,7 +635,9 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 			memcpy(all, syms, n_syms * sizeof(*all));
 		n_syms += plt_symbols(img, elf, bias, all + n_syms);
 		qsort(all, n_syms, sizeof(*all), cmp_sym);
-		attach_symbols(list, n, all, n_syms);
+		ret = attach_symbols(img, list, n, all, n_syms);
+		if (ret < 0)
+			goto out;
 	}
 	ret = 0;
 out:
@@ -713,7 +760,7 @@ int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 	snprintf(path, sizeof(path), "%s/kallsyms", dir);
 	ret = read_kallsyms(img, path, &syms, &n_syms);
 	if (ret == 0)
-		attach_symbols(list, n, syms, n_syms);
+		ret = attach_symbols(img, list, n, syms, n_syms);
 	free(list);
 	/* Without kallsyms the code is still there, only unnamed. */
 	return ret == -VMPT_ERR_IO ? 0 : ret;

@@ -105,8 +105,17 @@ struct vmpt_script_out {
 	struct vmpt_script_task task;
 	csh cs[3];
 	cs_insn *insn[3];
-	const struct vmpt_section *last_sec;	/* the last symbol looked up */
-	const struct vmpt_symbol *last_sym;
+	/* The symbols looked up last, with their name lengths: a branch
+	 * line names two, and the next line's source is mostly in the
+	 * function of this one's target.
+	 */
+	struct sym_seen {
+		const struct vmpt_section *sec;	/* NULL: unused */
+		const struct vmpt_symbol *sym;
+		uint64_t from, to;	/* addresses with this answer */
+		size_t name_len, dso_len;
+	} seen[4];
+	unsigned seen_next;
 	uint64_t since;		/* instructions since the last i sample */
 	/* Time periods as perf counts them (period_next): TSC ticks, one
 	 * per instruction since the last timestamp.
@@ -190,10 +199,8 @@ static void out_char(struct vmpt_script_out *o, char c)
 	o->buf[o->len++] = c;
 }
 
-static void out_str(struct vmpt_script_out *o, const char *str)
+static void out_mem(struct vmpt_script_out *o, const char *str, size_t n)
 {
-	size_t n = strlen(str);
-
 	if (n > OUT_CAP / 2) {
 		out_flush(o);
 		fwrite(str, 1, n, o->f);
@@ -205,20 +212,52 @@ static void out_str(struct vmpt_script_out *o, const char *str)
 	o->len += n;
 }
 
+/* "%-21s " after two spaces, perf's flags column. */
+static void out_flags(struct vmpt_script_out *o, const char *flags)
+{
+	size_t n = strlen(flags);
+
+	if (n >= 21) {
+		outf(o, "  %s ", flags);
+		return;
+	}
+	if (o->len > OUT_CAP - 32)
+		out_flush(o);
+	memset(o->buf + o->len, ' ', 24);
+	memcpy(o->buf + o->len + 2, flags, n);
+	o->len += 24;
+}
+
+/* Two hex digits per byte value. */
+static const char hex_pairs[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+/* The hex digits of v, no leading zeros, ending right before end;
+ * returns how many.  Written in pairs: an odd count writes a 0 before.
+ */
+static unsigned hex_digits(char *end, uint64_t v)
+{
+	unsigned n = v ? (unsigned)(67 - __builtin_clzll(v)) / 4 : 1;
+
+	for (unsigned k = 0; k < n; k += 2, v >>= 8)
+		memcpy(end - k - 2, &hex_pairs[2 * (v & 0xff)], 2);
+	return n;
+}
+
 /* "%lx" without printf. */
 static void out_hex(struct vmpt_script_out *o, uint64_t v)
 {
-	char tmp[16];
-	int n = 0;
+	char tmp[18];
+	unsigned n = hex_digits(tmp + sizeof(tmp), v);
 
-	do {
-		tmp[n++] = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
-	if (o->len + 16 > OUT_CAP)
-		out_flush(o);
-	while (n)
-		o->buf[o->len++] = tmp[--n];
+	out_mem(o, tmp + sizeof(tmp) - n, n);
 }
 
 /* " %16lx", the way perf prints addresses, without printf. */
@@ -229,12 +268,8 @@ static void out_hex16(struct vmpt_script_out *o, uint64_t v)
 	if (o->len > OUT_CAP - 32)
 		out_flush(o);
 	p = o->buf + o->len;
-	memset(p, ' ', 17);
-	p += 16;
-	do {
-		*p-- = "0123456789abcdef"[v & 15];
-		v >>= 4;
-	} while (v);
+	memset(p, ' ', 16);
+	p[16 - hex_digits(p + 17, v)] = ' ';	/* an odd count's extra 0 */
 	o->len += 17;
 }
 
@@ -281,30 +316,57 @@ static const char *branch_flags(const struct vmpt_flow_item *b)
 	}
 }
 
+/* The symbol at ip in sec (sym NULL: none there, or no sec), from the
+ * ones seen last if it is one of them.
+ */
+static const struct sym_seen *sym_at(struct vmpt_script_out *o,
+				     const struct vmpt_section *sec, uint64_t ip)
+{
+	const size_t n = sizeof(o->seen) / sizeof(o->seen[0]);
+	struct sym_seen *e;
+
+	static const struct sym_seen none;
+
+	if (!sec)
+		return &none;
+	for (size_t i = 0; i < n; i++) {
+		e = &o->seen[i];
+		if (e->sec == sec && ip - e->from < e->to - e->from)
+			return e;
+	}
+	e = &o->seen[o->seen_next++ % n];
+	e->sec = sec;
+	e->sym = vmpt_section_symbol_span(sec, ip, &e->from, &e->to);
+	e->name_len = e->sym ? strlen(e->sym->name) : 0;
+	e->dso_len = strlen(sec->name);
+	return e;
+}
+
 static void print_sym(struct vmpt_script_out *o, const struct vmpt_section *sec, uint64_t ip)
 {
 	unsigned f = o->o->fields;
+	const struct sym_seen *e;
 
+	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
+		return;
+	e = sym_at(o, sec, ip);
 	if (f & VMPT_F_SYM) {
-		const struct vmpt_symbol *sym = o->last_sym;
-
-		/* Consecutive samples are mostly in one function. */
-		if (sec != o->last_sec || !sym || ip - sym->addr >= sym->size) {
-			sym = sec ? vmpt_section_symbol(sec, ip) : NULL;
-			o->last_sec = sec;
-			o->last_sym = sym;
-		}
-
 		out_char(o, ' ');
-		out_str(o, sym ? sym->name : "[unknown]");
-		if ((f & VMPT_F_SYMOFF) && sym) {
-			out_str(o, "+0x");
-			out_hex(o, ip - sym->addr);
+		if (e->sym)
+			out_mem(o, e->sym->name, e->name_len);
+		else
+			out_mem(o, "[unknown]", 9);
+		if ((f & VMPT_F_SYMOFF) && e->sym) {
+			out_mem(o, "+0x", 3);
+			out_hex(o, ip - e->sym->addr);
 		}
 	}
 	if (f & VMPT_F_DSO) {
-		out_str(o, " (");
-		out_str(o, sec ? sec->name : "[unknown]");
+		out_mem(o, " (", 2);
+		if (sec)
+			out_mem(o, sec->name, e->dso_len);
+		else
+			out_mem(o, "[unknown]", 9);
 		out_char(o, ')');
 	}
 }
@@ -392,7 +454,7 @@ static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *
 
 	print_head(o, o->insn_time, o->nr);
 	if (f & VMPT_F_FLAGS)
-		outf(o, "  %-21s ", ip == b->end_ip ? branch_flags(b) : "");
+		out_flags(o, ip == b->end_ip ? branch_flags(b) : "");
 	if (f & VMPT_F_IP)
 		out_hex16(o, ip);
 	if (f & VMPT_F_IP)
@@ -426,14 +488,14 @@ static void sample_branch(struct vmpt_script_out *o, const struct vmpt_flow_item
 		return;
 	}
 	if (f & VMPT_F_FLAGS)
-		outf(o, "  %-21s ", flags);
+		out_flags(o, flags);
 	if (f & VMPT_F_IP) {
 		out_hex16(o, from);
 		print_sym(o, !from ? NULL : b->kind == VMPT_FLOW_BLOCK ? b->sec :
 			  vmpt_image_find(img, &space, from), from);
 	}
 	if (f & VMPT_F_ADDR) {
-		outf(o, " =>");
+		out_mem(o, " =>", 3);
 		out_hex16(o, to);
 		if (f & VMPT_F_IP)
 			print_sym(o, to ? vmpt_image_find(img, &space, to) : NULL, to);

@@ -50,6 +50,7 @@ static void test_elf_base_and_symbols(void **state)
 	struct vmpt_asid any = vmpt_asid_any();
 	const struct vmpt_section *s;
 	int found = 0;
+	uint64_t from, to;
 
 	(void)state;
 	assert_int_equal(vmpt_image_add_elf(img, unzip, 0x10000000, &any), 0);
@@ -67,8 +68,28 @@ static void test_elf_base_and_symbols(void **state)
 				continue;
 			found = 1;
 			assert_true(s->syms[k].addr >= 0x555555554000);
-			assert_ptr_equal(vmpt_section_symbol(s, s->syms[k].addr + 1),
+			assert_ptr_equal(vmpt_section_symbol_span(s, s->syms[k].addr + 1,
+								  &from, &to),
 					 &s->syms[k]);
+		}
+		/* A span has one answer throughout and ends where it changes. */
+		for (size_t k = 0; k < s->n_syms; k++) {
+			const uint64_t probe[] = { s->syms[k].addr - 1, s->syms[k].addr,
+						   s->syms[k].addr + s->syms[k].size };
+
+			for (size_t p = 0; p < 3; p++) {
+				const struct vmpt_symbol *sym =
+					vmpt_section_symbol_span(s, probe[p], &from, &to);
+				uint64_t f2, t2;
+
+				assert_true(from <= probe[p] && probe[p] < to);
+				assert_ptr_equal(vmpt_section_symbol_span(s, from, &f2, &t2), sym);
+				assert_ptr_equal(vmpt_section_symbol_span(s, to - 1, &f2, &t2), sym);
+				if (to != UINT64_MAX) {
+					vmpt_section_symbol_span(s, to, &f2, &t2);
+					assert_int_equal(f2, to);
+				}
+			}
 		}
 	}
 	assert_true(found);

@@ -81,6 +81,11 @@ struct vmpt_section {
 	unsigned id;		/* index in the image, stable */
 	const struct vmpt_symbol *syms;	/* sorted by addr, may be NULL */
 	size_t n_syms;
+	/* With syms: for each 4 KiB page of the section, the number of
+	 * symbols before it (one more entry for the end), so a lookup
+	 * searches one page's symbols.
+	 */
+	const uint32_t *sym_pages;
 };
 
 struct vmpt_image;
@@ -156,8 +161,12 @@ size_t vmpt_image_count(const struct vmpt_image *img);
 const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,
 					      unsigned id);
 
-/* The symbol containing vaddr in sec, or NULL. */
-const struct vmpt_symbol *vmpt_section_symbol(const struct vmpt_section *sec,
-					      uint64_t vaddr);
+/* The symbol containing vaddr in sec, or NULL; [*from, *to) are the
+ * addresses around vaddr with the same answer (a function, or a gap
+ * between two), so callers can keep it.
+ */
+const struct vmpt_symbol *vmpt_section_symbol_span(const struct vmpt_section *sec,
+						   uint64_t vaddr, uint64_t *from,
+						   uint64_t *to);
 
 #endif
