@@ -26,7 +26,8 @@ vmpt=$build/cli/vmpt
 
 # vmpt-synth writes about 0.66 bytes of trace per branch over bash.
 echo "== synthesized: $mb MB over /usr/bin/bash, return compression"
-"$synth" -q --elf /usr/bin/bash --seed 1 --branches $((mb * 1500000)) --no-perf -o "$tmp/big"
+"$synth" -q --elf /usr/bin/bash --seed 1 --branches $((mb * 1500000)) --no-perf --no-truth \
+	-o "$tmp/big"
 "$build/bench/flow-bench" --elf /usr/bin/bash@0x555555554000 --retcomp -j "$jobs" "$tmp/big.pt"
 
 kvm=$shared/realtraces/kvm-pt
@@ -43,7 +44,8 @@ if [ -d "$kvm" ]; then
 fi
 
 echo "== vmpt script vs perf script: $script_mb MB perf.data, every instruction (-F ip)"
-"$synth" -q --elf /usr/bin/bash --seed 2 --branches $((script_mb * 1500000)) -o "$tmp/s"
+"$synth" -q --elf /usr/bin/bash --seed 2 --branches $((script_mb * 1500000)) --no-truth \
+	-o "$tmp/s"
 t() {	# seconds of wall time of a command, output discarded
 	start=$(date +%s.%N)
 	"$@" > /dev/null 2>&1
