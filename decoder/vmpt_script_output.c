@@ -848,6 +848,10 @@ struct worker {
 	struct vmpt_flow *dec;
 	struct vmpt_script_out *o;
 	uint64_t start, stop;
+	/* The piece's output: one stream, rewound for each piece, so its
+	 * buffer (100 MB for a MiB of trace, every instruction) grows once.
+	 */
+	FILE *mem;
 	char *buf;
 	size_t len;
 	int ret;
@@ -856,16 +860,19 @@ struct worker {
 static void *worker_run(void *arg)
 {
 	struct worker *w = arg;
-	FILE *f = open_memstream(&w->buf, &w->len);
 
-	if (!f) {
+	if (!w->mem)
+		w->mem = open_memstream(&w->buf, &w->len);
+	else
+		fseek(w->mem, 0, SEEK_SET);
+	if (!w->mem) {
 		w->ret = -VMPT_ERR_NOMEM;
 		return NULL;
 	}
-	vmpt_script_out_set_file(w->o, f);
+	vmpt_script_out_set_file(w->o, w->mem);
 	w->ret = decode(w->dec, w->start, w->stop, w->o);
-	vmpt_script_out_set_file(w->o, NULL);
-	fclose(f);
+	if (fflush(w->mem))
+		w->ret = -VMPT_ERR_NOMEM;
 	return NULL;
 }
 
@@ -912,8 +919,11 @@ int vmpt_script_run(const struct vmpt_flow_config *base,
 	}
 	if ((size_t)jobs > n_psbs)
 		jobs = (int)n_psbs;
-	/* Pieces of about 1 MiB, at least 4 per thread, cut at PSBs. */
-	pieces = size >> 20 > (size_t)jobs * 4 ? size >> 20 : (size_t)jobs * 4;
+	/* Pieces of about 128 KiB, at least 4 per thread, cut at PSBs: a
+	 * piece's output waits in memory (every instruction of 128 KiB of
+	 * trace can be 10 MB of text).
+	 */
+	pieces = size >> 17 > (size_t)jobs * 4 ? size >> 17 : (size_t)jobs * 4;
 	if (pieces > n_psbs)
 		pieces = n_psbs;
 	/* One block cache for all workers: no code is disassembled twice. */
@@ -955,8 +965,6 @@ int vmpt_script_run(const struct vmpt_flow_config *base,
 			if (th[k])
 				pthread_join(th[k], NULL);
 			fwrite(w[k].buf, 1, w[k].len, f);
-			free(w[k].buf);
-			w[k].buf = NULL;
 			if (w[k].ret < 0 && !ret)
 				ret = w[k].ret;
 		}
@@ -965,6 +973,9 @@ out:
 	for (int k = 0; k < jobs; k++) {
 		vmpt_script_out_free(w[k].o);
 		vmpt_flow_free(w[k].dec);
+		if (w[k].mem)
+			fclose(w[k].mem);
+		free(w[k].buf);
 	}
 	free(w);
 	free(psbs);
