@@ -11,7 +11,7 @@
 #include "vmpt/flow.h"
 #include "vmpt/error.h"
 #include "vmpt/packet.h"
-#include "pt_packet_fast.h"
+#include "../packet/vmpt_packet_fast.h"
 #include "vmpt_block_cache.h"
 #include "vmpt_cycles.h"
 #include "vmpt_time.h"

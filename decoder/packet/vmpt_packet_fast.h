@@ -4,8 +4,8 @@
  * their first byte, so one table lookup and one unaligned 8-byte load
  * decode them, with one (predicted) branch for the one-byte packets.
  */
-#ifndef VMPT_PT_PACKET_FAST_H
-#define VMPT_PT_PACKET_FAST_H
+#ifndef VMPT_PACKET_FAST_H
+#define VMPT_PACKET_FAST_H
 
 #include "vmpt/packet.h"
 

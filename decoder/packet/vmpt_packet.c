@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Decoding single Intel PT packets, opcode by opcode as the SDM lays them out
  * (Vol. 3C, "Packet Definitions").  Called once per packet: no allocation.
- * The common one-opcode-byte packets go through a table (pt_packet_fast.h);
+ * The common one-opcode-byte packets go through a table (vmpt_packet_fast.h);
  * the rest through one switch on the first byte, one on the extended opcode.
  */
 #include "vmpt/packet.h"
 #include "vmpt/error.h"
-#include "pt_packet_fast.h"
+#include "vmpt_packet_fast.h"
 
 #include <string.h>
 

@@ -2,7 +2,7 @@
 /* Walking the packets of one trace buffer, with sync to PSBs. */
 #include "vmpt/packet.h"
 #include "vmpt/error.h"
-#include "pt_packet_fast.h"
+#include "vmpt_packet_fast.h"
 
 void vmpt_pkt_decoder_init(struct vmpt_pkt_decoder *dec, const uint8_t *buf,
 			   size_t size)
