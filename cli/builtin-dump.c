@@ -143,6 +143,12 @@ int cmd_dump(int argc, char **argv)
 			err == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(err));
 		return 1;
 	}
+	if (!file.size) {
+		fprintf(stderr, "vmpt dump: %s: empty file, nothing to dump\n",
+			argv[optind]);
+		vmpt_file_unmap(&file);
+		return 1;
+	}
 	if (vmpt_perf_is_perf_data(file.data, file.size)) {
 		vmpt_file_unmap(&file);
 		return dump_perf_data_and_stats(argv[optind], &opts, stats_only);

@@ -9,6 +9,8 @@
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
+#include "vmpt/packet.h"
+#include "vmpt/perf_data.h"
 #include "vmpt/script_output.h"
 #include "vmpt/session.h"
 
@@ -17,6 +19,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Does the file hold an Intel PT stream (a PSB) but no perf.data? */
+static int raw_trace(const char *path)
+{
+	struct vmpt_file f;
+	int found;
+
+	if (vmpt_file_map(&f, path) < 0)
+		return 0;
+	found = !vmpt_perf_is_perf_data(f.data, f.size) &&
+		f.size && vmpt_pkt_find_psb(f.data, f.data + f.size);
+	vmpt_file_unmap(&f);
+	return found;
+}
 
 /* perf.data; img holds the code given with --elf etc., cfg the --filter
  * ranges.
@@ -40,7 +56,9 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 		ret = vmpt_session_script(&s, op, jobs, stdout);
 	}
 	if (ret < 0)
-		fprintf(stderr, "vmpt script: %s\n", s.errmsg);
+		fprintf(stderr, "vmpt script: %s%s\n", s.errmsg,
+			ret == -VMPT_ERR_FORMAT && raw_trace(path) ?
+			": a raw Intel PT trace? (did you mean --pt?)" : "");
 	vmpt_session_close(&s);
 	return ret < 0;
 }
@@ -124,27 +142,41 @@ int cmd_script(int argc, char **argv)
 	op.it.errors = 1;
 	while ((c = getopt_long(argc, argv, "F:i:j:h", longopts, NULL)) != -1) {
 		const char *what = optarg;
+		const char *opt = longopts[0].name;
+		char why[300] = "";
+
+		for (size_t k = 0; longopts[k].name; k++)
+			if (longopts[k].val == c)
+				opt = longopts[k].name;
 
 		switch (c) {
 		case 'p': pt = optarg; break;
 		case 'i': input = optarg; break;
 		case 'E': case 'e':
-			ret = script_images_parse(&images, SCRIPT_IMAGE_ELF, c == 'e', optarg);
+			ret = script_images_parse(&images, SCRIPT_IMAGE_ELF, c == 'e', optarg,
+						  why, sizeof(why));
 			break;
 		case 'R': case 'w':
-			ret = script_images_parse(&images, SCRIPT_IMAGE_RAW, c == 'w', optarg);
+			ret = script_images_parse(&images, SCRIPT_IMAGE_RAW, c == 'w', optarg,
+						  why, sizeof(why));
 			break;
 		case 'P': case 'g':
 			ret = script_images_parse(&images, SCRIPT_IMAGE_PAGECACHE, c == 'g',
-						  optarg);
+						  optarg, why, sizeof(why));
 			break;
 		case 'K': case 'k':
-			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, c == 'k', optarg);
+			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, c == 'k', optarg,
+						  why, sizeof(why));
 			break;
 		case 'V':
-			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg);
+			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg,
+						  why, sizeof(why));
 			break;
-		case 'v': ret = script_images_vmcs(&images, optarg); break;
+		case 'v':
+			ret = script_images_vmcs(&images, optarg);
+			snprintf(why, sizeof(why), "not a VMCS base address (a 4 KiB "
+				 "aligned address as vmpt dump shows it, or any)");
+			break;
 		case 'G':
 			images.guest_code = 1;
 			op.guest_code = 1;
@@ -196,7 +228,10 @@ int cmd_script(int argc, char **argv)
 		}
 		continue;
 bad_arg:
-		fprintf(stderr, "vmpt script: bad argument '%s'\n", what);
+		if (why[0])
+			fprintf(stderr, "vmpt script: --%s %s: %s\n", opt, what, why);
+		else
+			fprintf(stderr, "vmpt script: bad argument '%s'\n", what);
 		status = 2;
 		goto out;
 	}
@@ -213,9 +248,8 @@ bad_arg:
 	}
 	ret = script_images_add(&images, img, &failed);
 	if (ret < 0) {
-		fprintf(stderr, "vmpt script: %s: %s%s%s\n", failed, vmpt_strerror(ret),
-			ret == -VMPT_ERR_IO ? ": " : "",
-			ret == -VMPT_ERR_IO ? strerror(errno) : "");
+		fprintf(stderr, "vmpt script: %s: %s\n", failed,
+			ret == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(ret));
 		goto out;
 	}
 	if (!pt) {
@@ -228,6 +262,19 @@ bad_arg:
 			ret == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(ret));
 		goto out;
 	}
+	if (!trace.size || vmpt_perf_is_perf_data(trace.data, trace.size) ||
+	    !vmpt_pkt_find_psb(trace.data, trace.data + trace.size)) {
+		if (!trace.size)
+			fprintf(stderr, "vmpt script: %s: empty file, no trace to decode\n", pt);
+		else if (vmpt_perf_is_perf_data(trace.data, trace.size))
+			fprintf(stderr, "vmpt script: %s: a perf.data, not a raw Intel PT "
+				"trace (give it with -i)\n", pt);
+		else
+			fprintf(stderr, "vmpt script: %s: no PSB in its %zu bytes: this is "
+				"not an Intel PT trace\n", pt, trace.size);
+		vmpt_file_unmap(&trace);
+		goto out;
+	}
 	cfg.image = img;
 	op.image = img;
 	cfg.begin = trace.data;
@@ -238,7 +285,11 @@ bad_arg:
 	status = ret < 0;
 	vmpt_file_unmap(&trace);
 out:
-	fflush(stdout);
+	if ((fflush(stdout) != 0 || ferror(stdout)) && status != 2) {
+		fprintf(stderr, "vmpt script: writing output: %s\n",
+			strerror(errno ? errno : EIO));
+		status = 1;
+	}
 	script_images_free(&images);
 	vmpt_image_free(img);
 	return status;

@@ -314,6 +314,14 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 		}
 	}
 	err = vmpt_file_map(&pd->map, data_path ? data_path : path);
+	if (err < 0 && data_path && errno == ENOENT) {
+		/* perf's directory form holds PATH/data: this is none. */
+		snprintf(pd->errmsg, sizeof(pd->errmsg),
+			 "%s: is a directory, not a perf.data (perf's directory form "
+			 "holds %s/data)", path, path);
+		free(data_path);
+		return err;
+	}
 	if (err < 0) {
 		snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: %s",
 			 data_path ? data_path : path,
@@ -323,6 +331,11 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 	}
 	is_dir = data_path != NULL;
 	free(data_path);
+	if (!pd->map.size) {
+		snprintf(pd->errmsg, sizeof(pd->errmsg),
+			 "%s: zero-sized data, nothing to do", pd->map.path);
+		return -VMPT_ERR_FORMAT;
+	}
 	if (pd->map.size < PERF_PIPE_HEADER_SIZE)
 		return pd_error(pd, pd->map.size, VMPT_ERR_FORMAT,
 				"file too short for a perf.data header (%zu bytes)",

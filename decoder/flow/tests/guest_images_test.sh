@@ -101,8 +101,8 @@ fails() {
 		fail "$*: status $status, '$(cat "$out/err")'"
 	fi
 }
-fails 1 "vmpt script: $out/none: I/O error: No such file or directory" \
+fails 1 "vmpt script: $out/none: No such file or directory" \
 	--pt "$out/t.pt" --elf "$K" --guest-elf "$out/none"
-fails 2 "vmpt script: bad argument '0x1c0001'" \
+fails 2 "vmpt script: --vmcs 0x1c0001: not a VMCS base address (a 4 KiB aligned address as vmpt dump shows it, or any)" \
 	--pt "$out/t.pt" --vmcs 0x1c0001 --guest-elf "$G"
 echo "ok: $insns instructions equal to the ground truth with guest images apart"
