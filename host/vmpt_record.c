@@ -722,7 +722,8 @@ static int run(struct rec *r)
 			break;
 		if (o->stop && *o->stop)
 			stop = 1;
-		if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child) {
+		if (r->child > 0 &&
+		    waitpid(r->child, &r->st->child_status, WNOHANG) == r->child) {
 			child_done = 1;
 			stop = 1;
 		}
@@ -807,6 +808,7 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 	struct rec r = { .o = &o, .st = stats, .err = err, .errlen = errlen,
 			 .fifo = -1, .child = -1 };
 	memset(stats, 0, sizeof(*stats));
+	stats->child_status = -1;
 	err[0] = '\0';
 	r.page = (size_t)sysconf(_SC_PAGESIZE);
 	if (!o.output)

@@ -70,4 +70,26 @@ if [ $rc -ne 1 ] || [ "$(cat "$tmp/err")" != "vmpt script: writing output: No sp
 else
 	echo "ok script-dev-full"
 fi
+# vmpt record -- CMD passes CMD's exit status on, as perf record does
+# (127: it could not run; 128 + N: signal N ended it).
+record_rc() {	# record_rc NAME WANT_RC CMD...
+	local name=$1 want=$2 rc=0
+	shift 2
+	"$VMPT" record -e dummy -o "$tmp/rec.data" -- "$@" > /dev/null 2> "$tmp/err" || rc=$?
+	if grep -q "perf_event_open" "$tmp/err"; then
+		echo "skip $name: no perf events here"
+	elif [ $rc -ne "$want" ]; then
+		echo "FAIL $name: rc $rc (want $want): $(cat "$tmp/err")"
+		fail=1
+	else
+		echo "ok $name"
+	fi
+}
+record_rc record-true 0 true
+record_rc record-exit7 7 sh -c 'exit 7'
+record_rc record-signal 143 sh -c 'kill -TERM $$'
+record_rc record-cannot-run 127 "$tmp/none"
+grep -q "^vmpt record: cannot run $tmp/none: No such file or directory$" "$tmp/err" ||
+	grep -q "perf_event_open" "$tmp/err" ||
+	{ echo "FAIL record-cannot-run message: $(cat "$tmp/err")"; fail=1; }
 exit $fail
