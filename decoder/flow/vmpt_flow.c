@@ -27,6 +27,7 @@
 #define MAX_WALK (1u << 22)
 
 enum want { W_TNT, W_TIP, W_PGD, W_FUP };
+enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
 
 /* Where a call returns to, and the call's block: its fall-through link
  * (never taken by the call itself) leads to the block there, so a return
@@ -58,6 +59,10 @@ struct vmpt_flow {
 	uint64_t pkt_off, pkt_ip;
 	uint8_t have_pkt, pkt_ip_valid;
 	uint8_t synced, enabled, mode, after_ovf;
+	/* perf_resync after an error: RESYNC_KEEP_IP (perf's ERR_RESYNC)
+	 * or RESYNC_NO_IP (perf's NO_IP: the last IP is gone too).
+	 */
+	uint8_t resync;
 	/* At stop_offset: walking to the next segment's first IP. */
 	uint8_t stopping;
 	/* Bound to the next branch target (MODE.Exec, PIP, VMCS). */
@@ -250,11 +255,13 @@ static void reset_flow_state(struct vmpt_flow *dec)
 }
 
 /* Report an error at the current packet and IP, then look for the next
- * PSB, as perf's error events do.
+ * PSB (libipt), or with perf_resync the next IP packet (perf).
  */
 static int error_resync(struct vmpt_flow *dec, int err)
 {
 	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+	int decode_error = err == -VMPT_ERR_NO_MATCH || err == -VMPT_ERR_NO_IMAGE ||
+			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP;
 
 	if (!it)
 		return -VMPT_ERR_NOMEM;
@@ -264,8 +271,17 @@ static int error_resync(struct vmpt_flow *dec, int err)
 	it->ip_valid = dec->enabled;
 	it->cyc = dec->cyc.tot;
 	reset_flow_state(dec);
-	dec->synced = 0;
 	dec->enabled = 0;
+	if (!dec->cfg.perf_resync || !decode_error || !dec->synced) {
+		dec->synced = 0;
+		dec->resync = 0;
+		return 0;
+	}
+	dec->resync = err == -VMPT_ERR_NO_IMAGE ? RESYNC_NO_IP : RESYNC_KEEP_IP;
+	if (dec->resync == RESYNC_NO_IP) {
+		dec->ip = 0;
+		vmpt_last_ip_init(&dec->lip);
+	}
 	return 0;
 }
 
@@ -342,7 +358,9 @@ static int apply_pending(struct vmpt_flow *dec)
  */
 static int psb_plus(struct vmpt_flow *dec)
 {
+	struct vmpt_flow_item *psb;
 	struct vmpt_packet pkt;
+	uint64_t psb_off = dec->pkt_off;
 	int have_fup = 0, ret;
 
 	vmpt_last_ip_init(&dec->lip);
@@ -404,16 +422,18 @@ static int psb_plus(struct vmpt_flow *dec)
 	}
 done:
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
-	ret = emit_ipc_event(dec, VMPT_EV_PSB, dec->ip, 0, 0);
-	if (ret < 0)
-		return ret;
+	psb = event(dec, VMPT_EV_PSB, have_fup ? dec->pkt_ip : dec->ip, have_fup, psb_off);
+	if (!psb)
+		return -VMPT_ERR_NOMEM;
+	psb->cyc = vmpt_cycles_point(&dec->cyc);
+	psb->to = dec->time.cbr;
 	if (!dec->synced) {
 		dec->synced = 1;
 		reset_flow_state(dec);
 		dec->enabled = (uint8_t)have_fup;
 		if (have_fup) {
 			dec->ip = dec->pkt_ip;
-			ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+			ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
 		}
 		return ret < 0 ? ret : have_fup;
 	}
@@ -422,9 +442,19 @@ done:
 		dec->enabled = 1;
 		dec->ip = dec->pkt_ip;
 		dec->after_ovf = 0;
-		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+		dec->resync = 0;
+		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
 		if (ret < 0)
 			return ret;
+	} else if (dec->resync && dec->ip && !dec->stopping) {
+		/* perf goes on at the error's IP after a PSB+ without FUP. */
+		dec->enabled = 1;
+		dec->resync = 0;
+		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
+		if (ret < 0)
+			return ret;
+	} else if (dec->resync == RESYNC_NO_IP) {
+		dec->resync = RESYNC_KEEP_IP;	/* a PSB gives a last IP again */
 	}
 	return have_fup;
 }
@@ -527,6 +557,13 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		case VMPT_PKT_TIP:
 		case VMPT_PKT_FUP:
 			ret = vmpt_last_ip_update(&dec->lip, &pkt);
+			if (ret < 0 && dec->resync == RESYNC_NO_IP) {
+				/* perf: without a last IP only full IPs count. */
+				dec->pkt = pkt;
+				dec->have_pkt = 1;
+				dec->pkt_ip_valid = 0;
+				return 0;
+			}
 			if (ret < 0)
 				return ret;
 			dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
@@ -973,7 +1010,36 @@ static int overflow(struct vmpt_flow *dec)
 	dec->fup_event = -1;
 	dec->enabled = 0;
 	dec->after_ovf = 1;
+	/* perf resynchronizes after an overflow as after an error. */
+	if (dec->cfg.perf_resync)
+		dec->resync = RESYNC_KEEP_IP;
 	return 0;
+}
+
+/* perf_resync: the packet after an error that says where the trace goes
+ * on (perf's intel_pt_walk_to_ip); TNT bits are passed over.
+ */
+static int step_resync(struct vmpt_flow *dec)
+{
+	uint64_t ip;
+
+	if (dec->tnt_n) {
+		dec->tnt_n = 0;
+		return 0;
+	}
+	dec->have_pkt = 0;
+	if (dec->pkt.type == VMPT_PKT_OVF)
+		return overflow(dec);
+	ip = dec->pkt_ip_valid ? dec->pkt_ip :
+	     dec->resync == RESYNC_KEEP_IP ? dec->ip : 0;
+	if (!ip)
+		return 0;
+	dec->resync = 0;
+	if (dec->pkt.type != VMPT_PKT_TIP_PGD)
+		return enable_at(dec, ip);
+	/* Tracing stopped there: perf's "tr strt tr end". */
+	dec->ip = ip;
+	return emit_ipc_event(dec, VMPT_EV_ENABLED, ip, 1, VMPT_ENABLED_RESYNC_END);
 }
 
 /* Handle the pending flow packet while tracing is off. */
@@ -1037,7 +1103,9 @@ static int step(struct vmpt_flow *dec)
 			return error_resync(dec, ret);
 		return 0;
 	}
-	if (!dec->enabled)
+	if (dec->resync)
+		ret = step_resync(dec);
+	else if (!dec->enabled)
 		ret = step_disabled(dec);
 	else if (dec->tnt_n)
 		ret = walk(dec, W_TNT);
@@ -1080,6 +1148,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->pd.sync = NULL;
 	dec->synced = 0;
 	dec->enabled = 0;
+	dec->resync = 0;
 	dec->stopping = 0;
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;

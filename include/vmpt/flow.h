@@ -64,8 +64,21 @@ enum vmpt_event {
 	VMPT_EV_EXSTOP,
 	VMPT_EV_MWAIT,
 	VMPT_EV_ERROR,		/* err; decoding resumes at the next PSB */
-	VMPT_EV_PSB,		/* a PSB+ (status) was read */
+	VMPT_EV_PSB,		/* a PSB+ (status) was read: payload its offset,
+				 * ip the FUP in it (ip_valid), to the core:bus
+				 * ratio as of its end (0: none seen yet) */
 	VMPT_EV_COUNT
+};
+
+/* Why tracing (re)starts: VMPT_EV_ENABLED's payload.  perf shows a trace
+ * start ("tr strt") where a TIP.PGE (or, after an overflow, a FUP) says
+ * so, but not at a PSB+'s FUP, which is status.
+ */
+enum vmpt_enabled_cause {
+	VMPT_ENABLED_PGE,	/* TIP.PGE, or the FUP after an overflow */
+	VMPT_ENABLED_PSB,	/* the FUP in a PSB+ (synchronizing) */
+	VMPT_ENABLED_RESYNC_END,/* after an error, a TIP.PGD naming where
+				 * tracing was: it starts and ends there */
 };
 
 /* One item of the flow: a block of executed instructions or an event. */
@@ -125,6 +138,14 @@ struct vmpt_flow_config {
 	uint8_t cyc_thresh;
 	/* Stop at this offset (for segment-parallel decoding); 0: end. */
 	uint64_t stop_offset;
+	/* After a decoding error (trace and code disagree, no code, an
+	 * overflow), go on at the next IP packet as perf's decoder does: a
+	 * TIP, TIP.PGE or FUP starts the trace there, a TIP.PGD starts and
+	 * ends it (VMPT_ENABLED_RESYNC_END), keeping the IP of the error
+	 * when the packet has none (not after missing code).  0: at the next
+	 * PSB, as libipt.  Packet errors always go to the next PSB.
+	 */
+	int perf_resync;
 	/* The block cache of this image to share (see vmpt_bcache_new);
 	 * NULL: the decoder keeps its own.
 	 */

@@ -236,6 +236,10 @@ struct vmpt_perf_env {
 	struct vmpt_perf_build_id *build_ids;
 	size_t nr_build_ids;
 	int32_t clockid;		/* from CLOCK_DATA (read only); -1 when absent */
+	/* SAMPLE_TIME (read only): perf time of the first and last sample,
+	 * 0 when absent.
+	 */
+	uint64_t first_sample_time, last_sample_time;
 };
 
 /* An opened perf.data (file, pipe-mode file, or directory form). */

@@ -537,7 +537,7 @@ static void test_corrupt(void **state)
 	first_rec = data_off;	/* TIME_CONV, 56 bytes */
 	const struct corruption cases[] = {
 		{ "empty", 0, 1, 0, 0, -VMPT_ERR_FORMAT,
-		  "offset 0: file too short for a perf.data header (0 bytes)" },
+		  "zero-sized data, nothing to do" },
 		{ "magic", 0, 0, 0x4c4946524550ULL, 8, -VMPT_ERR_FORMAT,
 		  "offset 0: not a perf.data file (no PERFILE2 magic)" },
 		{ "swapped", 0, 0, 0x50455246494c4532ULL, 8, -VMPT_ERR_UNSUPPORTED,

@@ -154,8 +154,8 @@ static void test_retcomp(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));	/* syscall leaves */
 	decode(&t, 1, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0\n"
 		"b 1008 1 taken 100c m0 t0\n"
@@ -164,8 +164,8 @@ static void test_retcomp(void **state)
 	/* The same bit without return compression is a mismatch. */
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 1012 m0 t0\n"
 		"e error 1011 @1d trace does not match the code\n");
@@ -199,8 +199,8 @@ static void test_tip_async_ptw_tsc(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x1008));	/* ret leaves */
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t1000\n"
 		"b 1010 2 taken 1008 m0 t1000\n"
 		"b 1008 1 100a m0 t1000\n"
@@ -228,16 +228,16 @@ static void test_overflow_and_resync(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x2000));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0\n"
 		"e overflow 1008 0 0\n"
 		"e enabled 1010 0 0\n"
 		"b 1010 2 1012 m0 t0\n"
 		"e error 1011 @31 trace does not match the code\n"
-		"e psb 1011 0 0\n"
-		"e enabled 100e 0 0\n"
+		"e psb 100e 0 32\n"
+		"e enabled 100e 0 1\n"
 		"b 100e 4 taken 2000 m0 t0\n"
 		"e disabled 2000 0 0\n");
 }
@@ -258,8 +258,8 @@ static void test_exec_modes(void **state)
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
 		"e exec-mode 0 0 1\n"
-		"e psb 0 0 0\n"
-		"e enabled 2000 0 0\n"
+		"e psb 2000 0 0\n"
+		"e enabled 2000 0 1\n"
 		"b 2000 3 taken 2000 m1 t0\n"
 		"e exec-mode 2000 0 2\n"
 		"b 2000 2 taken 2000 m2 t0\n"
@@ -276,8 +276,8 @@ static void test_no_image(void **state)
 	put(&t, tnt(0x1, 1));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 5000 0 0\n"
+		"e psb 5000 0 0\n"
+		"e enabled 5000 0 1\n"
 		"e error 5000 @1d no code mapped at this address\n");
 }
 
@@ -294,8 +294,8 @@ static void test_bad_instruction(void **state)
 	put(&t, tnt(0x1, 1));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 3000 0 0\n"
+		"e psb 3000 0 0\n"
+		"e enabled 3000 0 1\n"
 		"b 3000 2 3002 m0 t0\n"
 		"e error 3002 @1d trace does not match the code\n");
 }
@@ -321,8 +321,8 @@ static void test_cycles(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
 	decode(&t, 1, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0 c5\n"
 		"b 1008 1 taken 100c m0 t0\n"
@@ -330,8 +330,8 @@ static void test_cycles(void **state)
 		"e disabled 0 0 0\n");
 	decode(&t, 1, 1, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0 c5\n"
 		"b 1008 1 taken 100c m0 t0\n"
