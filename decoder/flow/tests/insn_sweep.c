@@ -14,8 +14,10 @@
  * counted apart: where objdump finds no instruction there is nothing to
  * agree on (linear sweeps run into data, padding and jump tables), but the
  * line says how many of those vmpt decodes; so are the bytes objdump prints
- * as ".byte" (or a lone prefix) where an instruction runs into the next
- * symbol, since it restarts there.
+ * alone: ".byte" where an instruction runs into the next symbol (objdump
+ * restarts there), or a REX prefix that a legacy prefix follows (the CPU
+ * ignores it as part of the instruction, objdump prints it on a line of
+ * its own; the instruction after it is compared).
  * Exit 0 when the sweep ran (the caller judges the DIFF lines), 1 on
  * errors.
  */
@@ -166,7 +168,7 @@ int main(int argc, char **argv)
 			printf(" %s %" PRIu64, class_names[c], by_class[c]);
 	printf("; objdump (bad) %" PRIu64 " (vmpt decodes %" PRIu64 ")", bad, bad_decoded);
 	if (cut)
-		printf("; cut at a symbol %" PRIu64, cut);
+		printf("; alone (.byte, a lone prefix) %" PRIu64, cut);
 	if (nosec)
 		printf("; %" PRIu64 " outside the sections", nosec);
 	printf("\n");

@@ -3,8 +3,8 @@
 # flow class, direct target) agrees with binutils 2.40's objdump -d, which
 # knows AVX-512, AMX and CET, on every instruction objdump decodes in every
 # executable section of Debian's glibc (64- and 32-bit), libstdc++, ld.so,
-# perf, QEMU, LLVM and the Debian kernel (tools/fetch-debian-kernel.sh):
-# 21.8 million instructions.  The disagreements are exactly the pinned
+# libgcc_s, perf, QEMU, LLVM and the Debian kernel
+# (tools/fetch-debian-kernel.sh): 21.9 million instructions.  The disagreements are exactly the pinned
 # ones (insn_sweep.pinned: the encoding, both answers, and why).
 # objdump's listings are cached zstd-compressed in ~/.cache/vmpt/objdump,
 # keyed by the file's sha256 and objdump's version, and made when absent.
@@ -22,9 +22,11 @@ mkdir -p "$cache"
 K=$("$SRCDIR/tools/fetch-debian-kernel.sh" 2> "$out/fetch.err") ||
 	fail "no Debian kernel: $(tail -1 "$out/fetch.err")"
 L=/usr/lib/x86_64-linux-gnu
-# FILE MODE
+# FILE MODE (libgcc_s: CET shadow-stack code, rdsspq and incsspq, in its
+# unwinder)
 set -- "$L/libc.so.6 64" "$L/libstdc++.so.6 64" "/lib64/ld-linux-x86-64.so.2 64" \
-	"/usr/bin/perf 64" "/usr/bin/qemu-system-x86_64 64" "$L/libLLVM-14.so.1 64" \
+	"$L/libgcc_s.so.1 64" "/usr/bin/perf 64" "/usr/bin/qemu-system-x86_64 64" \
+	"$L/libLLVM-14.so.1 64" \
 	"$K/vmlinux 64" "/usr/lib32/libc.so.6 32"
 odver=$(objdump --version | head -1)
 total=0

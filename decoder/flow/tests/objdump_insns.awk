@@ -2,8 +2,8 @@
 #   ADDR LEN CLASS TARGET
 # hex ADDR; LEN in bytes; CLASS as insn_sweep names enum vmpt_iclass
 # (other jcc jmp jmpi call calli ret fcall fret fjmp int syscall iret
-# sysret vmentry), bad for objdump's "(bad)", cut where objdump stops at a
-# symbol inside an instruction; TARGET the hex target
+# sysret vmentry), bad for objdump's "(bad)", cut for bytes objdump prints
+# alone (.byte, a lone prefix); TARGET the hex target
 # of a direct branch, else -.
 BEGIN {
 	FS = "\t"
@@ -25,7 +25,8 @@ BEGIN {
 	m = w[k]
 	sub(/,p[tn]$/, "", m)
 	# objdump cuts an instruction that runs into the next symbol (the
-	# kernel's overlapping return thunks): its prefixes, then .byte
+	# kernel's overlapping return thunks): its prefixes, then .byte; and
+	# prints a REX that a legacy prefix follows on a line of its own
 	cut = m ~ /^\.byte$/ || (k == n && m ~ prefix)
 	op = w[k + 1]
 	cls = "other"
