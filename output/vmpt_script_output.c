@@ -90,6 +90,11 @@ int vmpt_script_fields_parse(const char *s, unsigned *fields, size_t *bad_at)
 	return 0;
 }
 
+const char *vmpt_script_field_name(size_t i)
+{
+	return i < sizeof(field_names) / sizeof(field_names[0]) ? field_names[i].name : NULL;
+}
+
 uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc)
 {
 	return opts->have_tc ? vmpt_perf_tsc_to_time(&opts->tc, tsc) : tsc;

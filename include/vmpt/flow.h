@@ -15,6 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum vmpt_exec_mode {
 	VMPT_MODE_64,
 	VMPT_MODE_32,
@@ -204,5 +208,9 @@ const char *vmpt_event_name(unsigned ev);
 /* Offsets of all PSBs in a trace (for splitting into segments). */
 int vmpt_flow_psb_offsets(const uint8_t *begin, const uint8_t *end,
 			  uint64_t **offsets, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

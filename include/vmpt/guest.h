@@ -17,6 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct vmpt_guest_opts {
 	const char *url;		/* ssh://user@host[:port] */
 	const char *identity;		/* private key file; NULL: ssh-agent, ~/.ssh/id_* */
@@ -88,5 +92,9 @@ int vmpt_guest_maps(const char *dir, FILE *out, char *err, size_t errlen);
  */
 int vmpt_guest_finish(struct vmpt_guest *g, const char *recording, unsigned what,
 		      struct vmpt_guest_fetch_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,6 +6,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* KVM's debugfs view of each vCPU's TSC: DEBUGFS/kvm/PID-FD/vcpuN/
  * {tsc-offset, tsc-scaling-ratio, tsc-scaling-ratio-frac-bits}, the ground
  * truth for guest/host time correlation.
@@ -30,5 +34,9 @@ int vmpt_kvm_tsc_read(const char *debugfs_root, pid_t pid,
  * frac-bits B" (ratio fields only when present).
  */
 int vmpt_kvm_tsc_write(const char *path, const struct vmpt_kvm_tsc *t, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Record types perf adds to the kernel's (tools/lib/perf/include/perf/event.h). */
 enum vmpt_perf_user_record {
 	VMPT_PERF_RECORD_HEADER_ATTR = 64,
@@ -439,5 +443,9 @@ void vmpt_perf_intel_pt_info_init(struct vmpt_perf_intel_pt_info *info,
 				  const struct vmpt_perf_time_conv *tc,
 				  uint32_t tsc_ctc_n, uint32_t tsc_ctc_d,
 				  uint32_t max_nonturbo_ratio, int per_cpu_mmaps);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* `vmpt record`: Intel PT (or sideband only) of a VM's vCPU threads into a
  * perf.data perf can read.
  */
@@ -57,5 +61,9 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
  * number of CPUs or -VMPT_ERR_INVAL.
  */
 int vmpt_parse_cpu_list(const char *list, uint8_t *set, int max);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

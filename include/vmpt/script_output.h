@@ -14,6 +14,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum vmpt_script_field {
 	VMPT_F_TIME = 1 << 0, VMPT_F_IP = 1 << 1, VMPT_F_ADDR = 1 << 2,
 	VMPT_F_SYM = 1 << 3, VMPT_F_SYMOFF = 1 << 4, VMPT_F_DSO = 1 << 5,
@@ -37,6 +41,9 @@ int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it);
  * on an unknown name, which starts at s + *bad_at.
  */
 int vmpt_script_fields_parse(const char *s, unsigned *fields, size_t *bad_at);
+
+/* The i-th -F field name, NULL past the last (for completion). */
+const char *vmpt_script_field_name(size_t i);
 
 /* What the lines show: the same for every stream of a run. */
 struct vmpt_script_opts {
@@ -101,5 +108,9 @@ int vmpt_script_run(const struct vmpt_flow_config *base,
 
 /* TSC -> ns of perf time with opts' conversion (the TSC when none). */
 uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Finding the threads that run a VM's vCPUs. */
 
 #define VMPT_MAX_VCPUS 1024
@@ -55,5 +59,9 @@ int vmpt_vcpus_from_libvirt(const char *uri, const char *domain,
  */
 int vmpt_vcpus_for_pid(const char *procfs_root, pid_t pid, const char *qmp,
 		       struct vmpt_vcpus *out, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
