@@ -19,7 +19,7 @@
 #include <string.h>
 
 /* perf.data; img holds the code given with --elf etc., cfg the --filter
- * ranges.
+ * ranges and a --retcomp/--noretcomp override of the recorded config.
  */
 static int script_perf_data(const char *path, struct vmpt_image *img,
 			    const struct vmpt_flow_config *cfg,
@@ -34,6 +34,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 		memcpy(s.cfg.filter_a, cfg->filter_a, sizeof(cfg->filter_a));
 		memcpy(s.cfg.filter_b, cfg->filter_b, sizeof(cfg->filter_b));
 		s.cfg.n_filters = cfg->n_filters;
+		if (cfg->retcomp != VMPT_RETCOMP_AUTO)
+			s.cfg.retcomp = cfg->retcomp;
 		op->image = s.image;
 		op->have_tc = s.have_tc;
 		op->tc = s.tc;
@@ -73,7 +75,9 @@ static void script_usage(FILE *out)
 		"  --call-trace      calls and returns, indented by depth\n"
 		"  --insn-trace      every instruction with its disassembly\n"
 		"  --filter A-B      the IP filter range the trace was recorded with\n"
-		"  --retcomp         return compression was on (default off)\n"
+		"  --retcomp, --noretcomp\n"
+		"                    return compression was on / off (default: as the\n"
+		"                    trace shows it, or a perf.data's config)\n"
 		"  -j N              decode N pieces of the trace in parallel\n"
 		"  --ns              sample times in nanoseconds\n");
 }
@@ -99,6 +103,7 @@ int cmd_script(int argc, char **argv)
 		{ "insn-trace", no_argument, NULL, 'T' },
 		{ "filter", required_argument, NULL, 'f' },
 		{ "retcomp", no_argument, NULL, 'r' },
+		{ "noretcomp", no_argument, NULL, 'n' },
 		{ "input", required_argument, NULL, 'i' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "ns", no_argument, NULL, 'N' },
@@ -172,7 +177,8 @@ int cmd_script(int argc, char **argv)
 			cfg.filter_b[cfg.n_filters++] = strtoull(dash + 1, NULL, 0);
 			break;
 		}
-		case 'r': cfg.retcomp = 1; break;
+		case 'r': cfg.retcomp = VMPT_RETCOMP_ON; break;
+		case 'n': cfg.retcomp = VMPT_RETCOMP_OFF; break;
 		case 'N': op.ns = 1; break;
 		case 'j':
 			jobs = atoi(optarg);

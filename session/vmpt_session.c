@@ -166,7 +166,8 @@ static void intel_pt_config(struct vmpt_session *s,
 	for (size_t i = 0; i < s->pd.nr_attrs; i++)
 		if (s->pd.attrs[i].attr.type == priv[VMPT_INTEL_PT_PMU_TYPE])
 			config = s->pd.attrs[i].attr.config;
-	cfg->retcomp = !(config & priv[VMPT_INTEL_PT_NORETCOMP_BIT]);
+	cfg->retcomp = config & priv[VMPT_INTEL_PT_NORETCOMP_BIT] ?
+		       VMPT_RETCOMP_OFF : VMPT_RETCOMP_ON;
 	if (mtc_mask)
 		cfg->mtc_period = (uint8_t)((config & mtc_mask) >>
 					    __builtin_ctzll(mtc_mask));

@@ -106,10 +106,21 @@ struct vmpt_flow_item {
 	uint64_t cyc;
 };
 
+enum vmpt_retcomp {
+	VMPT_RETCOMP_AUTO,	/* from the trace: TNT bit compressed, TIP not */
+	VMPT_RETCOMP_ON,	/* recorded with it: read as AUTO */
+	VMPT_RETCOMP_OFF,	/* recorded without it: a TNT bit at a RET is an error */
+};
+
 struct vmpt_flow_config {
 	const uint8_t *begin, *end;	/* the trace */
 	const struct vmpt_image *image;
-	/* Return compression: when 0 a TNT bit on a ret is an error. */
+	/* Return compression (enum vmpt_retcomp).  The trace itself tells a
+	 * compressed RET (a TNT bit pending when the walk meets it) from one
+	 * with a TIP, as libipt reads it, so AUTO needs no hint; OFF (the
+	 * recording's noretcomp, or the user's override) makes a TNT bit at
+	 * a RET an error, as perf's decoder does.
+	 */
 	int retcomp;
 	/* IP filter ranges the trace was recorded with ([a, b], inclusive),
 	 * n_filters 0: none.  They tell which branch a suppressed TIP.PGD
