@@ -5,10 +5,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int read_num(const char *dir, const char *name, int is_signed,
 		    uint64_t *v)
@@ -72,17 +74,44 @@ int vmpt_kvm_tsc_read(const char *debugfs_root, pid_t pid,
 	return (int)n;
 }
 
+int vmpt_kvm_tsc_vm_dir(const char *debugfs_root, pid_t pid, char *dir, size_t len)
+{
+	char kvm[4096], prefix[32];
+	struct dirent *vm;
+	DIR *d;
+	int ret = -VMPT_ERR_NOT_FOUND;
+
+	snprintf(kvm, sizeof(kvm), "%s/kvm", debugfs_root);
+	snprintf(prefix, sizeof(prefix), "%d-", (int)pid);
+	d = opendir(kvm);
+	while (d && (vm = readdir(d)))
+		if (!strncmp(vm->d_name, prefix, strlen(prefix))) {
+			snprintf(dir, len, "%s/%s", kvm, vm->d_name);
+			ret = 0;
+			break;
+		}
+	if (d)
+		closedir(d);
+	return ret;
+}
+
 int vmpt_kvm_tsc_write(const char *path, const struct vmpt_kvm_tsc *t, size_t n)
 {
-	FILE *f = fopen(path, "w");
-	if (!f)
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return -VMPT_ERR_IO;
+	}
 	for (size_t i = 0; i < n; i++) {
 		fprintf(f, "vm %s vcpu %d tsc-offset %" PRId64, t[i].vm, t[i].vcpu,
 			t[i].offset);
 		if (t[i].has_ratio)
 			fprintf(f, " tsc-scaling-ratio %" PRIu64 " frac-bits %u",
 				t[i].ratio, t[i].frac_bits);
+		if (t[i].has_time)
+			fprintf(f, " time %" PRIu64, t[i].time);
 		fputc('\n', f);
 	}
 	int bad = ferror(f);

@@ -188,6 +188,7 @@ int vmpt_vcpus_from_qmp(const char *socket_path, int timeout_ms,
 	}
 	free(buf);
 	snprintf(out->source, sizeof(out->source), "QMP query-cpus-fast");
+	out->kind = "qmp";
 	return 0;
 }
 
@@ -299,6 +300,7 @@ int vmpt_vcpus_from_proc(const char *procfs_root, pid_t pid,
 	}
 	qsort(out->vcpu, out->nr, sizeof(out->vcpu[0]), cmp_vcpu);
 	snprintf(out->source, sizeof(out->source), "/proc thread names");
+	out->kind = "thread-names";
 	return 0;
 }
 

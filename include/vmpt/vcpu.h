@@ -10,7 +10,7 @@
 #define VMPT_MAX_VCPUS 1024
 
 struct vmpt_vcpu {
-	int index;	/* QEMU cpu-index (the KVM vcpu id for x86) */
+	int index;	/* QEMU cpu-index = the KVM vcpu id = the guest's CPU number */
 	pid_t tid;
 };
 
@@ -18,7 +18,8 @@ struct vmpt_vcpus {
 	pid_t pid;	/* the hypervisor process */
 	size_t nr;
 	struct vmpt_vcpu vcpu[VMPT_MAX_VCPUS];
-	char source[64];	/* "QMP query-cpus-fast", "/proc comm", ... */
+	char source[64];	/* "QMP query-cpus-fast", "/proc thread names", ... */
+	const char *kind;	/* the same in a word: "qmp", "libvirt", "thread-names" */
 };
 
 /* Parse a QMP query-cpus-fast reply ({"return": [{"cpu-index": 0,
