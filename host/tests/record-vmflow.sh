@@ -133,32 +133,7 @@ check "perf inject --guest-data=$REC.guest/perf.data,$SQ (exit $rc$( [ -s "$T/in
 SHOW=(--show-task-events --show-mmap-events --show-switch-events)
 perf script -i "$REC.guest/perf.data" "${SHOW[@]}" >"$T/guest.txt" 2>/dev/null
 perf script -i "$T/inj.data" "${SHOW[@]}" -F+machine_pid,+vcpu >"$T/inj.txt" 2>"$T/inj.err"
-# The guest's own [cpu] of each record against VCPU of its injected copy,
-# records compared without their cpu and time (the copy carries the host
-# CPU, and its time went through two TIME_CONVs).
-if python3 - "$T/guest.txt" "$T/inj.txt" "$SQ" >"$T/cmp.out" <<'PY'; then
-import collections, re, sys
-rec = re.compile(r"^\s*(.*?) \[(\d+)\] +\d+\.\d+: (.*)$")
-inj = re.compile(r"^VM:(\d+) VCPU:(\d+) +(.*)$")
-def key(m):
-	return (" ".join(m.group(1).split()), m.group(3))
-guest = collections.Counter()
-for line in open(sys.argv[1]):
-	m = rec.match(line)
-	guest[(int(m.group(2)),) + key(m)] += 1
-injected, vms = collections.Counter(), set()
-for line in open(sys.argv[2]):
-	v = inj.match(line)
-	if not v:
-		continue
-	vms.add(v.group(1))
-	injected[(int(v.group(2)),) + key(rec.match(v.group(3)))] += 1
-missing, extra = guest - injected, injected - guest
-for k in list(missing)[:3] + list(extra)[:3]:
-	print(k, "guest" if k in missing else "injected")
-print(sum(guest.values()), " ".join(str(c) for c in sorted({k[0] for k in injected})))
-sys.exit(0 if guest and not missing and not extra and vms == {sys.argv[3]} else 1)
-PY
+if python3 "$SRCDIR/host/tests/inject-vcpus.py" "$T/guest.txt" "$T/inj.txt" "$SQ" >"$T/cmp.out"; then
 	set -- $(tail -n 1 "$T/cmp.out")
 	n=$1
 	shift

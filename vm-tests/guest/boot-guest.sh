@@ -3,7 +3,9 @@
 # build-image.sh under QEMU TCG in the background, with user networking
 # that forwards a loopback port to the guest's sshd (the guest reaches
 # nothing else: restrict=on).  Waits for the SSH banner, then prints the
-# port.  WORK_DIR gets qemu.pid and console.log; kill the pid to stop it.
+# port.  WORK_DIR gets qemu.pid, console.log and qmp.sock (QEMU's QMP, on
+# its command line as vmpt record --pid finds it; its vCPU threads are
+# named, debug-threads=on); kill the pid to stop it.
 # The guest powers itself off after LIFETIME_SEC (default 1200) anyway.
 # CLOCK_ARGS are the kernel arguments that set up its clock (default: what
 # guests traced by vmpt run with, see docs/guest.md; the guest check test
@@ -21,6 +23,7 @@ free_port() {
 }
 port=$(free_port)
 qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nodefaults -display none \
+	-name vmpt-guest,debug-threads=on -qmp "unix:$W/qmp.sock,server=on,wait=off" \
 	-kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" \
 	-append "console=ttyS0 $CLOCK_ARGS panic=-1 quiet vmpt.lifetime=$LIFETIME" \
 	-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" \
