@@ -163,8 +163,16 @@ static void find_unstable(struct facts *f)
 			first = p;
 	}
 	f->unstable[0] = '\0';
-	if (first)
-		line_of(log, first, f->unstable, sizeof(f->unstable));
+	if (first) {
+		char *line = f->unstable;
+		size_t n;
+
+		line_of(log, first, line, sizeof(f->unstable));
+		/* klogctl's lines start with the level, "<6>", as dmesg's do not */
+		n = line[0] == '<' ? strspn(line + 1, "0123456789") : 0;
+		if (n && line[n + 1] == '>')
+			memmove(line, line + n + 2, strlen(line + n + 2) + 1);
+	}
 	free(log);
 }
 

@@ -169,14 +169,15 @@ if timeout 300 "$VMPT" record -e dummy --pid "$QPID" -o "$H" --guest "$URL" \
 	check "record --guest: the vCPU map" test "$(cut -d' ' -f1-4,6 "$H.vcpus" | tr '\n' ' ')" = \
 		"vcpu 0 tid ${tids%% *} qmp vcpu 1 tid ${tids##* } qmp "
 	# perf's recipe: the guest sideband injected into the host recording
-	perf inject -i "$H" -o "$W/inj.data" --guest-data="$H.guest/perf.data,$QPID" > "$W/inject.out" 2>&1
-	rc=$?
+	rc=0
+	perf inject -i "$H" -o "$W/inj.data" --guest-data="$H.guest/perf.data,$QPID" > "$W/inject.out" 2>&1 ||
+		rc=$?
 	check "perf inject --guest-data=$H.guest/perf.data,$QPID (exit $rc) $(cat "$W/inject.out")" test $rc -eq 0
 	SHOW=(--show-task-events --show-mmap-events --show-switch-events)
 	perf script -i "$H.guest/perf.data" "${SHOW[@]}" > "$W/g.txt" 2>/dev/null
 	perf script -i "$W/inj.data" "${SHOW[@]}" -F+machine_pid,+vcpu > "$W/i.txt" 2>/dev/null
-	python3 "$SRCDIR/host/tests/inject-vcpus.py" "$W/g.txt" "$W/i.txt" "$QPID" > "$W/cmp.out"
-	rc=$?
+	rc=0
+	python3 "$SRCDIR/host/tests/inject-vcpus.py" "$W/g.txt" "$W/i.txt" "$QPID" > "$W/cmp.out" || rc=$?
 	cat "$W/cmp.out"
 	check "perf script -F+machine_pid,+vcpu: every guest record as VM:$QPID with the guest CPU it was recorded on (records, VCPUs: $(tail -n 1 "$W/cmp.out"))" \
 		test $rc -eq 0 -a "$(tail -n 1 "$W/cmp.out" | cut -d' ' -f2-)" = "0 1"
@@ -194,8 +195,9 @@ stop_guest "$W"
 mkdir -p "$W/plain"
 PORT2=$(timeout 300 "$HERE/boot-guest.sh" "$IMG" "$W/plain" 240 1200 "")
 echo "[127.0.0.1]:$PORT2 $(cat "$IMG/host_key.pub")" >> "$W/known_hosts"
-timeout 300 "$VMPT" guest check "ssh://root@127.0.0.1:$PORT2" "${CONN[@]}" > "$W/plain.out" 2> "$W/plain.err"
-rc=$?
+rc=0
+timeout 300 "$VMPT" guest check "ssh://root@127.0.0.1:$PORT2" "${CONN[@]}" > "$W/plain.out" 2> "$W/plain.err" ||
+	rc=$?
 cat "$W/plain.out"
 check "plain boot: not ready (exit $rc)" test $rc -eq 1
 check "plain boot: the TSC marked unstable, from the kernel log" grep -qE \
