@@ -175,10 +175,15 @@ if timeout 300 "$VMPT" record -e dummy --pid "$QPID" -o "$H" --guest "$URL" \
 	check "perf inject --guest-data=$H.guest/perf.data,$QPID (exit $rc) $(cat "$W/inject.out")" test $rc -eq 0
 	SHOW=(--show-task-events --show-mmap-events --show-switch-events)
 	perf script -i "$H.guest/perf.data" "${SHOW[@]}" > "$W/g.txt" 2>/dev/null
-	perf script -i "$W/inj.data" "${SHOW[@]}" -F+machine_pid,+vcpu > "$W/i.txt" 2>/dev/null
+	perf script -i "$W/inj.data" "${SHOW[@]}" -F+machine_pid,+vcpu > "$W/i.txt" 2>"$W/i.err" || true
 	rc=0
 	python3 "$SRCDIR/host/tests/inject-vcpus.py" "$W/g.txt" "$W/i.txt" "$QPID" > "$W/cmp.out" || rc=$?
 	cat "$W/cmp.out"
+	if [ $rc -ne 0 ]; then
+		echo "perf script of the injected file: $(wc -l < "$W/i.txt") lines, $(grep -c '^VM:' "$W/i.txt") of VM:"
+		head -n 5 "$W/i.err"
+		perf script -i "$W/inj.data" -D 2>/dev/null | grep -E "FINISHED_INIT|ID_INDEX|HEADER_ATTR" | head -5
+	fi
 	check "perf script -F+machine_pid,+vcpu: every guest record as VM:$QPID with the guest CPU it was recorded on (records, VCPUs: $(tail -n 1 "$W/cmp.out"))" \
 		test $rc -eq 0 -a "$(tail -n 1 "$W/cmp.out" | cut -d' ' -f2-)" = "0 1"
 else
