@@ -14,7 +14,7 @@ import re
 import sys
 
 REC = re.compile(r"^\s*(.*?) \[(\d+)\] +\d+\.\d+: (.*)$")
-INJ = re.compile(r"^VM:(\d+) VCPU:(\d+) +(.*)$")
+INJ = re.compile(r"^VM: *(\d+) VCPU: *(\d+) +(.*)$")  # perf: VM:%5d VCPU:%03d
 
 
 def key(m):
@@ -27,12 +27,17 @@ def main():
         m = REC.match(line)
         if m:
             guest[(int(m.group(2)),) + key(m)] += 1
+    unread = []
     for line in open(sys.argv[2]):
         v = INJ.match(line)
         m = REC.match(v.group(3)) if v else None
         if m:
             vms.add(v.group(1))
             injected[(int(v.group(2)),) + key(m)] += 1
+        elif line.startswith("VM:"):
+            unread.append(line.rstrip())
+    for line in unread[:3]:
+        print("not understood:", line)
     missing, extra = guest - injected, injected - guest
     for k in list(missing)[:3]:
         print("not injected:", k)

@@ -57,6 +57,14 @@ check "vmpt record: cannot write $T/adir: it is a directory that holds no record
 	"$VMPT" record --event dummy -o "$T/adir" -- true
 check "vmpt record: cannot write /dev/null: --kcore writes a directory, /dev/null is a device" \
 	"$VMPT" record --event dummy --kcore -o /dev/null -- true
+# A previous recording is kept as .old, but an unknown directory there is
+# not removed for it.
+echo x >"$T/k.data"
+mkdir "$T/k.data.old" && : >"$T/k.data.old/notes"
+check "vmpt record: cannot remove the old $T/k.data.old: it is a directory that holds no recording" \
+	"$VMPT" record --event dummy -o "$T/k.data" -- true
+[ "$(cat "$T/k.data")" = x ] && [ -f "$T/k.data.old/notes" ] && echo "ok: both left as they were" ||
+	{ echo "FAIL: $T/k.data or $T/k.data.old changed"; status=1; }
 check "vmpt record: -m: 3,1024 pages: both counts must be powers of two" \
 	$R --event dummy -m 3 -- true
 check "vmpt record: -m 1,x: expected PAGES[,AUXPAGES] (counts or sizes like 4M)" \
