@@ -142,12 +142,12 @@ static int kvm_makes_vms(const char *dev, char *why, size_t len)
 	int fd, vm;
 
 	if (stat(dev, &st) || !S_ISCHR(st.st_mode)) {
-		snprintf(why, len, "%s is not a device: not asked", dev);
+		snprintf(why, len, "%.200s is not a device: not asked", dev);
 		return -1;
 	}
 	fd = open(dev, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(why, len, "%s: %s", dev, strerror(errno));
+		snprintf(why, len, "%.200s: %s", dev, strerror(errno));
 		return -1;
 	}
 	vm = ioctl(fd, KVM_CREATE_VM, 0);

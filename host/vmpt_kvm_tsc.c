@@ -15,7 +15,7 @@
 static int read_num(const char *dir, const char *name, int is_signed,
 		    uint64_t *v)
 {
-	char path[4400], buf[64];
+	char path[4800], buf[64];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	int n = vmpt_read_small_file(path, buf, sizeof(buf));
 	if (n < 0)

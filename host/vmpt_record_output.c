@@ -65,7 +65,7 @@ static void parent_of(const char *rec, char *out, size_t len)
 /* Is dir a recording in perf's directory form (REC/data)? */
 static int is_recording_dir(const char *dir)
 {
-	char data[4200];
+	char data[4400];
 	struct stat st;
 
 	snprintf(data, sizeof(data), "%s/data", dir);

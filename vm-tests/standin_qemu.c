@@ -19,13 +19,15 @@ static const char *accel = "KVM";
 static void *vcpu_thread(void *arg)
 {
 	char name[16];
-	volatile unsigned long x = 0;
+	unsigned long x = 0;
 
 	snprintf(name, sizeof(name), "CPU %d/%s", (int)(long)arg, accel);
 	prctl(PR_SET_NAME, name);
 	for (;;) {
 		for (int i = 0; i < 20000; i++)
 			x += (unsigned long)i;
+		/* the work is kept: the compiler may not drop the loop */
+		__asm__ volatile("" : : "r"(x));
 		usleep(2000);
 	}
 	return NULL;
