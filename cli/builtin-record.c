@@ -249,7 +249,8 @@ int cmd_record(int argc, char **argv)
 	int rc = vmpt_record(&o, &st, err, sizeof(err));
 	struct vmpt_guest_fetch_stats gst;
 	int fetched = 0;
-	if (guest && st.output_created) {
+	/* a recording that failed before writing anything gets no guest side */
+	if (guest && st.output_created && (!rc || st.bytes_written)) {
 		unsigned what = VMPT_GUEST_FETCH_BINARIES | (o.kcore ? VMPT_GUEST_FETCH_KCORE : 0);
 		if (vmpt_guest_finish(guest, out, what, &gst)) {
 			fprintf(stderr, "vmpt record: guest: %s\n", vmpt_guest_errmsg(guest));
