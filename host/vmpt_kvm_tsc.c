@@ -74,6 +74,70 @@ int vmpt_kvm_tsc_read(const char *debugfs_root, pid_t pid,
 	return (int)n;
 }
 
+int vmpt_kvm_tsc_series_init(struct vmpt_kvm_tsc_series *s, size_t max)
+{
+	memset(s, 0, sizeof(*s));
+	s->v = calloc(max, sizeof(*s->v));
+	s->max = max;
+	return s->v ? 0 : -VMPT_ERR_NOMEM;
+}
+
+void vmpt_kvm_tsc_series_free(struct vmpt_kvm_tsc_series *s)
+{
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+static int same_vcpu(const struct vmpt_kvm_tsc *a, const struct vmpt_kvm_tsc *b)
+{
+	return a->vcpu == b->vcpu && !strcmp(a->vm, b->vm);
+}
+
+static int same_value(const struct vmpt_kvm_tsc *a, const struct vmpt_kvm_tsc *b)
+{
+	return a->offset == b->offset && a->has_ratio == b->has_ratio &&
+	       a->ratio == b->ratio && a->frac_bits == b->frac_bits;
+}
+
+int vmpt_kvm_tsc_series_poll(struct vmpt_kvm_tsc_series *s, const char *debugfs_root,
+			     pid_t pid, int (*now)(void *ctx, uint64_t *ns), void *ctx)
+{
+	struct vmpt_kvm_tsc t[VMPT_KVM_TSC_MAX_VCPUS];
+	uint64_t time = 0;
+	int timed = -1;
+
+	if (s->state < 0 || pid <= 0)
+		return 0;
+	int n = vmpt_kvm_tsc_read(debugfs_root, pid, t, VMPT_KVM_TSC_MAX_VCPUS);
+	if (n < 0) {
+		if (!s->state)
+			s->state = n;
+		return 0;
+	}
+	s->state = 1;
+	for (int i = 0; i < n; i++) {
+		size_t k = 0;
+		while (k < s->nr_vcpus && !same_vcpu(&s->v[s->last[k]], &t[i]))
+			k++;
+		if (k < s->nr_vcpus && same_value(&s->v[s->last[k]], &t[i]))
+			continue;
+		if (s->nr == s->max || k == VMPT_KVM_TSC_MAX_VCPUS) {
+			s->state = -VMPT_ERR_UNSUPPORTED;
+			return 1;
+		}
+		/* one time for all the values this read found new */
+		if (timed < 0)
+			timed = !now(ctx, &time);
+		t[i].has_time = timed;
+		t[i].time = time;
+		s->v[s->nr] = t[i];
+		s->last[k] = s->nr++;
+		if (k == s->nr_vcpus)
+			s->nr_vcpus++;
+	}
+	return 0;
+}
+
 int vmpt_kvm_tsc_vm_dir(const char *debugfs_root, pid_t pid, char *dir, size_t len)
 {
 	char kvm[4096], prefix[32];

@@ -31,7 +31,6 @@
 #include <x86intrin.h>
 
 #define MAX_CPUS 1024
-#define MAX_TSC 256
 /* tsc-offset values kept per recording: a guest writing its TSC all the
  * time is not followed further. */
 #define MAX_TSC_VALUES 65536
@@ -71,11 +70,7 @@ struct rec {
 	pid_t target_pid, child;
 	int command;			/* the command is the target */
 	struct vmpt_vcpus *vcpus;
-	/* Each vCPU's tsc-offset values in time order, and for each vCPU
-	 * (key) its last entry. */
-	struct vmpt_kvm_tsc *tsc;
-	size_t nr_tsc, tsc_last[MAX_TSC], nr_tsc_keys;
-	int tsc_state;			/* 0 unknown, 1 read, <0 unreadable */
+	struct vmpt_kvm_tsc_series tsc;	/* each vCPU's tsc-offset over time */
 	struct vmpt_perf_time_conv tc;
 	struct vmpt_perf_clock clock;
 	int fifo;
@@ -414,15 +409,9 @@ static void take_snapshot(struct rec *r)
 	logf_(r, "vmpt record: snapshot %" PRIu64 " taken\n", r->st->snapshots);
 }
 
-static int same_vcpu(const struct vmpt_kvm_tsc *a, const struct vmpt_kvm_tsc *b)
+static int clock_now(void *ctx, uint64_t *ns)
 {
-	return a->vcpu == b->vcpu && !strcmp(a->vm, b->vm);
-}
-
-static int same_value(const struct vmpt_kvm_tsc *a, const struct vmpt_kvm_tsc *b)
-{
-	return a->offset == b->offset && a->has_ratio == b->has_ratio &&
-	       a->ratio == b->ratio && a->frac_bits == b->frac_bits;
+	return vmpt_perf_clock_now(ctx, ns);
 }
 
 /* Keep each vCPU's tsc-offset and scaling as it changes, with the time it
@@ -431,41 +420,10 @@ static int same_value(const struct vmpt_kvm_tsc *a, const struct vmpt_kvm_tsc *b
  */
 static void poll_tsc(struct rec *r)
 {
-	struct vmpt_kvm_tsc t[MAX_TSC];
-	uint64_t now = 0;
-	int timed = -1;
-
-	if (r->tsc_state < 0 || r->target_pid <= 0)
-		return;
-	int n = vmpt_kvm_tsc_read(r->o->debugfs_root, r->target_pid, t, MAX_TSC);
-	if (n < 0) {
-		if (!r->tsc_state)
-			r->tsc_state = n;
-		return;
-	}
-	r->tsc_state = 1;
-	for (int i = 0; i < n; i++) {
-		size_t k = 0;
-		while (k < r->nr_tsc_keys && !same_vcpu(&r->tsc[r->tsc_last[k]], &t[i]))
-			k++;
-		if (k < r->nr_tsc_keys && same_value(&r->tsc[r->tsc_last[k]], &t[i]))
-			continue;
-		if (r->nr_tsc == MAX_TSC_VALUES || (k == r->nr_tsc_keys && k == MAX_TSC)) {
-			if (r->nr_tsc == MAX_TSC_VALUES)
-				logf_(r, "vmpt record: more than %d tsc-offset values: "
-				      "later changes are not kept\n", MAX_TSC_VALUES);
-			r->tsc_state = -VMPT_ERR_UNSUPPORTED;
-			return;
-		}
-		if (timed < 0)
-			timed = !vmpt_perf_clock_now(&r->clock, &now);
-		t[i].has_time = timed;
-		t[i].time = now;
-		r->tsc[r->nr_tsc] = t[i];
-		r->tsc_last[k] = r->nr_tsc++;
-		if (k == r->nr_tsc_keys)
-			r->nr_tsc_keys++;
-	}
+	if (vmpt_kvm_tsc_series_poll(&r->tsc, r->o->debugfs_root, r->target_pid,
+				     clock_now, &r->clock))
+		logf_(r, "vmpt record: more than %zu tsc-offset values or %d vCPUs: "
+		      "later changes are not kept\n", r->tsc.max, VMPT_KVM_TSC_MAX_VCPUS);
 }
 
 /* What became of the tsc-offset, once the recording is over. */
@@ -474,55 +432,43 @@ static void save_tsc(struct rec *r)
 	const struct vmpt_record_opts *o = r->o;
 	char path[4200], vm[4200];
 
-	if (r->nr_tsc > 0) {
+	const struct vmpt_kvm_tsc_series *t = &r->tsc;
+
+	if (t->nr > 0) {
 		vmpt_record_path(o->output, o->kcore, "kvm-tsc", path, sizeof(path));
-		if (vmpt_kvm_tsc_write(path, r->tsc, r->nr_tsc))
+		if (vmpt_kvm_tsc_write(path, t->v, t->nr))
 			logf_(r, "vmpt record: cannot write %s: %s\n", path, strerror(errno));
 		else
 			logf_(r, "vmpt record: tsc-offset of %zu vCPUs saved in %s (%zu "
-			      "value%s)\n", r->nr_tsc_keys, path, r->nr_tsc,
-			      r->nr_tsc == 1 ? "" : "s");
-	} else if (r->tsc_state == -VMPT_ERR_PERM || r->tsc_state == -VMPT_ERR_NOT_FOUND) {
+			      "value%s)\n", t->nr_vcpus, path, t->nr, t->nr == 1 ? "" : "s");
+	} else if (t->state == -VMPT_ERR_PERM || t->state == -VMPT_ERR_NOT_FOUND) {
 		logf_(r, "vmpt record: tsc-offset not saved: %s/kvm %s (mount debugfs: "
 		      "mount -t debugfs none /sys/kernel/debug)\n", o->debugfs_root,
-		      r->tsc_state == -VMPT_ERR_PERM ? "is not readable" : "does not exist");
-	} else if (r->tsc_state == 1 &&
+		      t->state == -VMPT_ERR_PERM ? "is not readable" : "does not exist");
+	} else if (t->state == 1 &&
 		   vmpt_kvm_tsc_vm_dir(o->debugfs_root, r->target_pid, vm, sizeof(vm))) {
 		logf_(r, "vmpt record: tsc-offset not saved: %s/kvm has no VM of process "
 		      "%d: its vCPUs do not run on KVM (QEMU emulating them: -accel tcg)\n",
 		      o->debugfs_root, (int)r->target_pid);
-	} else if (r->tsc_state == 1) {
+	} else if (t->state == 1) {
 		logf_(r, "vmpt record: tsc-offset not saved: %s has no vcpuN/tsc-offset "
 		      "files\n", vm);
 	}
 }
 
-/* vcpu N tid T source S: which thread runs which vCPU (N is the QEMU
- * cpu-index, the KVM vcpu id and the guest's CPU number).
- */
+/* The vCPU map, kept with the recording. */
 static int save_vcpus(struct rec *r)
 {
 	const struct vmpt_record_opts *o = r->o;
 	char path[4200];
-	int fd, bad;
-	FILE *f;
 
 	if (!r->vcpus->nr)
 		return 0;
 	vmpt_record_path(o->output, o->kcore, "vcpus", path, sizeof(path));
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	f = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
-		return rec_fail(r, -VMPT_ERR_IO, "%s: %s", path, strerror(errno));
-	}
-	for (size_t i = 0; i < r->vcpus->nr; i++)
-		fprintf(f, "vcpu %d tid %d source %s\n", r->vcpus->vcpu[i].index,
-			(int)r->vcpus->vcpu[i].tid, r->vcpus->kind);
-	bad = ferror(f);
-	if (fclose(f) || bad)
-		return rec_fail(r, -VMPT_ERR_IO, "writing %s: %s", path, strerror(errno));
+	errno = 0;
+	if (vmpt_vcpus_write(path, r->vcpus))
+		return rec_fail(r, -VMPT_ERR_IO, "writing %s: %s", path,
+				strerror(errno ? errno : EIO));
 	return 0;
 }
 
@@ -973,10 +919,9 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 		logf_(&r, "vmpt record: %" PRIu64 " KiB free for %s: the recording stops "
 		      "when it is full\n", avail / 1024, o.output);
 	struct vmpt_vcpus *vcpus = calloc(1, sizeof(*vcpus));
-	r.tsc = calloc(MAX_TSC_VALUES, sizeof(*r.tsc));
-	if (!vcpus || !r.tsc) {
+	if (!vcpus || vmpt_kvm_tsc_series_init(&r.tsc, MAX_TSC_VALUES)) {
 		free(vcpus);
-		free(r.tsc);
+		vmpt_kvm_tsc_series_free(&r.tsc);
 		return -VMPT_ERR_NOMEM;
 	}
 	r.vcpus = vcpus;
@@ -1024,7 +969,7 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 	free(r.maps);
 	free(r.auxbuf);
 	free(vcpus);
-	free(r.tsc);
+	vmpt_kvm_tsc_series_free(&r.tsc);
 	vmpt_perf_clock_close(&r.clock);
 	if (r.fifo >= 0)
 		close(r.fifo);

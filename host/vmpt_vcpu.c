@@ -327,3 +327,21 @@ int vmpt_vcpus_for_pid(const char *procfs_root, pid_t pid, const char *qmp,
 			 "%s; %s", (int)pid, qerr, perr);
 	return rc;
 }
+
+int vmpt_vcpus_write(const char *path, const struct vmpt_vcpus *v)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	int bad;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return -VMPT_ERR_IO;
+	}
+	for (size_t i = 0; i < v->nr; i++)
+		fprintf(f, "vcpu %d tid %d source %s\n", v->vcpu[i].index, (int)v->vcpu[i].tid,
+			v->kind ? v->kind : "unknown");
+	bad = ferror(f);
+	return fclose(f) || bad ? -VMPT_ERR_IO : 0;
+}

@@ -34,6 +34,31 @@ int vmpt_kvm_tsc_read(const char *debugfs_root, pid_t pid,
  */
 int vmpt_kvm_tsc_vm_dir(const char *debugfs_root, pid_t pid, char *dir, size_t len);
 
+/* Each vCPU's values over a recording, in time order: an entry when a
+ * vCPU first shows and whenever its values change, timed by now().
+ */
+#define VMPT_KVM_TSC_MAX_VCPUS 256
+
+struct vmpt_kvm_tsc_series {
+	struct vmpt_kvm_tsc *v;
+	size_t nr, max;			/* max: the most values kept */
+	size_t last[VMPT_KVM_TSC_MAX_VCPUS];	/* each vCPU's latest entry */
+	size_t nr_vcpus;
+	int state;			/* 0 not read yet, 1 read, <0 a vmpt_err */
+};
+
+/* 0 or -VMPT_ERR_NOMEM. */
+int vmpt_kvm_tsc_series_init(struct vmpt_kvm_tsc_series *s, size_t max);
+void vmpt_kvm_tsc_series_free(struct vmpt_kvm_tsc_series *s);
+
+/* Read the vCPUs of pid and keep what is new, with the time now() gives
+ * (has_time 0 when it fails).  Once unreadable (state < 0) or full it
+ * reads no more.  Returns 1 when this read found it full (more values than
+ * max, or vCPUs), else 0.
+ */
+int vmpt_kvm_tsc_series_poll(struct vmpt_kvm_tsc_series *s, const char *debugfs_root,
+			     pid_t pid, int (*now)(void *ctx, uint64_t *ns), void *ctx);
+
 /* One line per entry, in the order given (a recording's: per vCPU each
  * value seen, in time order): "vm PID-FD vcpu N tsc-offset V
  * [tsc-scaling-ratio R frac-bits B] [time NS]", the ratio when KVM has

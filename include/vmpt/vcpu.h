@@ -57,4 +57,10 @@ int vmpt_vcpus_from_libvirt(const char *uri, const char *domain,
 int vmpt_vcpus_for_pid(const char *procfs_root, pid_t pid, const char *qmp,
 		       struct vmpt_vcpus *out, char *err, size_t errlen);
 
+/* The map as a recording keeps it (REC.vcpus), a line per vCPU:
+ * "vcpu N tid T source KIND", N the QEMU cpu-index (= the KVM vcpu id =
+ * the guest's CPU number).  Written 0600.  0 or -VMPT_ERR_IO (errno set).
+ */
+int vmpt_vcpus_write(const char *path, const struct vmpt_vcpus *v);
+
 #endif
