@@ -182,13 +182,15 @@ cat "$T/tsc.err"
 check "tsc-offset: 3 values saved" grep -qx \
 	"vmpt record: tsc-offset of 2 vCPUs saved in $T/tsc.data.kvm-tsc (3 values)" "$T/tsc.err"
 cat "$T/tsc.data.kvm-tsc"
-perf script -i "$T/tsc.data" --show-switch-events >"$T/tsc.script" 2>/dev/null
-first=$(grep -oE '\] +[0-9]+\.[0-9]+:' "$T/tsc.script" | head -n 1 | tr -d '] :')
-last=$(grep -oE '\] +[0-9]+\.[0-9]+:' "$T/tsc.script" | tail -n 1 | tr -d '] :')
-if python3 - "$T/tsc.data.kvm-tsc" "$SQ" "$first" "$last" <<'PY'; then
+# record times: the previous recording's last, this one's first and last
+times() { perf script -i "$1" --show-switch-events 2>/dev/null | grep -oE '\] +[0-9]+\.[0-9]+:' | tr -d '] :'; }
+before=$(times "$REC" | tail -n 1)
+first=$(times "$T/tsc.data" | head -n 1)
+last=$(times "$T/tsc.data" | tail -n 1)
+if python3 - "$T/tsc.data.kvm-tsc" "$SQ" "$before" "$first" "$last" <<'PY'; then
 import re, sys
 lines = open(sys.argv[1]).read().splitlines()
-vm, first, last = sys.argv[2] + "-11", float(sys.argv[3]), float(sys.argv[4])
+vm, before, first, last = sys.argv[2] + "-11", float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 pat = re.compile(r"^vm (\S+) vcpu (\d) tsc-offset (-?\d+) time (\d+)$")
 got = [pat.match(l).groups() for l in lines]
 vals = sorted((int(c), int(o)) for v, c, o, t in got[:2])
@@ -197,13 +199,12 @@ assert all(v == vm for v, c, o, t in got), got
 assert vals == [(0, -1000), (1, -2000)], vals
 assert got[2][1:3] == ("0", "-5000"), got[2]
 assert times == sorted(times) and times[0] < times[2], times
-# the first values were read as the recording started (before its first
-# record could be written: up to a poll, 50 ms, earlier), the change
-# while it ran
-assert first - 0.05 <= times[0] / 1e9 <= last, (times, first, last)
+# the first values were read as the recording started, before its events
+# were on (after the previous recording), the change while it ran
+assert before < times[0] / 1e9 <= first, (times, before, first)
 assert first < times[2] / 1e9 < last, (times, first, last)
 PY
-	ok "tsc-offset series: first values and the change in time order, on the recording's clock ($first-$last s)"
+	ok "tsc-offset series: first values and the change in time order, on the recording's clock (first values after $before s, before $first s; the change before $last s)"
 else
 	fail "tsc-offset series (recording $first-$last s)"
 fi
