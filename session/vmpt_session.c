@@ -103,9 +103,9 @@ static int is_exec_map(const struct vmpt_perf_event *ev)
 	       (ev->type == PERF_RECORD_MMAP2 && (ev->mmap.prot & 4));
 }
 
-/* What vmpt guest collected next to a recording (docs/guest.md): the
+/* What vmpt record --guest fetched with a recording (docs/guest.md): the
  * guest's sideband, binaries under root/, vdso and kcore_dir, as code of
- * the guest machine.  A missing guest/ is no error.
+ * the guest machine.  A recording without a guest side is no error.
  */
 static int add_guest(struct vmpt_session *s, const char *recording)
 {
@@ -117,16 +117,11 @@ static int add_guest(struct vmpt_session *s, const char *recording)
 	struct stat st;
 	int ret;
 
-	/* DIR/ (perf's directory form) or FILE's directory. */
-	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode)) {
+	/* DIR/guest in perf's directory form, FILE.guest beside a file. */
+	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(dir, sizeof(dir), "%s/guest", recording);
-	} else {
-		const char *slash = strrchr(recording, '/');
-
-		snprintf(dir, sizeof(dir), "%.*s%sguest",
-			 slash ? (int)(slash - recording) : 0, recording,
-			 slash ? "/" : "");
-	}
+	else
+		snprintf(dir, sizeof(dir), "%s.guest", recording);
 	snprintf(path, sizeof(path), "%s/kcore_dir", dir);
 	if (stat(path, &st) == 0 &&
 	    (ret = vmpt_image_add_kcore_dir(s->image, path, &guest)) < 0) {
