@@ -176,16 +176,26 @@ static int check_guest_attrs(struct merge *m)
 			return fail(m, VMPT_ERR_FORMAT,
 				    "%s: event %s has no sample ids, which tell the guest CPU of each record: record the guest with perf record -a --sample-identifier",
 				    m->cfg->guest, attr_name(a));
-		if (!a->attr.sample_id_all || !(a->attr.sample_type & PERF_SAMPLE_TIME))
-			return fail(m, VMPT_ERR_FORMAT,
-				    "%s: event %s gives its records no time (sample_id_all, PERF_SAMPLE_TIME)",
-				    m->cfg->guest, attr_name(a));
 		if (!m->dflt_id && a->nr_ids)
 			m->dflt_id = a->ids[0];
 	}
 	if (!m->dflt_id)
 		return fail(m, VMPT_ERR_FORMAT, "%s: the guest recording has no event ids",
 			    m->cfg->guest);
+	return 0;
+}
+
+/* After the ID_INDEX: a per-thread recording is the better thing to say. */
+static int check_guest_times(struct merge *m)
+{
+	for (size_t i = 0; i < m->guest.nr_attrs; i++) {
+		const struct vmpt_perf_attr *a = &m->guest.attrs[i];
+
+		if (!a->attr.sample_id_all || !(a->attr.sample_type & PERF_SAMPLE_TIME))
+			return fail(m, VMPT_ERR_FORMAT,
+				    "%s: event %s gives its records no time (sample_id_all, PERF_SAMPLE_TIME)",
+				    m->cfg->guest, attr_name(a));
+	}
 	return 0;
 }
 
@@ -280,11 +290,16 @@ static int guest_id_index(struct merge *m, const struct vmpt_perf_event *ev)
 		vmpt_perf_id_index_entry(ev, i, &e);
 		if (!vmpt_perf_attr_by_id(&m->guest, e.id))
 			continue;
-		if ((int64_t)e.cpu < 0 || (int64_t)e.tid >= 0)
+		if ((int64_t)e.cpu < 0 || (int64_t)e.tid >= 0) {
+			char on[32] = "on any CPU";
+
+			if ((int64_t)e.cpu >= 0)
+				snprintf(on, sizeof(on), "on CPU %lld", (long long)e.cpu);
 			return fail(m, VMPT_ERR_FORMAT,
-				    "%s: offset %#llx: ID_INDEX: id %llu counts thread %lld on cpu %lld, not a whole CPU: the guest was recorded per-thread; record it cpu-wide (perf record -a)",
+				    "%s: offset %#llx: ID_INDEX: id %llu counts thread %lld %s, not whole CPUs: the guest was recorded per-thread (perf record -p/-t/--per-thread); record it cpu-wide: perf record -a",
 				    m->cfg->guest, (unsigned long long)ev->offset,
-				    (unsigned long long)e.id, (long long)e.tid, (long long)e.cpu);
+				    (unsigned long long)e.id, (long long)e.tid, on);
+		}
 		if (e.cpu >= VMPT_MAX_VCPUS)
 			return fail(m, VMPT_ERR_FORMAT, "%s: offset %#llx: ID_INDEX: cpu %llu",
 				    m->cfg->guest, (unsigned long long)ev->offset,
@@ -855,7 +870,8 @@ int vmpt_guest_merge(const struct vmpt_guest_merge_config *cfg,
 	    !(ret = check_host_attrs(m)) && !(ret = check_guest_attrs(m)) &&
 	    !(ret = vcpu_map_path(m)) && !(ret = scan_host(m)) &&
 	    !(ret = find_vcpus(m)) && !(ret = vmpt_guest_vcpus_sort(&m->vcpus)) &&
-	    !(ret = scan_guest(m)) && !(ret = check_clocks(m)) && !(ret = map_ids(m)) &&
+	    !(ret = scan_guest(m)) && !(ret = check_guest_times(m)) &&
+	    !(ret = check_clocks(m)) && !(ret = map_ids(m)) &&
 	    !(ret = place_records(m)))
 		ret = write_output(m);
 	if (ret == -VMPT_ERR_NOMEM && !err[0])

@@ -20,6 +20,13 @@ static int same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+static int make_file(char *template)
+{
+	int fd = mkstemp(template);
+
+	return fd < 0 ? -1 : close(fd);
+}
+
 static int empty_dir(const char *path)
 {
 	DIR *d = opendir(path);
@@ -51,7 +58,9 @@ int vmpt_merge_output_begin(struct vmpt_merge_output *o, const char *final, int 
 	if (stat(final, &st) == 0) {
 		const char *why = NULL;
 
-		if (!dir && S_ISDIR(st.st_mode))
+		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+			why = "not a regular file (the merge is written beside it and renamed)";
+		else if (!dir && S_ISDIR(st.st_mode))
 			why = "is a directory";
 		else if (dir && !S_ISDIR(st.st_mode))
 			why = "exists and is not a directory (the merge has kcore_dir: perf's directory form)";
@@ -69,8 +78,9 @@ int vmpt_merge_output_begin(struct vmpt_merge_output *o, const char *final, int 
 		vmpt_merge_output_abort(o);
 		return -VMPT_ERR_NOMEM;
 	}
-	if (dir ? !mkdtemp(o->tmp) : mkstemp(o->tmp) < 0 ? 1 : 0) {
-		snprintf(err, errlen, "%s: %s", o->tmp, strerror(errno));
+	if (dir ? !mkdtemp(o->tmp) : make_file(o->tmp) < 0) {
+		snprintf(err, errlen, "%s: cannot create a file beside it: %s", final,
+			 strerror(errno));
 		free(o->tmp);
 		o->tmp = NULL;
 		vmpt_merge_output_abort(o);

@@ -62,15 +62,22 @@ record_guest() {
 		>"$out.log" 2>&1 || { cat "$out.log"; fail "perf record of the guest ($*)"; }
 }
 
-# record_host OUT [perf record options]: the host's side for 2 s, in the
-# background ($HOST_PID), with the options of perf's VM recipe.
+# record_host OUT [perf record options]: the host's side for $HOST_SECONDS
+# (2 s), in the background ($HOST_PID), with the options of perf's VM recipe.
 record_host() {
 	out=$1
 	shift
-	perf record -q --sample-identifier -e dummy --switch-events "$@" -o "$out" -- sleep 2 \
+	perf record -q --sample-identifier -e dummy --switch-events "$@" -o "$out" -- \
+		sleep "${HOST_SECONDS:-2}" \
 		>"$out.log" 2>&1 &
 	HOST_PID=$!
 	KILL="$KILL $HOST_PID"
+}
+
+# stop_standin: the stand-in QEMU $QEMU ends.
+stop_standin() {
+	kill "$QEMU"
+	wait "$QEMU" 2>/dev/null || true
 }
 
 # add_tc IN OUT ZERO [MULT [CAP]]
