@@ -18,7 +18,8 @@ HOST_SECONDS=1
 
 standin 2
 Q2=$QEMU
-record_host "$T/host.raw" -a
+# -p: other VMs on this machine would show in a cpu-wide host recording.
+record_host "$T/host.raw" -p "$Q2" --sample-cpu
 HP=$HOST_PID
 sleep 0.2
 record_guest "$T/guest.raw"
@@ -30,13 +31,13 @@ perf record -q -a -e dummy --switch-events -o "$T/no-ids.raw" -- sleep 0.2 2>/de
 	fail "perf record without --sample-identifier"
 perf record -q -e dummy --switch-events -p "$Q2" --sample-cpu -o "$T/host-no-ids.raw" -- \
 	sleep 0.2 2>/dev/null || fail "perf record of the host without --sample-identifier"
-wait "$HP" || { cat "$T/host.raw.log"; fail "perf record -a"; }
+wait "$HP" || { cat "$T/host.raw.log"; fail "perf record -p"; }
 stop_standin
 standin 1
 Q1=$QEMU
 T1=$(ls /proc/$Q1/task | grep -v "^$Q1\$")
-record_host "$T/host1.raw" -a
-wait "$HOST_PID" || { cat "$T/host1.raw.log"; fail "perf record -a (1 vCPU)"; }
+record_host "$T/host1.raw" -p "$Q1" --sample-cpu
+wait "$HOST_PID" || { cat "$T/host1.raw.log"; fail "perf record -p (1 vCPU)"; }
 
 for f in host host1 host-no-ids; do add_tc "$T/$f.raw" "$T/$f.data" $HOST_ZERO; done
 for f in guest per-thread pid no-ids; do add_tc "$T/$f.raw" "$T/$f.data" $GUEST_ZERO; done

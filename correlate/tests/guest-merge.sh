@@ -23,14 +23,21 @@ NCPUS=$(getconf _NPROCESSORS_ONLN)
 CHECK="python3 $SRCDIR/correlate/tests/merge_check.py"
 
 standin 2
-record_host "$T/host-p.raw" -p "$QEMU" --sample-cpu
-HP=$HOST_PID
-record_host "$T/host-a.raw" -a
-HA=$HOST_PID
-sleep 0.3
-record_guest "$T/guest.raw" --buildid-all
-wait "$HP" || { cat "$T/host-p.raw.log"; fail "perf record -p"; }
-wait "$HA" || { cat "$T/host-a.raw.log"; fail "perf record -a"; }
+for attempt in 1 2 3; do
+	record_host "$T/host-p.raw" -p "$QEMU" --sample-cpu
+	HP=$HOST_PID
+	record_host "$T/host-a.raw" -a
+	HA=$HOST_PID
+	sleep 0.3
+	record_guest "$T/guest.raw" --buildid-all
+	wait "$HP" || { cat "$T/host-p.raw.log"; fail "perf record -p"; }
+	wait "$HA" || { cat "$T/host-a.raw.log"; fail "perf record -a"; }
+	if lossless "$T/host-p.raw" "$T/host-a.raw" "$T/guest.raw"; then
+		break
+	fi
+	cat "$T/lossless.err"
+	[ $attempt -lt 3 ] || { echo "SKIP: perf record lost events 3 times: the machine is too busy"; exit 77; }
+done
 add_tc "$T/host-p.raw" "$T/host-p.data" $HOST_ZERO
 add_tc "$T/host-a.raw" "$T/host-a.data" $HOST_ZERO
 add_tc "$T/guest.raw" "$T/guest.data" $GUEST_ZERO
@@ -82,7 +89,7 @@ for h in p a; do
 	grep -q "^vmpt correlate: .* 2 vCPUs of pid $QEMU (thread names), " "$T/vmpt-$h.sum" ||
 		{ cat "$T/vmpt-$h.sum"; fail "summary: vCPUs ($h)"; }
 done
-grep -q '^VM:[0-9]* VCPU:001 ' "$T/vmpt-a.txt" || fail "no guest record of vCPU 1"
+grep -q '^VM: *[0-9]* VCPU:001 ' "$T/vmpt-a.txt" || fail "no guest record of vCPU 1"
 
 # The headers: perf's events, ids and the guest's with exclude_host, as
 # perf reads them; vmpt writes the attr at this system's struct size.

@@ -7,7 +7,8 @@
 #  - the "VM:PID VCPU:n" lines are the guest's records, one for one, in its
 #    order, each with the guest's comm, pid/tid and text, VCPU n the guest
 #    CPU it was recorded on and the host CPU that vCPU's thread is pinned to
-#    (stand-in QEMU: vCPU n on CPU n modulo NCPUS);
+#    (stand-in QEMU: vCPU n on CPU n modulo NCPUS), CPU 0 before the host
+#    recording first sees the thread run (perf's convention);
 #  - host and guest lines interleave by time, a guest line first on a tie
 #    (but the host's synthesized records, at time 0, come first);
 #  - with --times, each guest line's host time is the guest's converted as
@@ -20,7 +21,7 @@ import math
 import re
 import sys
 
-LINE = re.compile(r'^(?:VM:(\d+) VCPU:(\d+) )?(.*?) \[(-?\d+)\]\s+(\d+)\.(\d{9}): (.*)$')
+LINE = re.compile(r'^(?:VM: *(\d+) VCPU:(\d+) )?(.*?) \[(-?\d+)\]\s+(\d+)\.(\d{9}): (.*)$')
 
 
 def parse(path):
@@ -51,6 +52,14 @@ def main():
     out_host = [r for r in out if not r['vm']]
     out_guest = [r for r in out if r['vm']]
     err = []
+    # When each vCPU thread is first seen switching in: CPU 0 before, as
+    # perf says (the guest recording starts after the host's, so only its
+    # time-0 records come before).
+    first_run = {}
+    for r in host:
+        m = re.match(r'CPU (\d+)/KVM$', ' '.join(r['who'][:-1]))
+        if m and r['text'][0].startswith('PERF_RECORD_SWITCH') and r['text'][1] == 'IN':
+            first_run.setdefault(int(m.group(1)), r['time'])
 
     def same(x, y):
         return x['who'] == y['who'] and x['text'] == y['text']
@@ -65,7 +74,7 @@ def main():
             err.append('line %d: guest record %d is not the guest\'s: %s' % (x['n'], y['n'], ' '.join(x['text'])))
         elif int(x['vm']) != a.pid or int(x['vcpu']) != y['cpu']:
             err.append('line %d: VM:%s VCPU:%s for a record of guest CPU %d' % (x['n'], x['vm'], x['vcpu'], y['cpu']))
-        elif x['cpu'] != y['cpu'] % a.ncpus:
+        elif x['cpu'] != (y['cpu'] % a.ncpus if x['time'] >= first_run.get(y['cpu'], 2**64) else 0):
             err.append('line %d: host CPU %d for vCPU %d' % (x['n'], x['cpu'], y['cpu']))
         if len(err) > 5:
             break
