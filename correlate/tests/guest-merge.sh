@@ -11,10 +11,11 @@
 # on stderr; every guest record comes out once (merge_check.py: the guest's
 # records in its order as VM:PID VCPU:n lines, on the host CPU of that
 # vCPU, interleaved with the host's by time); the same from a saved vCPU map
-# and in the directory form with the guest's kcore_dir.  SCALE 1.5: perf
-# divides in double and truncates, vmpt takes the first host tick; the
-# lines differ only in the host times of the guest records where the two
-# give different nanoseconds, each pinned to its formula.  Differences in
+# and in the directory form with the guest's kcore_dir, and into a host
+# recording without FINISHED_INIT (where perf inject merges nothing).
+# SCALE 1.5: perf divides in double and truncates, vmpt takes the first
+# host tick; the lines differ only in the host times of the guest records
+# where the two give different nanoseconds, each pinned to its formula.  Differences in
 # the header are pinned too: the attr size vmpt writes, and the guest build
 # ids perf keeps only for [vdso] without AUX data.
 set -eu
@@ -124,6 +125,13 @@ done >"$T/rec.data.vcpus"
 grep -q " 2 vCPUs of pid $QEMU (qmp), " "$T/vmpt-map.sum" || { cat "$T/vmpt-map.sum"; fail "vCPU map not used"; }
 show "$T/vmpt-map" --ns | diff -u "$T/vmpt-p.ns" - || fail "the vCPU map's merge differs"
 
+# A host recording without FINISHED_INIT (vmpt record's, before it wrote
+# one): perf inject merges nothing into it; vmpt merges as before.
+$EDIT drop "$T/host-p.data" "$T/no-init.data" 82 || fail "dropping FINISHED_INIT"
+merge no-init "$T/no-init.data" "$T/guest.data,$QEMU,$OFFSET"
+[ "$(show "$T/perf-no-init" | grep -c '^VM:')" = 0 ] || fail "perf inject merged into a host without FINISHED_INIT"
+show "$T/vmpt-no-init" --ns | diff -u "$T/vmpt-p.ns" - || fail "the merge without FINISHED_INIT differs"
+
 # perf's directory form: the guest's kcore_dir becomes kcore_dir__PID.
 mkdir -p "$T/guest.dir/kcore_dir"
 cp "$T/guest.data" "$T/guest.dir/data"
@@ -165,4 +173,4 @@ fi
 show "$T/perf-scaled" >"$T/a"
 show "$T/vmpt-scaled" >"$T/b"
 diff "$T/a" "$T/b" >"$T/diff" || true
-echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"
+echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form, no FINISHED_INIT); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"

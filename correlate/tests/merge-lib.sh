@@ -2,12 +2,13 @@
 # a stand-in QEMU process (standin-qemu: threads "CPU n/KVM", pinned, busy
 # and sleeping) recorded from the host side, and this machine recorded
 # cpu-wide while two processes pass data through a pipe, standing in for
-# the guest.  Both get TIME_CONV records (time_conv.py) that put them on
-# one time line: this machine's perf clock is kvm-clock, so perf record
-# writes none, the very case vmpt refuses for a real guest.
+# the guest.  Both get TIME_CONV records that put them on one time line
+# (perf_data_edit.py): this machine's perf clock is
+# kvm-clock, so perf record writes none, the very case vmpt refuses for a
+# real guest.
 : "${BUILDDIR:?}" "${SRCDIR:?}" "${VMPT:?}"
 STANDIN=$BUILDDIR/correlate/tests/standin-qemu
-TC="python3 $SRCDIR/correlate/tests/time_conv.py"
+EDIT="python3 $SRCDIR/correlate/tests/perf_data_edit.py"
 command -v perf >/dev/null || { echo "SKIP: perf (linux-perf) not installed"; exit 77; }
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 T=$(mktemp -d)
@@ -30,7 +31,7 @@ MULT=827189033
 HOST_ZERO=-5000000000
 OFFSET=0x1000000000
 SCALE=1.5
-tsc_ns() { $TC --tsc-to-ns $SHIFT "$1" 0 "$2"; }
+tsc_ns() { $EDIT tsc-to-ns $SHIFT "$1" 0 "$2"; }
 GUEST_ZERO=$((HOST_ZERO - $(tsc_ns $MULT $OFFSET)))
 # The scaled guest's TSC runs 13 ppb off 1.5 times the host's (a real
 # clock is never exact), so that over the recording the host ticks perf
@@ -101,7 +102,7 @@ lossless() {
 }
 
 # add_tc IN OUT ZERO [MULT [CAP]]
-add_tc() { $TC "$1" "$2" $SHIFT "${4:-$MULT}" "$3" ${5:-1} || fail "time_conv.py $1"; }
+add_tc() { $EDIT time-conv "$1" "$2" $SHIFT "${4:-$MULT}" "$3" ${5:-1} || fail "time-conv $1"; }
 
 # perf script's view of a merge: task, mmap and switch events with the
 # guest's machine pid and vCPU; stderr must stay empty.
