@@ -74,7 +74,7 @@ static void print_summary(const char *output, const struct vmpt_guest_merge_stat
 {
 	fprintf(stderr, "vmpt correlate: %s: guest records %" PRIu64 " in, %" PRIu64 " out (",
 		output, st->guest_in, st->guest_out);
-	for (unsigned t = 0, first = 1; t < PERF_RECORD_MAX; t++)
+	for (unsigned t = 0, first = 1; t < VMPT_GUEST_MERGE_TYPES; t++)
 		if (st->guest_by_type[t]) {
 			fprintf(stderr, "%s%s %" PRIu64, first ? "" : ", ",
 				vmpt_perf_record_name(t), st->guest_by_type[t]);

@@ -156,6 +156,11 @@ static int write_guest(struct merge *m, const struct merge_rec *r)
 				 gm_fail(m, VMPT_ERR_INTERNAL, "%s: offset %#llx: record gone",
 				      m->cfg->guest, (unsigned long long)r->offset);
 	body = (uint16_t)(ev.size - vmpt_perf_sample_id_size(&ev.attr->attr));
+	if (body % 8)
+		return gm_fail(m, VMPT_ERR_FORMAT,
+			       "%s: offset %#llx: %s record size %u is not a multiple of 8",
+			       m->cfg->guest, (unsigned long long)ev.offset,
+			       vmpt_perf_record_name(ev.type), ev.size);
 	/* perf inject: user (and hypervisor) mode is guest user, the rest
 	 * guest kernel. */
 	misc = (uint16_t)(ev.misc & ~PERF_RECORD_MISC_CPUMODE_MASK);
@@ -180,7 +185,7 @@ static int write_guest(struct merge *m, const struct merge_rec *r)
 	if (ret < 0)
 		return write_fail(m, ret);
 	m->st->guest_out++;
-	m->st->guest_by_type[ev.type]++;
+	m->st->guest_by_type[ev.type % VMPT_GUEST_MERGE_TYPES]++;
 	return 0;
 }
 

@@ -55,6 +55,7 @@ struct vmpt_guest_merge_config {
 };
 
 /* What a merge did (printed by the command, checked by the tests). */
+#define VMPT_GUEST_MERGE_TYPES 32	/* PERF_RECORD_* types counted */
 struct vmpt_guest_merge_stats {
 	uint64_t host_records;
 	uint64_t guest_in;	/* guest sideband records read ... */
@@ -62,7 +63,7 @@ struct vmpt_guest_merge_stats {
 	/* Guest records perf inject does not merge either, by type
 	 * (PERF_RECORD_SAMPLE, BPF KSYMBOLs, AUX, ...). */
 	uint64_t guest_skipped;
-	uint64_t guest_by_type[PERF_RECORD_MAX];	/* merged, by type */
+	uint64_t guest_by_type[VMPT_GUEST_MERGE_TYPES];	/* merged, by type */
 	unsigned nr_vcpus;	/* vCPUs with a thread */
 	char vcpu_source[32];	/* "thread names", or the map's source */
 	unsigned guest_build_ids;
