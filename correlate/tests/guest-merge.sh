@@ -15,9 +15,10 @@
 # recording without FINISHED_INIT (where perf inject merges nothing).
 # SCALE 1.5: perf divides in double and truncates, vmpt takes the first
 # host tick; the lines differ only in the host times of the guest records
-# where the two give different nanoseconds, each pinned to its formula.  Differences in
-# the header are pinned too: the attr size vmpt writes, and the guest build
-# ids perf keeps only for [vdso] without AUX data.
+# where the two give different nanoseconds, each pinned to its formula.
+# The header's events are perf's (the attr size is that of the headers vmpt
+# was built with); the guest build ids are all the guest's, where perf keeps
+# only [vdso]'s without AUX data.
 set -eu
 . "$SRCDIR/correlate/tests/merge-lib.sh"
 NCPUS=$(getconf _NPROCESSORS_ONLN)
