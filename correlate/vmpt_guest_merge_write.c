@@ -97,7 +97,8 @@ static int set_env(struct merge *m)
 	env.build_ids = calloc(env.nr_build_ids + 1, sizeof(*env.build_ids));
 	if (!env.build_ids)
 		return -VMPT_ERR_NOMEM;
-	memcpy(env.build_ids, h->build_ids, h->nr_build_ids * sizeof(*h->build_ids));
+	if (h->nr_build_ids)
+		memcpy(env.build_ids, h->build_ids, h->nr_build_ids * sizeof(*h->build_ids));
 	for (size_t i = 0; i < g->nr_build_ids; i++) {
 		struct vmpt_perf_build_id *b = &env.build_ids[h->nr_build_ids + i];
 		unsigned mode = g->build_ids[i].misc & PERF_RECORD_MISC_CPUMODE_MASK;

@@ -11,8 +11,9 @@
 # on stderr; every guest record comes out once (merge_check.py: the guest's
 # records in its order as VM:PID VCPU:n lines, on the host CPU of that
 # vCPU, interleaved with the host's by time); the same from a saved vCPU map
-# and in the directory form with the guest's kcore_dir, and into a host
-# recording without FINISHED_INIT (where perf inject merges nothing).
+# and in the directory form with the guest's kcore_dir, and into host
+# recordings without FINISHED_INIT (where perf inject merges nothing) and
+# in pipe mode (where it fails).
 # SCALE 1.5: perf divides in double and truncates, vmpt takes the first
 # host tick; the lines differ only in the host times of the guest records
 # where the two give different nanoseconds, each pinned to its formula.
@@ -133,6 +134,15 @@ merge no-init "$T/no-init.data" "$T/guest.data,$QEMU,$OFFSET"
 [ "$(show "$T/perf-no-init" | grep -c '^VM:')" = 0 ] || fail "perf inject merged into a host without FINISHED_INIT"
 show "$T/vmpt-no-init" --ns | diff -u "$T/vmpt-p.ns" - || fail "the merge without FINISHED_INIT differs"
 
+# A pipe-mode host recording (perf record -o -), here perf inject's
+# rewriting of host-p into one, with no build ids: vmpt merges into it the
+# same (perf inject cannot: it stops at FINISHED_INIT).
+perf inject -i "$T/host-p.data" -o - >"$T/host-pipe.data" 2>"$T/pipe.err" ||
+	{ cat "$T/pipe.err"; fail "perf inject -o -"; }
+"$VMPT" correlate -i "$T/host-pipe.data" -o "$T/vmpt-pipe" --guest-data="$T/guest.data,$QEMU,$OFFSET" \
+	2>"$T/vmpt-pipe.sum" || { cat "$T/vmpt-pipe.sum"; fail "vmpt correlate of a pipe-mode host"; }
+show "$T/vmpt-pipe" --ns | diff -u "$T/vmpt-p.ns" - || fail "the merge into a pipe-mode host differs"
+
 # perf's directory form: the guest's kcore_dir becomes kcore_dir__PID.
 mkdir -p "$T/guest.dir/kcore_dir"
 cp "$T/guest.data" "$T/guest.dir/data"
@@ -174,4 +184,4 @@ fi
 show "$T/perf-scaled" >"$T/a"
 show "$T/vmpt-scaled" >"$T/b"
 diff "$T/a" "$T/b" >"$T/diff" || true
-echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form, no FINISHED_INIT); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"
+echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form, no FINISHED_INIT, pipe mode); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"
