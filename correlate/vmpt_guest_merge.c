@@ -89,11 +89,11 @@ static int open_input(struct merge *m, struct vmpt_perf_data *pd, const char *pa
 		return gm_pd_fail(m, pd, ret);
 	if (pd->nr_parts)
 		return gm_fail(m, VMPT_ERR_UNSUPPORTED,
-			    "%s: the %s recording was made with perf record --threads (data.N files): not supported",
-			    path, what);
+			       "%s: the %s recording was made with perf record --threads (data.N files): not supported",
+			       path, what);
 	if (!pd->nr_attrs)
 		return gm_fail(m, VMPT_ERR_FORMAT, "%s: no events (attrs) in the %s recording",
-			    path, what);
+			       path, what);
 	return 0;
 }
 
@@ -106,12 +106,12 @@ static int check_host_attrs(struct merge *m)
 
 		if (!(a->attr.sample_type & PERF_SAMPLE_IDENTIFIER))
 			return gm_fail(m, VMPT_ERR_FORMAT,
-				    "%s: event %s has no PERF_SAMPLE_IDENTIFIER: record the host with perf record --sample-identifier, so host and guest records can be told apart",
-				    m->cfg->host, attr_name(a));
+				       "%s: event %s has no PERF_SAMPLE_IDENTIFIER: record the host with perf record --sample-identifier, so host and guest records can be told apart",
+				       m->cfg->host, attr_name(a));
 		if (!a->attr.sample_id_all || !(a->attr.sample_type & PERF_SAMPLE_TIME))
 			return gm_fail(m, VMPT_ERR_FORMAT,
-				    "%s: event %s gives its records no time (sample_id_all, PERF_SAMPLE_TIME)",
-				    m->cfg->host, attr_name(a));
+				       "%s: event %s gives its records no time (sample_id_all, PERF_SAMPLE_TIME)",
+				       m->cfg->host, attr_name(a));
 		m->host_has_cpu |= !!(a->attr.sample_type & PERF_SAMPLE_CPU);
 	}
 	return 0;
@@ -124,14 +124,14 @@ static int check_guest_attrs(struct merge *m)
 
 		if (!(a->attr.sample_type & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_ID)))
 			return gm_fail(m, VMPT_ERR_FORMAT,
-				    "%s: event %s has no sample ids, which tell the guest CPU of each record: record the guest with perf record -a --sample-identifier",
-				    m->cfg->guest, attr_name(a));
+				       "%s: event %s has no sample ids, which tell the guest CPU of each record: record the guest with perf record -a --sample-identifier",
+				       m->cfg->guest, attr_name(a));
 		if (!m->dflt_id && a->nr_ids)
 			m->dflt_id = a->ids[0];
 	}
 	if (!m->dflt_id)
 		return gm_fail(m, VMPT_ERR_FORMAT, "%s: the guest recording has no event ids",
-			    m->cfg->guest);
+			       m->cfg->guest);
 	return 0;
 }
 
@@ -143,8 +143,8 @@ static int check_guest_times(struct merge *m)
 
 		if (!a->attr.sample_id_all || !(a->attr.sample_type & PERF_SAMPLE_TIME))
 			return gm_fail(m, VMPT_ERR_FORMAT,
-				    "%s: event %s gives its records no time (sample_id_all, PERF_SAMPLE_TIME)",
-				    m->cfg->guest, attr_name(a));
+				       "%s: event %s gives its records no time (sample_id_all, PERF_SAMPLE_TIME)",
+				       m->cfg->guest, attr_name(a));
 	}
 	return 0;
 }
@@ -201,6 +201,7 @@ static int vcpu_map_path(struct merge *m)
 
 static int find_vcpus(struct merge *m)
 {
+	char other[96] = "";
 	int ret = 0;
 
 	if (m->vcpu_map)
@@ -209,15 +210,13 @@ static int find_vcpus(struct merge *m)
 		return ret;
 	if (m->vcpu_map)
 		return gm_fail(m, VMPT_ERR_NOT_FOUND, "%s: no vCPU threads in the vCPU map",
-			    m->vcpu_map);
-	char other[96] = "";
-
+			       m->vcpu_map);
 	if (m->vcpus.other_pid)
 		snprintf(other, sizeof(other), " (pid %u has threads named so: is it the VM?)",
 			 m->vcpus.other_pid);
 	return gm_fail(m, VMPT_ERR_NOT_FOUND,
-		    "%s: no vCPU threads found for pid %u: no COMM record names a thread of it 'CPU n/KVM'%s; QEMU names its vCPU threads so when started with -name NAME,debug-threads=on",
-		    m->cfg->host, m->cfg->machine_pid, other);
+		       "%s: no vCPU threads found for pid %u: no COMM record names a thread of it 'CPU n/KVM'%s; QEMU names its vCPU threads so when started with -name NAME,debug-threads=on",
+		       m->cfg->host, m->cfg->machine_pid, other);
 }
 
 static struct merge_id *find_id(struct merge *m, uint64_t id)
@@ -246,14 +245,15 @@ static int guest_id_index(struct merge *m, const struct vmpt_perf_event *ev)
 			if ((int64_t)e.cpu >= 0)
 				snprintf(on, sizeof(on), "on CPU %lld", (long long)e.cpu);
 			return gm_fail(m, VMPT_ERR_FORMAT,
-				    "%s: offset %#llx: ID_INDEX: id %llu counts thread %lld %s, not whole CPUs: the guest was recorded per-thread (perf record -p/-t/--per-thread); record it cpu-wide: perf record -a",
-				    m->cfg->guest, (unsigned long long)ev->offset,
-				    (unsigned long long)e.id, (long long)e.tid, on);
+				       "%s: offset %#llx: ID_INDEX: id %llu counts thread %lld %s, not whole CPUs: the guest was recorded per-thread (perf record -p/-t/--per-thread); record it cpu-wide: perf record -a",
+				       m->cfg->guest, (unsigned long long)ev->offset,
+				       (unsigned long long)e.id, (long long)e.tid, on);
 		}
 		if (e.cpu >= VMPT_MAX_VCPUS)
-			return gm_fail(m, VMPT_ERR_FORMAT, "%s: offset %#llx: ID_INDEX: cpu %llu",
-				    m->cfg->guest, (unsigned long long)ev->offset,
-				    (unsigned long long)e.cpu);
+			return gm_fail(m, VMPT_ERR_FORMAT,
+				       "%s: offset %#llx: ID_INDEX: id %llu on CPU %llu: more CPUs than a VM has vCPUs",
+				       m->cfg->guest, (unsigned long long)ev->offset,
+				       (unsigned long long)e.id, (unsigned long long)e.cpu);
 		if ((id = find_id(m, e.id))) {
 			id->vcpu = (uint32_t)e.cpu;
 			continue;
@@ -319,19 +319,19 @@ static int check_clocks(struct merge *m)
 
 	if (!m->guest_tc_offset)
 		return gm_fail(m, VMPT_ERR_FORMAT,
-			    "%s: no TIME_CONV record: guest perf time cannot be turned into guest TSC (the guest's perf clock is not the TSC, as with kvm-clock): boot the guest with no-kvmclock",
-			    m->cfg->guest);
+			       "%s: no TIME_CONV record: guest perf time cannot be turned into guest TSC (the guest's perf clock is not the TSC, as with kvm-clock): boot the guest with no-kvmclock",
+			       m->cfg->guest);
 	if ((why = vmpt_guest_clock_unusable(&m->clock.guest)))
 		return gm_fail(m, VMPT_ERR_FORMAT,
-			    "%s: offset %#llx: TIME_CONV: %s (kvm-clock?): boot the guest with no-kvmclock",
-			    m->cfg->guest, (unsigned long long)m->guest_tc_offset, why);
+			       "%s: offset %#llx: TIME_CONV: %s (kvm-clock?): boot the guest with no-kvmclock",
+			       m->cfg->guest, (unsigned long long)m->guest_tc_offset, why);
 	if (!m->host_tc_offset)
 		return gm_fail(m, VMPT_ERR_FORMAT,
-			    "%s: no TIME_CONV record: host perf time cannot be related to the TSC (perf record writes one when the kernel's perf clock is the TSC)",
-			    m->cfg->host);
+			       "%s: no TIME_CONV record: host perf time cannot be related to the TSC (perf record writes one when the kernel's perf clock is the TSC)",
+			       m->cfg->host);
 	if ((why = vmpt_guest_clock_unusable(&m->clock.host)))
 		return gm_fail(m, VMPT_ERR_FORMAT, "%s: offset %#llx: TIME_CONV: %s",
-			    m->cfg->host, (unsigned long long)m->host_tc_offset, why);
+			       m->cfg->host, (unsigned long long)m->host_tc_offset, why);
 	return 0;
 }
 
@@ -366,9 +366,9 @@ int gm_no_vcpu(struct merge *m, uint64_t offset, uint32_t cpu)
 
 	list_vcpus(m, found, sizeof(found));
 	return gm_fail(m, VMPT_ERR_FORMAT,
-		    "%s: offset %#llx: the guest recording has CPU %u, but pid %u has %u vCPU thread%s (%s): a recording of another VM, or of a guest with more CPUs?",
-		    m->cfg->guest, (unsigned long long)offset, cpu, m->cfg->machine_pid,
-		    m->vcpus.nr_threads, m->vcpus.nr_threads == 1 ? "" : "s", found);
+		       "%s: offset %#llx: the guest recording has CPU %u, but pid %u has %u vCPU thread%s (%s): a recording of another VM, or of a guest with more CPUs?",
+		       m->cfg->guest, (unsigned long long)offset, cpu, m->cfg->machine_pid,
+		       m->vcpus.nr_threads, m->vcpus.nr_threads == 1 ? "" : "s", found);
 }
 
 int gm_has_vcpu(const struct merge *m, uint32_t cpu)
@@ -384,11 +384,11 @@ static int map_ids(struct merge *m)
 
 	if (!m->guest_id_index_offset)
 		return gm_fail(m, VMPT_ERR_FORMAT,
-			    "%s: no ID_INDEX record: the guest CPU of each event id is unknown; record the guest cpu-wide with perf record -a",
-			    m->cfg->guest);
+			       "%s: no ID_INDEX record: the guest CPU of each event id is unknown; record the guest cpu-wide with perf record -a",
+			       m->cfg->guest);
 	if (m->clock.nr_tsc > 1 && m->clock.nr_tsc < m->vcpus.nr)
 		return gm_fail(m, VMPT_ERR_INVAL, "%zu TSC offsets given for %u vCPUs",
-			    m->clock.nr_tsc, m->vcpus.nr);
+			       m->clock.nr_tsc, m->vcpus.nr);
 	for (size_t i = 0; i < m->host.nr_attrs; i++)
 		for (size_t j = 0; j < m->host.attrs[i].nr_ids; j++)
 			if (m->host.attrs[i].ids[j] > next)
@@ -401,10 +401,10 @@ static int map_ids(struct merge *m)
 
 			if (!id)
 				return gm_fail(m, VMPT_ERR_FORMAT,
-					    "%s: offset %#llx: ID_INDEX: no entry for id %llu of event %s: its guest CPU is unknown",
-					    m->cfg->guest,
-					    (unsigned long long)m->guest_id_index_offset,
-					    (unsigned long long)a->ids[j], attr_name(a));
+					       "%s: offset %#llx: ID_INDEX: no entry for id %llu of event %s: its guest CPU is unknown",
+					       m->cfg->guest,
+					       (unsigned long long)m->guest_id_index_offset,
+					       (unsigned long long)a->ids[j], attr_name(a));
 			if (!gm_has_vcpu(m, id->vcpu))
 				return gm_no_vcpu(m, m->guest_id_index_offset, id->vcpu);
 			id->host_id = ++next;
@@ -435,9 +435,9 @@ static int place_records(struct merge *m)
 
 		if (!id || !id->host_id)
 			return gm_fail(m, VMPT_ERR_FORMAT,
-				    "%s: offset %#llx: a record of id %llu, which no event of the guest has",
-				    m->cfg->guest, (unsigned long long)r->offset,
-				    (unsigned long long)r->host_id);
+				       "%s: offset %#llx: a record of id %llu, which no event of the guest has",
+				       m->cfg->guest, (unsigned long long)r->offset,
+				       (unsigned long long)r->host_id);
 		r->vcpu = id->vcpu;
 		r->host_id = id->host_id;
 		r->host_time = vmpt_guest_clock_host_time(&m->clock, r->vcpu, r->guest_time);
@@ -482,7 +482,7 @@ int vmpt_guest_merge(const struct vmpt_guest_merge_config *cfg,
 		snprintf(err, errlen, "out of memory");
 	if (!ret && st->guest_in != st->guest_out)
 		ret = gm_fail(m, VMPT_ERR_INTERNAL, "%llu guest records read, %llu written",
-			   (unsigned long long)st->guest_in, (unsigned long long)st->guest_out);
+			      (unsigned long long)st->guest_in, (unsigned long long)st->guest_out);
 	st->nr_vcpus = m->vcpus.nr_threads;
 	snprintf(st->vcpu_source, sizeof(st->vcpu_source), "%s", m->vcpus.source);
 	if (m->w)

@@ -155,7 +155,7 @@ static int write_guest(struct merge *m, const struct merge_rec *r)
 	if (ret <= 0)
 		return ret < 0 ? gm_pd_fail(m, &m->guest, ret) :
 				 gm_fail(m, VMPT_ERR_INTERNAL, "%s: offset %#llx: record gone",
-				      m->cfg->guest, (unsigned long long)r->offset);
+					 m->cfg->guest, (unsigned long long)r->offset);
 	body = (uint16_t)(ev.size - vmpt_perf_sample_id_size(&ev.attr->attr));
 	if (body % 8)
 		return gm_fail(m, VMPT_ERR_FORMAT,
@@ -246,8 +246,8 @@ static int copy_host(struct merge *m, const struct vmpt_perf_event *ev)
 					       ev->auxtrace.cpu);
 	else if (ev->type == VMPT_PERF_RECORD_HEADER_TRACING_DATA)
 		return gm_fail(m, VMPT_ERR_UNSUPPORTED,
-			    "%s: offset %#llx: tracepoint data in a pipe-mode recording: not supported",
-			    m->cfg->host, (unsigned long long)ev->offset);
+			       "%s: offset %#llx: tracepoint data in a pipe-mode recording: not supported",
+			       m->cfg->host, (unsigned long long)ev->offset);
 	else
 		ret = vmpt_perf_write_event(m->w, ev->raw);
 	if (ret < 0)
@@ -308,10 +308,10 @@ static int host_kcore_dirs(struct merge *m, int copy)
 		if (strcmp(de->d_name, "kcore_dir") && strncmp(de->d_name, "kcore_dir__", 11))
 			continue;
 		found = 1;
-		if (!strcmp(de->d_name + 9, m->guest_kcore + 9) && m->guest.kcore_dir) {
+		if (!strcmp(de->d_name, m->guest_kcore) && m->guest.kcore_dir) {
 			ret = gm_fail(m, VMPT_ERR_INVAL,
-				   "%s: holds %s already: a guest of pid %u was merged into it before",
-				   m->cfg->host, de->d_name, m->cfg->machine_pid);
+				      "%s: holds %s already: a guest of pid %u was merged into it before",
+				      m->cfg->host, de->d_name, m->cfg->machine_pid);
 			break;
 		}
 		if (!copy)
@@ -345,8 +345,8 @@ int gm_write_output(struct merge *m)
 		return ret;
 	ret = vmpt_perf_writer_open(&m->w, m->out.tmp, &opts);
 	if (ret < 0)
-		return gm_fail(m, -ret, "%s: %s", m->out.tmp,
-			    ret == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(ret));
+		return gm_fail(m, -ret, "%s: %s", m->cfg->output,
+			       ret == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(ret));
 	if ((ret = add_attrs(m)) < 0 || (ret = set_env(m)) < 0 ||
 	    (ret = copy_features(m)) < 0)
 		return write_fail(m, ret);
