@@ -90,14 +90,20 @@ int vmpt_merge_output_begin(struct vmpt_merge_output *o, const char *final, int 
 }
 
 static int copy_file(int src_dir, const char *name, int dst_dir, const char *src_path,
-		     char *err, size_t errlen)
+		     const char *dst_path, char *err, size_t errlen)
 {
 	char buf[65536];
 	struct stat st;
 	int in, out = -1, ret = 0;
 	ssize_t n;
 
-	in = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	/* Files from a guest: no link is followed out of its directory. */
+	in = openat(src_dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (in < 0 && errno == ELOOP) {
+		snprintf(err, errlen, "%s/%s: a symbolic link, not a regular file", src_path,
+			 name);
+		return -VMPT_ERR_FORMAT;
+	}
 	if (in < 0 || fstat(in, &st) < 0) {
 		snprintf(err, errlen, "%s/%s: %s", src_path, name, strerror(errno));
 		ret = -VMPT_ERR_IO;
@@ -134,7 +140,7 @@ static int copy_file(int src_dir, const char *name, int dst_dir, const char *src
 	out = -1;
 	goto out;
 write_err:
-	snprintf(err, errlen, "%s: %s: %s", src_path, name, strerror(errno));
+	snprintf(err, errlen, "%s/%s: %s", dst_path, name, strerror(errno));
 	ret = -VMPT_ERR_IO;
 out:
 	if (in >= 0)
@@ -169,7 +175,7 @@ int vmpt_merge_output_copy_dir(struct vmpt_merge_output *o, const char *src,
 	while (!ret && (de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		ret = copy_file(src_fd, de->d_name, dst_fd, src, err, errlen);
+		ret = copy_file(src_fd, de->d_name, dst_fd, src, dst, err, errlen);
 	}
 out:
 	if (d)

@@ -10,7 +10,8 @@
 # CPUs than the VM has vCPU threads (perf merges it, the extra CPU's records
 # on a vCPU that does not exist); recordings without sample ids; bad vCPU
 # maps; an output that is an input, cannot be created, or outgrows the
-# file size limit (a full disk's stand-in); a truncated guest file.
+# file size limit (a full disk's stand-in); a truncated guest file; a
+# guest kcore_dir with a link out of it; a host holding this guest's kcore.
 set -eu
 . "$SRCDIR/correlate/tests/merge-lib.sh"
 [ "$(getconf _NPROCESSORS_ONLN)" -ge 2 ] || { echo "SKIP: needs 2 CPUs"; exit 77; }
@@ -145,8 +146,21 @@ expect 1 "$T/cut.data: offset 0x30: data section (offset $(printf '%#x' "$1"), s
 expect 1 "$T/none.data: No such file or directory" \
 	-i "$H" -o "$OUT" --guest-data="$T/none.data,$Q2,$OFFSET"
 
+# kcore directories: a guest's with a link out of it; a host that holds
+# this guest's kcore already.
+mkdir -p "$T/gdir/kcore_dir" "$T/hdir/kcore_dir__$Q2"
+cp "$G" "$T/gdir/data"
+cp "$H" "$T/hdir/data"
+echo kallsyms >"$T/gdir/kcore_dir/kallsyms"
+ln -s /etc/passwd "$T/gdir/kcore_dir/modules"
+expect 1 "$T/gdir/kcore_dir/modules: a symbolic link, not a regular file" \
+	-i "$H" -o "$OUT" --guest-data="$T/gdir,$Q2,$OFFSET"
+rm "$T/gdir/kcore_dir/modules"
+expect 1 "$T/hdir: holds kcore_dir__$Q2 already: a guest of pid $Q2 was merged into it before" \
+	-i "$T/hdir" -o "$OUT" --guest-data="$T/gdir,$Q2,$OFFSET"
+
 sha256sum -c --quiet "$T/inputs.sha" || fail "an input changed"
 # And the inputs merge when nothing is wrong.
 "$VMPT" correlate -i "$H" -o "$OUT" --guest-data="$G,$Q2,$OFFSET" 2>"$T/err" || { cat "$T/err"; fail "merge"; }
 show "$OUT" >/dev/null
-echo "ok: 24 wrong uses, each with its message"
+echo "ok: 26 wrong uses, each with its message"
