@@ -17,6 +17,7 @@ static const struct command commands[] = {
 	{ "guest", cmd_guest, "collect guest sideband, kcore and binaries over SSH" },
 	{ "record", cmd_record, "record Intel PT of a VM's vCPU threads into perf.data" },
 	{ "doctor", cmd_doctor, "check whether this host can trace its guests" },
+	{ "correlate", cmd_correlate, "put a guest's own recording on the host's time line" },
 };
 
 static void usage(FILE *out)
