@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t interrupted;
@@ -25,14 +26,16 @@ static void usage(FILE *out)
 	fprintf(out,
 		"usage: vmpt guest collect ssh://user@host[:port] [OPTIONS] [-- CMD ARGS]\n"
 		"       vmpt guest check ssh://user@host[:port] [OPTIONS]\n"
-		"       vmpt guest maps DIR\n\n"
+		"       vmpt guest maps REC\n\n"
 		"collect: record guest sideband (until CMD, run in the guest, ends;\n"
 		"         or for --duration; or until Ctrl-C) and fetch the guest\n"
 		"         binaries it names into DIR/guest (see docs/guest.md)\n"
-		"check:   is the guest ready (no-kvmclock, clocksource, BPF JIT,\n"
-		"         perf_event_paranoid)\n"
-		"maps:    the code DIR/guest/perf.data maps, by process, and whether\n"
-		"         it is in the sysroot\n\n"
+		"check:   is the guest ready: what lining its sideband up with the\n"
+		"         host's trace needs (no kvmclock, a stable TSC as clocksource,\n"
+		"         perf's cap_user_time_zero, BPF JIT off), each problem's fix\n"
+		"maps:    the code the guest side of a recording maps (REC.guest/,\n"
+		"         REC/guest/ or DIR/guest/), by process, and whether it is in\n"
+		"         the sysroot\n\n"
 		"  -o, --output DIR          recording directory (default vmpt.data)\n"
 		"      --kcore               also fetch the guest's compact kcore\n"
 		"      --no-binaries         do not fetch the guest binaries\n"
@@ -58,6 +61,7 @@ static int collect(struct vmpt_guest *g, const char *dir, char **cmd, double dur
 {
 	struct vmpt_guest_fetch_stats st;
 	struct sigaction sa = { .sa_handler = on_interrupt };
+	char gdir[4200];
 	int ret;
 
 	ret = vmpt_guest_start(g, cmd);
@@ -71,14 +75,16 @@ static int collect(struct vmpt_guest *g, const char *dir, char **cmd, double dur
 		for (double t = 0; !interrupted && (duration <= 0 || t < duration); t += 0.05)
 			usleep(50000);
 	}
-	ret = vmpt_guest_stop(g, dir);
+	snprintf(gdir, sizeof(gdir), "%s/guest", dir);
+	mkdir(dir, 0700);
+	ret = vmpt_guest_stop(g, gdir);
 	if (!ret && what)
-		ret = vmpt_guest_fetch(g, dir, what, &st);
+		ret = vmpt_guest_fetch(g, gdir, what, &st);
 	if (ret)
 		return fail(g, ret);
 	if (what)
-		printf("guest: %u files (%llu bytes) in %s/guest, %u missing, %u rejected\n",
-		       st.files, (unsigned long long)st.bytes, dir, st.missing, st.rejected);
+		printf("guest: %u files (%llu bytes) in %s, %u missing, %u rejected\n",
+		       st.files, (unsigned long long)st.bytes, gdir, st.missing, st.rejected);
 	vmpt_guest_close(g);
 	return 0;
 }

@@ -16,6 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Below this much free space a --guest recording says its fetch may not
+ * fit (binaries and kcore of a guest: tens of MB). */
+#define GUEST_SPACE (256ULL << 20)
+
 static volatile sig_atomic_t stop_flag, snapshot_flag;
 
 static void on_stop(int sig)
@@ -33,8 +37,10 @@ static void on_snapshot(int sig)
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: vmpt record [OPTIONS] (--pid PID | --domain NAME | -a | -C CPUS | -- COMMAND [ARGS])\n\n"
-		"  -o, --output PATH      perf.data to write (default perf.data; a directory with --kcore)\n"
+		"usage: vmpt record [OPTIONS] (--pid PID | --domain NAME | -a | -C CPUS | -- COMMAND [ARGS])\n"
+		"       vmpt record [OPTIONS] (--pid PID | --domain NAME | -a | -C CPUS) -- COMMAND [ARGS]\n\n"
+		"  -o, --output PATH      perf.data to write (default perf.data; a directory with --kcore);\n"
+		"                         a previous one is kept as PATH.old\n"
 		"  -e, --event SPEC       intel_pt/TERMS/MODS (default intel_pt//), or 'dummy' for the\n"
 		"                         sideband only (machines without Intel PT)\n"
 		"      --filter FILTERS   address filters: 'filter ADDR/SIZE@FILE, start ADDR, ...'\n"
@@ -49,14 +55,18 @@ static void usage(FILE *out)
 		"  -S, --snapshot[=SIZE]  snapshot mode: take the AUX area on SIGUSR2, on\n"
 		"                         'snapshot' in the control FIFO, and at the end\n"
 		"      --control PATH     control FIFO (commands: snapshot, stop, enable, disable)\n"
+		"      --duration SEC     stop after SEC seconds\n"
 		"      --kcore            copy kernel text, kallsyms and modules into PATH/kcore_dir\n"
 		"      --guest ssh://USER@HOST[:PORT]  also guest sideband and the guest binaries\n"
-		"                         (and with --kcore its kcore) into the recording's guest/\n"
+		"                         (and with --kcore its kcore) into PATH.guest/ (PATH/guest/\n"
+		"                         with --kcore)\n"
 		"      --guest-identity FILE, --guest-known-hosts FILE,\n"
 		"      --guest-accept-new-host-key, --guest-agent PATH, --guest-remote-dir DIR,\n"
 		"      --guest-max-file-size BYTES, --guest-timeout SEC  (vmpt guest's options)\n"
 		"      --sysfs-root DIR, --procfs-root DIR, --debugfs-root DIR\n"
 		"  -q, --quiet\n\n"
+		"A COMMAND with --pid, --domain, -a or -C only times the recording (as\n"
+		"perf record -p PID -- sleep 1): it ends when the command exits.\n"
 		"SIGINT or SIGTERM stop the recording; what was read is written first.\n");
 }
 
@@ -108,7 +118,7 @@ int cmd_record(int argc, char **argv)
 	struct vmpt_record_opts o = { .stop = &stop_flag, .snapshot_request = &snapshot_flag,
 				      .log = stderr };
 	enum { OPT_QMP = 256, OPT_DOMAIN, OPT_FILTER, OPT_CONTROL, OPT_KCORE, OPT_SYSFS,
-	       OPT_PROCFS, OPT_DEBUGFS, OPT_GUEST };
+	       OPT_PROCFS, OPT_DEBUGFS, OPT_GUEST, OPT_DURATION };
 	struct vmpt_guest_opts guest_opts = { .log = stderr };
 	struct vmpt_guest *guest = NULL;
 	static const struct option longopts[] = {
@@ -125,6 +135,7 @@ int cmd_record(int argc, char **argv)
 		{ "snapshot", optional_argument, NULL, 'S' },
 		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "kcore", no_argument, NULL, OPT_KCORE },
+		{ "duration", required_argument, NULL, OPT_DURATION },
 		{ "sysfs-root", required_argument, NULL, OPT_SYSFS },
 		{ "procfs-root", required_argument, NULL, OPT_PROCFS },
 		{ "debugfs-root", required_argument, NULL, OPT_DEBUGFS },
@@ -182,6 +193,16 @@ int cmd_record(int argc, char **argv)
 			o.control_fifo = !strncmp(optarg, "fifo:", 5) ? optarg + 5 : optarg;
 			break;
 		case OPT_KCORE: o.kcore = 1; break;
+		case OPT_DURATION: {
+			char *end;
+			o.duration = strtod(optarg, &end);
+			if (end == optarg || *end || !(o.duration > 0)) {
+				fprintf(stderr, "vmpt record: --duration %s: expected seconds "
+					"(e.g. 2.5)\n", optarg);
+				return 2;
+			}
+			break;
+		}
 		case OPT_SYSFS: o.sysfs_root = optarg; break;
 		case OPT_PROCFS: o.procfs_root = optarg; break;
 		case OPT_DEBUGFS: o.debugfs_root = optarg; break;
@@ -205,6 +226,20 @@ int cmd_record(int argc, char **argv)
 	sa.sa_handler = on_snapshot;
 	sigaction(SIGUSR2, &sa, NULL);
 
+	/* Nothing starts in the guest for an output that cannot be written. */
+	const char *out = o.output ? o.output : "perf.data";
+	struct vmpt_record_stats st;
+	char err[2048];
+	uint64_t avail;
+	if (vmpt_record_output_check(out, o.kcore, &avail, err, sizeof(err))) {
+		fprintf(stderr, "vmpt record: %s\n", err);
+		return 1;
+	}
+	if (guest_opts.url && avail < GUEST_SPACE && o.log)
+		fprintf(stderr, "vmpt record: %" PRIu64 " MiB free for %s: the guest's "
+			"binaries%s fetched after the recording may not fit\n",
+			avail >> 20, out, o.kcore ? " and kcore" : "");
+
 	/* Guest sideband starts before and stops after the host trace. */
 	if (guest_opts.url && (vmpt_guest_open(&guest, &guest_opts) ||
 			       vmpt_guest_start(guest, NULL))) {
@@ -212,19 +247,20 @@ int cmd_record(int argc, char **argv)
 		vmpt_guest_close(guest);
 		return 1;
 	}
-	struct vmpt_record_stats st;
-	char err[2048];
 	int rc = vmpt_record(&o, &st, err, sizeof(err));
-	const char *out = o.output ? o.output : "perf.data";
-	if (guest) {
-		struct vmpt_guest_fetch_stats gst;
+	struct vmpt_guest_fetch_stats gst;
+	int fetched = 0;
+	/* a recording that failed before writing anything gets no guest side */
+	if (guest && st.output_created && (!rc || st.bytes_written)) {
 		unsigned what = VMPT_GUEST_FETCH_BINARIES | (o.kcore ? VMPT_GUEST_FETCH_KCORE : 0);
 		if (vmpt_guest_finish(guest, out, what, &gst)) {
 			fprintf(stderr, "vmpt record: guest: %s\n", vmpt_guest_errmsg(guest));
 			rc = rc ? rc : -VMPT_ERR_REMOTE;
+		} else {
+			fetched = 1;
 		}
-		vmpt_guest_close(guest);
 	}
+	vmpt_guest_close(guest);
 	if (o.log && !st.write_error && (st.records || st.aux_bytes || st.bytes_written))
 		fprintf(stderr, "[ vmpt record: %" PRIu64 " sideband records, %" PRIu64
 			" AUX bytes (%" PRIu64 " AUX records, %" PRIu64 " truncated, %"
@@ -233,6 +269,12 @@ int cmd_record(int argc, char **argv)
 			st.records, st.aux_bytes, st.aux_records, st.aux_truncated,
 			st.aux_partial, st.lost_records, st.lost_events, st.snapshots,
 			st.bytes_written, out);
+	if (fetched) {
+		char gdir[4200];
+		vmpt_record_path(out, o.kcore, "guest", gdir, sizeof(gdir));
+		fprintf(stderr, "guest: %u files (%" PRIu64 " bytes) in %s, %u missing, "
+			"%u rejected\n", gst.files, gst.bytes, gdir, gst.missing, gst.rejected);
+	}
 	if (rc) {
 		fprintf(stderr, "vmpt record: %s\n", err[0] ? err : vmpt_strerror(rc));
 		return 1;

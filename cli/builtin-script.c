@@ -84,7 +84,7 @@ static int settle_error(const char *err)
 }
 
 /* perf.data; img holds the code given with --elf etc., cfg the --filter
- * ranges.
+ * ranges and a --retcomp/--noretcomp override of the recorded config.
  */
 static int script_perf_data(const char *path, struct vmpt_image *img,
 			    const struct vmpt_flow_config *cfg,
@@ -115,8 +115,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	memcpy(s.cfg.filter_a, cfg->filter_a, sizeof(cfg->filter_a));
 	memcpy(s.cfg.filter_b, cfg->filter_b, sizeof(cfg->filter_b));
 	s.cfg.n_filters = cfg->n_filters;
-	if (cfg->retcomp)
-		s.cfg.retcomp = 1;
+	if (cfg->retcomp != VMPT_RETCOMP_AUTO)
+		s.cfg.retcomp = cfg->retcomp;
 	s.cfg.perf_resync = 1;	/* as perf after an error; raw traces: as libipt */
 	op->image = s.image;
 	op->have_tc = s.have_tc;
@@ -242,7 +242,9 @@ static void script_usage(FILE *out)
 		"  -S, --symbols LIST  --time START,STOP | PERCENT (several, space or comma)\n"
 		"decoding:\n"
 		"  --filter A-B      the IP filter range the trace was recorded with\n"
-		"  --retcomp         return compression was on (raw traces)\n"
+		"  --retcomp, --noretcomp\n"
+		"                    return compression was on / off (default: as the\n"
+		"                    trace shows it, or a perf.data's config)\n"
 		"  -j N              decode N pieces of the trace in parallel\n");
 }
 
@@ -250,7 +252,7 @@ int cmd_script(int argc, char **argv)
 {
 	enum { O_PT = 256, O_ELF, O_RAW, O_PAGECACHE, O_KCORE, O_VMLINUX, O_GELF, O_GRAW,
 	       O_GPAGECACHE, O_GKCORE, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
-	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NS, O_PID, O_TID,
+	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
 	       O_SHOW_LOST };
 	static const struct option longopts[] = {
@@ -274,6 +276,7 @@ int cmd_script(int argc, char **argv)
 		{ "insn-trace", optional_argument, NULL, O_INSN_TRACE },
 		{ "filter", required_argument, NULL, O_FILTER },
 		{ "retcomp", no_argument, NULL, O_RETCOMP },
+		{ "noretcomp", no_argument, NULL, O_NORETCOMP },
 		{ "input", required_argument, NULL, 'i' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "ns", no_argument, NULL, O_NS },
@@ -404,7 +407,8 @@ int cmd_script(int argc, char **argv)
 			ret = 0;
 			break;
 		}
-		case O_RETCOMP: cfg.retcomp = 1; break;
+		case O_RETCOMP: cfg.retcomp = VMPT_RETCOMP_ON; break;
+		case O_NORETCOMP: cfg.retcomp = VMPT_RETCOMP_OFF; break;
 		case O_NS: op.ns = 1; break;
 		case 'j': {
 			char *end;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "builtin.h"
+#include "vmpt/script_output.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +17,7 @@ static const struct command commands[] = {
 	{ "guest", cmd_guest, "collect guest sideband, kcore and binaries over SSH" },
 	{ "record", cmd_record, "record Intel PT of a VM's vCPU threads into perf.data" },
 	{ "doctor", cmd_doctor, "check whether this host can trace its guests" },
+	{ "correlate", cmd_correlate, "put a guest's own recording on the host's time line" },
 };
 
 static void usage(FILE *out)
@@ -35,6 +37,19 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
 	    !strcmp(argv[1], "help")) {
 		usage(stdout);
+		return 0;
+	}
+	/* For shell completion (tools/completion/vmpt.bash), as git's
+	 * --list-cmds: words that come from the code, not from a copy.
+	 */
+	if (!strcmp(argv[1], "--list-cmds")) {
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			printf("%s\n", commands[i].name);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--list-fields")) {
+		for (size_t i = 0; vmpt_script_field_name(i); i++)
+			printf("%s\n", vmpt_script_field_name(i));
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version")) {

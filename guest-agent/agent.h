@@ -32,4 +32,22 @@ int agent_kcore_build(uint8_t **data, size_t *size, const char **why);
 /* This process's vdso image.  0 or -errno. */
 int agent_vdso(const uint8_t **data, size_t *size);
 
+/* A set of file names (each once). */
+struct agent_names {
+	char **slots;		/* open addressing, cap a power of 2 */
+	size_t nr, cap;
+};
+
+/* 0 or -ENOMEM. */
+int agent_names_add(struct agent_names *n, const char *name);
+void agent_names_free(struct agent_names *n);
+
+/* NT_GNU_BUILD_ID (up to 20 bytes, *len set) of ELF notes, an ELF file
+ * (regular files only) or an ELF image in memory.  0 or -errno (-ENOENT:
+ * none).
+ */
+int agent_build_id_notes(const uint8_t *notes, size_t size, uint8_t id[20], uint8_t *len);
+int agent_build_id_file(const char *path, uint8_t id[20], uint8_t *len);
+int agent_build_id_mem(const uint8_t *data, size_t size, uint8_t id[20], uint8_t *len);
+
 #endif

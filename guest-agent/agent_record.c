@@ -2,7 +2,11 @@
 /* Guest sideband: a software dummy event on every CPU reporting mmap2,
  * comm, task and cpu-wide context switches, with a sample_id trailer
  * (tid, time, cpu, identifier) on each record, written as a perf.data
- * with TIME_CONV so guest perf time can be turned into guest TSC.
+ * with TIME_CONV so guest perf time can be turned into guest TSC.  As
+ * `perf record -a --sample-identifier --buildid-all` writes it: an id per
+ * CPU and an ID_INDEX saying which (perf inject --guest-data takes the
+ * guest CPU, the vCPU, from it), FINISHED_INIT after what was synthesized,
+ * and the build-ids of the code mapped.
  */
 #include "agent.h"
 #include "guest_pack.h"
@@ -43,6 +47,7 @@ struct recorder {
 	struct vmpt_perf_writer *w;
 	uint8_t *rec;		/* one record, unwrapped */
 	uint64_t lost;
+	struct agent_names exec_names;	/* files mapped executable */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -125,6 +130,33 @@ static void copy_out(const struct ring *ring, uint64_t pos, void *dst, size_t n)
 	memcpy((uint8_t *)dst + first, ring->data, n - first);
 }
 
+/* Remember the file of an executable MMAP or MMAP2 record for its
+ * build-id.  0 or -VMPT_ERR_NOMEM.
+ */
+static int note_mapping(struct recorder *r, const uint8_t *rec, uint16_t size)
+{
+	const struct perf_event_header *h = (const void *)rec;
+	size_t name_at;
+	uint32_t prot;
+
+	if (h->type == PERF_RECORD_MMAP) {
+		if (h->misc & PERF_RECORD_MISC_MMAP_DATA)
+			return 0;
+		name_at = 40;
+	} else if (h->type == PERF_RECORD_MMAP2) {
+		name_at = 72;
+		memcpy(&prot, rec + 64, 4);
+		if (!(prot & PROT_EXEC))
+			return 0;
+	} else {
+		return 0;
+	}
+	if (name_at >= size || rec[name_at] != '/' || !memchr(rec + name_at, 0, size - name_at))
+		return 0;
+	return agent_names_add(&r->exec_names, (const char *)rec + name_at) ?
+		-VMPT_ERR_NOMEM : 0;
+}
+
 /* Move what the kernel wrote into the perf.data.  Returns records moved
  * or a negative vmpt_err.
  */
@@ -147,7 +179,9 @@ static int drain(struct recorder *r)
 			copy_out(ring, tail, r->rec, hdr.size);
 			if (hdr.type == PERF_RECORD_LOST)
 				r->lost += ((const uint64_t *)r->rec)[2];
-			ret = vmpt_perf_write_event(r->w, r->rec);
+			ret = note_mapping(r, r->rec, hdr.size);
+			if (!ret)
+				ret = vmpt_perf_write_event(r->w, r->rec);
 			if (ret < 0)
 				return ret;
 			tail += hdr.size;
@@ -187,21 +221,30 @@ static int synth_emit(void *ctx, struct vmpt_perf_event *ev)
 		 PERF_SAMPLE_ID | PERF_SAMPLE_IDENTIFIER);
 	ev->sid.id = s->r->rings[0].id;
 	ev->sid.cpu = (uint32_t)s->r->cpus[0];
+	if ((ev->type == PERF_RECORD_MMAP2 || ev->type == PERF_RECORD_MMAP) &&
+	    ev->mmap.filename[0] == '/' &&
+	    agent_names_add(&s->r->exec_names, ev->mmap.filename)) {
+		s->ret = -VMPT_ERR_NOMEM;
+		return s->ret;
+	}
 	s->ret = vmpt_perf_write_record(s->r->w, ev);
 	return s->ret;
 }
 
-/* What perf record -a synthesizes: a COMM for every thread and the
- * executable mappings of every process that was there before us.
+/* What perf record -a synthesizes: the kernel map, a COMM for every
+ * thread and the executable mappings of every process that was there
+ * before us.
  */
 static int synthesize(struct recorder *r)
 {
 	struct synth s = { .r = r };
-	DIR *proc = opendir("/proc");
+	DIR *proc;
 	struct dirent *de;
 
+	vmpt_sideband_kernel("/proc", synth_emit, &s);
+	proc = opendir("/proc");
 	if (!proc)
-		return 0;
+		return s.ret;
 	while (!s.ret && (de = readdir(proc))) {
 		pid_t pid = (pid_t)strtoul(de->d_name, NULL, 10);
 
@@ -211,6 +254,80 @@ static int synthesize(struct recorder *r)
 	}
 	closedir(proc);
 	return s.ret < 0 ? s.ret : 0;
+}
+
+/* Which CPU each id counts on: perf inject --guest-data makes that the
+ * vCPU of every record with the id.
+ */
+static int id_index(struct recorder *r)
+{
+	struct vmpt_perf_id_entry *e = calloc(r->nr, sizeof(*e));
+	int ret;
+
+	if (!e)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 0; i < r->nr; i++)
+		e[i] = (struct vmpt_perf_id_entry){
+			.id = r->rings[i].id, .idx = i, .cpu = (uint64_t)r->cpus[i],
+			.tid = (uint64_t)-1, .machine_pid = -1, .vcpu = -1,
+		};
+	ret = vmpt_perf_write_id_index(r->w, e, r->nr);
+	free(e);
+	return ret;
+}
+
+/* perf: the records made up from /proc end here. */
+static int finished_init(struct recorder *r)
+{
+	struct perf_event_header h = { .type = VMPT_PERF_RECORD_FINISHED_INIT,
+				       .size = sizeof(h) };
+
+	return vmpt_perf_write_event(r->w, &h);
+}
+
+static void add_build_id(struct vmpt_perf_env *env, const char *name, uint16_t misc,
+			 const uint8_t id[20], uint8_t len)
+{
+	struct vmpt_perf_build_id *b = &env->build_ids[env->nr_build_ids];
+
+	b->pid = -1;	/* perf's host machine: the guest is its own host */
+	b->misc = misc;
+	b->size = len;
+	memcpy(b->id, id, len);
+	b->filename = (char *)name;
+	env->nr_build_ids++;
+}
+
+/* HEADER_BUILD_ID: the kernel (its notes), the vdso and every file mapped
+ * executable that has one.
+ */
+static int build_ids(struct recorder *r)
+{
+	struct vmpt_perf_env env = { .clockid = -1 };
+	const uint8_t *vdso;
+	uint8_t id[20], len, *notes;
+	size_t size;
+	int ret;
+
+	env.build_ids = calloc(r->exec_names.nr + 2, sizeof(*env.build_ids));
+	if (!env.build_ids)
+		return -VMPT_ERR_NOMEM;
+	if (!agent_read_file("/sys/kernel/notes", &notes, &size)) {
+		if (!agent_build_id_notes(notes, size, id, &len))
+			add_build_id(&env, "[kernel.kallsyms]", PERF_RECORD_MISC_KERNEL, id, len);
+		free(notes);
+	}
+	if (!agent_vdso(&vdso, &size) && !agent_build_id_mem(vdso, size, id, &len))
+		add_build_id(&env, "[vdso]", PERF_RECORD_MISC_USER, id, len);
+	for (size_t i = 0; i < r->exec_names.cap; i++) {
+		const char *name = r->exec_names.slots[i];
+
+		if (name && !agent_build_id_file(name, id, &len))
+			add_build_id(&env, name, PERF_RECORD_MISC_USER, id, len);
+	}
+	ret = vmpt_perf_writer_set_env(r->w, &env);
+	free(env.build_ids);
+	return ret;
 }
 
 static int time_conv(struct recorder *r)
@@ -367,10 +484,14 @@ int agent_record(int argc, char **argv)
 		ids[i] = r.rings[i].id;
 	ret = vmpt_perf_writer_add_attr(r.w, &r.attr, "dummy", ids, r.nr);
 	if (!ret)
+		ret = id_index(&r);
+	if (!ret)
 		ret = time_conv(&r);
 	set_all(&r, PERF_EVENT_IOC_ENABLE);
 	if (!ret)
 		ret = synthesize(&r);
+	if (!ret)
+		ret = finished_init(&r);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt-agent: writing %s: %s\n", path, vmpt_strerror(ret));
 		goto out;
@@ -394,6 +515,11 @@ int agent_record(int argc, char **argv)
 	if (r.lost)
 		fprintf(stderr, "vmpt-agent: %llu sideband records lost (ring full; try -m)\n",
 			(unsigned long long)r.lost);
+	ret = build_ids(&r);
+	if (ret < 0) {
+		fprintf(stderr, "vmpt-agent: build-ids: %s\n", vmpt_strerror(ret));
+		goto out;
+	}
 	ret = vmpt_perf_writer_close(r.w);
 	r.w = NULL;
 	if (ret < 0) {
@@ -412,5 +538,6 @@ out:
 	unlink(path);
 	free(ids);
 	free(r.rec);
+	agent_names_free(&r.exec_names);
 	return status;
 }

@@ -9,11 +9,14 @@
 #include <inttypes.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
+#include <linux/kvm.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct doc {
@@ -122,6 +125,74 @@ static void check_pt(struct doc *d)
 		    "AUX area must be one contiguous block; keep -m ,AUXPAGES small");
 }
 
+static int have_module(struct doc *d, const char *name)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/module/%s", d->o->sysfs_root, name);
+	return !access(path, F_OK);
+}
+
+/* Ask /dev/kvm itself whether it makes VMs.  1 yes, 0 no, -1 it cannot
+ * be asked (a fixture, no permission); why says what happened.
+ */
+static int kvm_makes_vms(const char *dev, char *why, size_t len)
+{
+	struct stat st;
+	int fd, vm;
+
+	if (stat(dev, &st) || !S_ISCHR(st.st_mode)) {
+		snprintf(why, len, "%.200s is not a device: not asked", dev);
+		return -1;
+	}
+	fd = open(dev, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, len, "%.200s: %s", dev, strerror(errno));
+		return -1;
+	}
+	vm = ioctl(fd, KVM_CREATE_VM, 0);
+	if (vm < 0)
+		snprintf(why, len, "KVM_CREATE_VM: %s", strerror(errno));
+	else
+		snprintf(why, len, "KVM_CREATE_VM works");
+	if (vm >= 0)
+		close(vm);
+	close(fd);
+	return vm >= 0;
+}
+
+/* Intel PT sees VM entries only where guests run in VMX non-root: KVM
+ * driven by kvm_intel on a CPU with VMX.  A paravirtual KVM (kvm_pvm runs
+ * guests without hardware virtualization) or AMD's makes none.
+ */
+static void check_kvm_vmx(struct doc *d, const char *dev)
+{
+	char why[256], flags[8192];
+	int made = kvm_makes_vms(dev, why, sizeof(why));
+
+	cpuinfo_line(d, "flags", flags, sizeof(flags));
+	if (have_module(d, "kvm_amd"))
+		say(d, VMPT_DOCTOR_PROBLEM, "KVM VMX guests", "%s runs SVM guests "
+		    "(kvm_amd; %s): Intel PT and VMX are Intel's", dev, why);
+	else if (!has_word(flags, "vmx"))
+		say(d, VMPT_DOCTOR_PROBLEM, "KVM VMX guests", "%s cannot run VMX guests: "
+		    "this CPU has no VMX (cpuinfo flags lack vmx)%s (%s); Intel PT sees "
+		    "no VM entries or exits there: trace on a host where kvm_intel runs "
+		    "the guests", dev, have_module(d, "kvm_pvm") ? ", and kvm_pvm "
+		    "(paravirtual KVM) runs its VMs without hardware virtualization" : "",
+		    why);
+	else if (!have_module(d, "kvm_intel"))
+		say(d, VMPT_DOCTOR_PROBLEM, "KVM VMX guests", "%s is not kvm_intel's "
+		    "(%s): its guests do not run in VMX non-root; modprobe kvm_intel",
+		    dev, why);
+	else if (!made)
+		say(d, VMPT_DOCTOR_PROBLEM, "KVM VMX guests", "kvm_intel is loaded but "
+		    "%s makes no VM: %s", dev, why);
+	else
+		say(d, VMPT_DOCTOR_OK, "KVM VMX guests", "kvm_intel runs guests in VMX "
+		    "non-root (%s)", why);
+}
+
 static void check_kvm(struct doc *d)
 {
 	char path[4200], mods[256] = "";
@@ -141,6 +212,8 @@ static void check_kvm(struct doc *d)
 	else
 		say(d, VMPT_DOCTOR_OK, "KVM", "%s present; modules: %s", path,
 		    p ? mods : "none listed (built in)");
+	if (dev)
+		check_kvm_vmx(d, path);
 
 	char buf[64];
 	snprintf(path, sizeof(path), "%s/module/kvm_intel", d->o->sysfs_root);
@@ -363,19 +436,27 @@ static void check_qemu(struct doc *d)
 		char tdir[4200];
 		snprintf(tdir, sizeof(tdir), "%s/%s/task", d->o->procfs_root, de->d_name);
 		DIR *td = opendir(tdir);
-		int vcpus = 0;
+		int vcpus = 0, tcg = 0;
 		struct dirent *te;
 		while (td && (te = readdir(td))) {
-			char tcomm[64];
+			char tcomm[64], accel[16];
 			int idx;
 			if (te->d_name[0] != '.' &&
 			    readf(tcomm, sizeof(tcomm), "%s/%s/comm", tdir, te->d_name) >= 0 &&
-			    sscanf(tcomm, "CPU %d/", &idx) == 1)
+			    sscanf(tcomm, "CPU %d/%15s", &idx, accel) >= 1) {
 				vcpus++;
+				tcg += !strcmp(accel, "TCG");
+			}
 		}
 		if (td)
 			closedir(td);
-		if (vcpus)
+		if (tcg)
+			say(d, VMPT_DOCTOR_PROBLEM, "QEMU vCPUs", "process %s: %d vCPU "
+			    "threads named 'CPU n/TCG': QEMU emulates this guest, so its code "
+			    "never runs in VMX non-root and Intel PT sees QEMU translating, "
+			    "no VM entries; start it with -accel kvm (libvirt: <domain "
+			    "type='kvm'>)", de->d_name, tcg);
+		else if (vcpus)
 			say(d, VMPT_DOCTOR_OK, "QEMU debug-threads", "process %s: %d vCPU "
 			    "threads named 'CPU n/...'", de->d_name, vcpus);
 		else

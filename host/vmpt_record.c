@@ -4,6 +4,7 @@
 #include "vmpt/error.h"
 #include "vmpt/kcore.h"
 #include "vmpt/kvm_tsc.h"
+#include "vmpt/perf_clock.h"
 #include "vmpt/perf_data.h"
 #include "vmpt/pmu.h"
 #include "vmpt/pt_config.h"
@@ -25,11 +26,14 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <x86intrin.h>
 
 #define MAX_CPUS 1024
-#define MAX_TSC 256
+/* tsc-offset values kept per recording: a guest writing its TSC all the
+ * time is not followed further. */
+#define MAX_TSC_VALUES 65536
 
 /* One mmap: a vCPU thread (per-thread) or a CPU (per-CPU). */
 struct rec_map {
@@ -64,9 +68,11 @@ struct rec {
 	uint8_t *auxbuf;
 	size_t auxbuf_len;
 	pid_t target_pid, child;
+	int command;			/* the command is the target */
 	struct vmpt_vcpus *vcpus;
-	struct vmpt_kvm_tsc tsc[MAX_TSC];
-	int nr_tsc, tsc_state;		/* tsc_state: 0 unknown, <0 unreadable */
+	struct vmpt_kvm_tsc_series tsc;	/* each vCPU's tsc-offset over time */
+	struct vmpt_perf_time_conv tc;
+	struct vmpt_perf_clock clock;
 	int fifo;
 	size_t page;
 };
@@ -106,7 +112,7 @@ static void setup_attrs(struct rec *r)
 {
 	const uint64_t sample = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
 				PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
-	int command = r->o->argv != NULL;
+	int command = r->command;
 	struct perf_event_attr sb = {
 		.size = sizeof(sb),
 		.type = PERF_TYPE_SOFTWARE,
@@ -403,21 +409,67 @@ static void take_snapshot(struct rec *r)
 	logf_(r, "vmpt record: snapshot %" PRIu64 " taken\n", r->st->snapshots);
 }
 
+static int clock_now(void *ctx, uint64_t *ns)
+{
+	return vmpt_perf_clock_now(ctx, ns);
+}
+
+/* Keep each vCPU's tsc-offset and scaling as it changes, with the time it
+ * was first seen: the value holds from then (a change shows at the next
+ * read, every 50 ms).
+ */
 static void poll_tsc(struct rec *r)
 {
-	if (r->tsc_state < 0 || r->target_pid <= 0)
-		return;
-	struct vmpt_kvm_tsc t[MAX_TSC];
-	int n = vmpt_kvm_tsc_read(r->o->debugfs_root, r->target_pid, t, MAX_TSC);
-	if (n < 0 && !r->tsc_state) {
-		r->tsc_state = n;
-		return;
+	if (vmpt_kvm_tsc_series_poll(&r->tsc, r->o->debugfs_root, r->target_pid,
+				     clock_now, &r->clock))
+		logf_(r, "vmpt record: more than %zu tsc-offset values or %d vCPUs: "
+		      "later changes are not kept\n", r->tsc.max, VMPT_KVM_TSC_MAX_VCPUS);
+}
+
+/* What became of the tsc-offset, once the recording is over. */
+static void save_tsc(struct rec *r)
+{
+	const struct vmpt_record_opts *o = r->o;
+	char path[4200], vm[4200];
+
+	const struct vmpt_kvm_tsc_series *t = &r->tsc;
+
+	if (t->nr > 0) {
+		vmpt_record_path(o->output, o->kcore, "kvm-tsc", path, sizeof(path));
+		if (vmpt_kvm_tsc_write(path, t->v, t->nr))
+			logf_(r, "vmpt record: cannot write %s: %s\n", path, strerror(errno));
+		else
+			logf_(r, "vmpt record: tsc-offset of %zu vCPUs saved in %s (%zu "
+			      "value%s)\n", t->nr_vcpus, path, t->nr, t->nr == 1 ? "" : "s");
+	} else if (t->state == -VMPT_ERR_PERM || t->state == -VMPT_ERR_NOT_FOUND) {
+		logf_(r, "vmpt record: tsc-offset not saved: %s/kvm %s (mount debugfs: "
+		      "mount -t debugfs none /sys/kernel/debug)\n", o->debugfs_root,
+		      t->state == -VMPT_ERR_PERM ? "is not readable" : "does not exist");
+	} else if (t->state == 1 &&
+		   vmpt_kvm_tsc_vm_dir(o->debugfs_root, r->target_pid, vm, sizeof(vm))) {
+		logf_(r, "vmpt record: tsc-offset not saved: %s/kvm has no VM of process "
+		      "%d: its vCPUs do not run on KVM (QEMU emulating them: -accel tcg)\n",
+		      o->debugfs_root, (int)r->target_pid);
+	} else if (t->state == 1) {
+		logf_(r, "vmpt record: tsc-offset not saved: %s has no vcpuN/tsc-offset "
+		      "files\n", vm);
 	}
-	r->tsc_state = 1;
-	if (n > 0) {
-		memcpy(r->tsc, t, (size_t)n * sizeof(t[0]));
-		r->nr_tsc = n;
-	}
+}
+
+/* The vCPU map, kept with the recording. */
+static int save_vcpus(struct rec *r)
+{
+	const struct vmpt_record_opts *o = r->o;
+	char path[4200];
+
+	if (!r->vcpus->nr)
+		return 0;
+	vmpt_record_path(o->output, o->kcore, "vcpus", path, sizeof(path));
+	errno = 0;
+	if (vmpt_vcpus_write(path, r->vcpus))
+		return rec_fail(r, -VMPT_ERR_IO, "writing %s: %s", path,
+				strerror(errno ? errno : EIO));
+	return 0;
 }
 
 /* Sideband records synthesized from /proc, laid out by the sideband
@@ -478,6 +530,7 @@ static int write_header_records(struct rec *r)
 		.cap_user_time_short = (uint8_t)pc->cap_user_time_short,
 		.extended = 1,
 	};
+	r->tc = tc;
 	if (!rc)
 		rc = vmpt_perf_write_time_conv(r->w, &tc);
 	if (!rc && r->pt) {
@@ -593,7 +646,7 @@ static int find_targets(struct rec *r)
 static int build_maps(struct rec *r)
 {
 	const struct vmpt_record_opts *o = r->o;
-	int per_cpu = o->all_cpus || o->cpu_list || o->argv;
+	int per_cpu = o->all_cpus || o->cpu_list || r->command;
 	if (!per_cpu) {
 		r->maps = calloc(r->vcpus->nr, sizeof(*r->maps));
 		if (!r->maps)
@@ -623,17 +676,35 @@ static int build_maps(struct rec *r)
 		m->fd = m->sb_fd = -1;
 		m->cpu = c;
 		/* A command is followed onto every CPU; -a/-C is system-wide. */
-		m->tid = o->argv ? r->child : -1;
+		m->tid = r->command ? r->child : -1;
 	}
 	return 0;
 }
 
-static void tsc_path(const struct rec *r, char *path, size_t len)
+/* Make the output, keeping a previous recording as .old. */
+static int open_output(struct rec *r)
 {
-	if (r->o->kcore)
-		snprintf(path, len, "%s/kvm-tsc", r->o->output);
-	else
-		snprintf(path, len, "%s.kvm-tsc", r->o->output);
+	const struct vmpt_record_opts *o = r->o;
+	struct vmpt_perf_writer_opts wo = { .dir = o->kcore != 0 };
+	int rc;
+
+	if ((rc = vmpt_record_output_backup(o->output, r->err, r->errlen)) ||
+	    (rc = vmpt_record_output_create(o->output, o->kcore, r->err, r->errlen)))
+		return rc;
+	errno = 0;
+	if ((rc = vmpt_perf_writer_open(&r->w, o->output, &wo)))
+		return rec_fail(r, rc, "%s: %s", o->output, errno ? strerror(errno)
+								  : vmpt_strerror(rc));
+	r->st->output_created = 1;
+	return save_vcpus(r);
+}
+
+static double now_sec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static int run(struct rec *r)
@@ -642,20 +713,16 @@ static int run(struct rec *r)
 	int go_fd = -1, rc;
 	if (o->argv && (rc = start_child(r, &go_fd)))
 		return rc;
+	if (r->command)
+		r->target_pid = r->child;
 	if ((rc = find_targets(r)) || (rc = build_maps(r)))
 		goto kill_child;
 	for (size_t i = 0; i < r->nr_maps; i++)
 		if ((rc = map_open(r, &r->maps[i])))
 			goto kill_child;
 	r->st->nr_events = r->nr_maps * (r->pt ? 2 : 1);
-
-	struct vmpt_perf_writer_opts wo = { .dir = o->kcore != 0 };
-	errno = 0;
-	if ((rc = vmpt_perf_writer_open(&r->w, o->output, &wo))) {
-		rc = rec_fail(r, rc, "%s: %s", o->output, errno ? strerror(errno)
-							      : vmpt_strerror(rc));
+	if ((rc = open_output(r)))
 		goto kill_child;
-	}
 	if (o->kcore) {
 		struct vmpt_kcore_stats ks;
 		char kerr[1024];
@@ -673,10 +740,22 @@ static int run(struct rec *r)
 	if ((rc = write_header_records(r)) || r->st->write_error)
 		goto kill_child;
 	vmpt_sideband_kernel(o->procfs_root, write_synth, r);
-	if (r->target_pid > 0 && !o->argv)
+	if (r->target_pid > 0 && !r->command)
 		vmpt_sideband_process(o->procfs_root, r->target_pid, write_synth, r);
+	/* perf: what was made up from /proc ends here (perf inject
+	 * --guest-data starts injecting the guest's records at it). */
+	struct perf_event_header init = { .type = VMPT_PERF_RECORD_FINISHED_INIT,
+					  .size = sizeof(init) };
+	write_record(r, &init);
+	if (vmpt_perf_clock_open(&r->clock, &r->tc))
+		logf_(r, "vmpt record: perf's clock is not readable here (%s): "
+		      "tsc-offset changes are saved without their time\n", strerror(errno));
 	poll_tsc(r);
 
+	/* The command starts its events itself (enable_on_exec); a command
+	 * that only times the recording starts once they are on. */
+	if (!r->command)
+		enable_all(r, 1);
 	if (o->argv) {
 		if (write(go_fd, "g", 1) != 1) {
 			rc = rec_fail(r, -VMPT_ERR_IO, "cannot start %s", o->argv[0]);
@@ -684,9 +763,8 @@ static int run(struct rec *r)
 		}
 		close(go_fd);
 		go_fd = -1;
-	} else {
-		enable_all(r, 1);
 	}
+	double deadline = o->duration > 0 ? now_sec() + o->duration : 0;
 
 	struct pollfd *pfd = calloc(r->nr_maps + 1, sizeof(*pfd));
 	if (!pfd) {
@@ -727,12 +805,14 @@ static int run(struct rec *r)
 			child_done = 1;
 			stop = 1;
 		}
-		if (!o->argv && !live) {
+		if (!r->command && !live) {
 			logf_(r, "vmpt record: all traced threads have exited\n");
 			stop = 1;
 		}
-		if (!o->argv && (o->all_cpus || o->cpu_list) && r->target_pid > 0 &&
+		if (!r->command && (o->all_cpus || o->cpu_list) && r->target_pid > 0 &&
 		    kill(r->target_pid, 0) && errno == ESRCH)
+			stop = 1;
+		if (deadline && now_sec() >= deadline)
 			stop = 1;
 		if (r->st->write_error)
 			stop = 1;
@@ -748,19 +828,7 @@ static int run(struct rec *r)
 		waitpid(r->child, NULL, 0);
 	}
 	r->child = -1;
-	if (r->nr_tsc > 0) {
-		char path[4200];
-		tsc_path(r, path, sizeof(path));
-		if (vmpt_kvm_tsc_write(path, r->tsc, (size_t)r->nr_tsc))
-			logf_(r, "vmpt record: cannot write %s\n", path);
-		else
-			logf_(r, "vmpt record: tsc-offset of %d vCPUs saved in %s\n",
-			      r->nr_tsc, path);
-	} else if (r->tsc_state < 0) {
-		logf_(r, "vmpt record: tsc-offset not saved: %s/kvm %s (mount debugfs: "
-		      "mount -t debugfs none /sys/kernel/debug)\n", o->debugfs_root,
-		      r->tsc_state == -VMPT_ERR_PERM ? "is not readable" : "does not exist");
-	}
+	save_tsc(r);
 	return rc;
 
 kill_child:
@@ -821,10 +889,14 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 		o.procfs_root = "/proc";
 	if (!o.debugfs_root)
 		o.debugfs_root = "/sys/kernel/debug";
-	int targets = (o.pid > 0) + (o.domain != NULL) + (o.argv != NULL);
-	if (targets != 1 && !(targets == 0 && (o.all_cpus || o.cpu_list)))
+	int targets = (o.pid > 0) + (o.domain != NULL);
+	if (targets > 1 || (!targets && !o.argv && !o.all_cpus && !o.cpu_list))
 		return rec_fail(&r, -VMPT_ERR_INVAL, "give one target: --pid PID, "
 				"--domain NAME or -- COMMAND (or -a / -C for CPUs)");
+	r.command = o.argv && !targets && !o.all_cpus && !o.cpu_list;
+	if (o.duration < 0)
+		return rec_fail(&r, -VMPT_ERR_INVAL, "--duration %g: not a time in "
+				"seconds", o.duration);
 	int root = geteuid() == 0;
 	if (!o.data_pages)
 		o.data_pages = root ? 64 : 16;
@@ -840,11 +912,23 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 	if (o.data_pages & (o.data_pages - 1) || o.aux_pages & (o.aux_pages - 1))
 		return rec_fail(&r, -VMPT_ERR_INVAL, "-m: %u,%u pages: both counts must "
 				"be powers of two", o.data_pages, o.aux_pages);
+	uint64_t avail;
+	int rc = vmpt_record_output_check(o.output, o.kcore, &avail, err, errlen);
+	if (rc)
+		return rc;
+	uint64_t one_ring = ((uint64_t)o.data_pages + o.aux_pages) * r.page;
+	if (avail < one_ring)
+		logf_(&r, "vmpt record: %" PRIu64 " KiB free for %s: the recording stops "
+		      "when it is full\n", avail / 1024, o.output);
 	struct vmpt_vcpus *vcpus = calloc(1, sizeof(*vcpus));
-	if (!vcpus)
+	if (!vcpus || vmpt_kvm_tsc_series_init(&r.tsc, MAX_TSC_VALUES)) {
+		free(vcpus);
+		vmpt_kvm_tsc_series_free(&r.tsc);
 		return -VMPT_ERR_NOMEM;
+	}
 	r.vcpus = vcpus;
-	int rc = prepare_event(&r);
+	r.clock.fd = -1;
+	rc = prepare_event(&r);
 	if (!rc && o.control_fifo) {
 		r.fifo = open(o.control_fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 		if (r.fifo < 0)
@@ -887,6 +971,8 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 	free(r.maps);
 	free(r.auxbuf);
 	free(vcpus);
+	vmpt_kvm_tsc_series_free(&r.tsc);
+	vmpt_perf_clock_close(&r.clock);
 	if (r.fifo >= 0)
 		close(r.fifo);
 	return rc;

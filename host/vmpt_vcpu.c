@@ -188,6 +188,7 @@ int vmpt_vcpus_from_qmp(const char *socket_path, int timeout_ms,
 	}
 	free(buf);
 	snprintf(out->source, sizeof(out->source), "QMP query-cpus-fast");
+	out->kind = "qmp";
 	return 0;
 }
 
@@ -299,6 +300,7 @@ int vmpt_vcpus_from_proc(const char *procfs_root, pid_t pid,
 	}
 	qsort(out->vcpu, out->nr, sizeof(out->vcpu[0]), cmp_vcpu);
 	snprintf(out->source, sizeof(out->source), "/proc thread names");
+	out->kind = "thread-names";
 	return 0;
 }
 
@@ -324,4 +326,22 @@ int vmpt_vcpus_for_pid(const char *procfs_root, pid_t pid, const char *qmp,
 		snprintf(err, errlen, "cannot find the vCPU threads of process %d: "
 			 "%s; %s", (int)pid, qerr, perr);
 	return rc;
+}
+
+int vmpt_vcpus_write(const char *path, const struct vmpt_vcpus *v)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	int bad;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return -VMPT_ERR_IO;
+	}
+	for (size_t i = 0; i < v->nr; i++)
+		fprintf(f, "vcpu %d tid %d source %s\n", v->vcpu[i].index, (int)v->vcpu[i].tid,
+			v->kind ? v->kind : "unknown");
+	bad = ferror(f);
+	return fclose(f) || bad ? -VMPT_ERR_IO : 0;
 }

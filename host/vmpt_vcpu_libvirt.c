@@ -59,6 +59,7 @@ int vmpt_vcpus_from_libvirt(const char *uri, const char *domain,
 	} else {
 		out->pid = tgid_of(out->vcpu[0].tid);
 		snprintf(out->source, sizeof(out->source), "libvirt-qemu query-cpus-fast");
+		out->kind = "libvirt";
 		rc = out->pid > 0 ? 0 : -VMPT_ERR_NOT_FOUND;
 		if (rc)
 			snprintf(err, errlen, "domain '%s': vCPU thread %d is not "

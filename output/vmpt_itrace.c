@@ -221,6 +221,13 @@ static const struct { const char *name; unsigned bit; } field_names[] = {
 	{ "synth", VMPT_F_SYNTH }, { "ipc", VMPT_F_IPC }, { "disasm", VMPT_F_DISASM },
 };
 
+const char *vmpt_script_field_name(size_t i)
+{
+	size_t n = sizeof(field_names) / sizeof(field_names[0]);
+
+	return i < n ? field_names[i].name : i == n ? "flags" : NULL;
+}
+
 /* perf 6.1's other field names: known, not printed by vmpt. */
 static const char *const perf_only_fields[] = {
 	"trace", "srcline", "iregs", "uregs", "data_src", "weight", "bpf-output",

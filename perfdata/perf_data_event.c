@@ -91,6 +91,11 @@ static unsigned sample_id_size(uint64_t st)
 	return n * 8;
 }
 
+unsigned vmpt_perf_sample_id_size(const struct perf_event_attr *attr)
+{
+	return attr->sample_id_all ? sample_id_size(attr->sample_type) : 0;
+}
+
 /* Where the id sits, in u64 words from the start of a sample's body (pos)
  * or from the end of a non-sample record (is_pos), as perf computes them
  * from the first attr.  -1 when there is none.

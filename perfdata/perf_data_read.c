@@ -147,6 +147,30 @@ static int read_features(struct vmpt_perf_data *pd, uint64_t feat_offset)
 	return 0;
 }
 
+int vmpt_perf_feature_data(const struct vmpt_perf_data *pd, unsigned feat,
+			   const uint8_t **data, uint64_t *size)
+{
+	const uint8_t *d = pd->map.data;
+	uint64_t fsize = pd->map.size, pos = pd->data_offset + pd->data_size;
+	uint64_t off, len;
+
+	if (pd->pipe || !vmpt_perf_has_feature(pd, feat))
+		return -VMPT_ERR_NOT_FOUND;
+	/* The table has one entry per feature bit set, in bit order. */
+	for (unsigned f = 1; f < feat; f++)
+		if (vmpt_perf_has_feature(pd, f))
+			pos += 16;
+	if (pos > fsize || fsize - pos < 16)
+		return -VMPT_ERR_NOT_FOUND;
+	off = pd_u64(d + pos);
+	len = pd_u64(d + pos + 8);
+	if (off > fsize || len > fsize - off)
+		return -VMPT_ERR_NOT_FOUND;
+	*data = d + off;
+	*size = len;
+	return 0;
+}
+
 static int read_file_header(struct vmpt_perf_data *pd)
 {
 	const uint8_t *d = pd->map.data;

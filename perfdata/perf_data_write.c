@@ -323,13 +323,21 @@ static void put_string(struct rec *r, const char *s)
 	put(r, zero, 8 - (n - 1) % 8);
 }
 
-static const struct pw_attr *attr_for(const struct vmpt_perf_writer *w, uint64_t id)
+static const struct pw_attr *attr_with_id(const struct vmpt_perf_writer *w,
+					  uint64_t id)
 {
 	for (size_t i = 0; i < w->nr_attrs; i++)
 		for (size_t j = 0; j < w->attrs[i].nr_ids; j++)
 			if (w->attrs[i].ids[j] == id)
 				return &w->attrs[i];
-	return w->nr_attrs ? &w->attrs[0] : NULL;
+	return NULL;
+}
+
+static const struct pw_attr *attr_for(const struct vmpt_perf_writer *w, uint64_t id)
+{
+	const struct pw_attr *a = attr_with_id(w, id);
+
+	return a ? a : w->nr_attrs ? &w->attrs[0] : NULL;
 }
 
 static void put_trailer(struct rec *r, const struct pw_attr *a,
@@ -413,6 +421,28 @@ static int pw_emit(struct vmpt_perf_writer *w, struct rec *r, uint32_t type,
 	uint16_t size = (uint16_t)r->len;
 	memcpy(r->b + 6, &size, 2);
 	return vmpt_perf_write_event(w, r->b);
+}
+
+int vmpt_perf_write_event_sid(struct vmpt_perf_writer *w, const void *record,
+			      const struct vmpt_perf_sample_id *sid)
+{
+	const struct pw_attr *a = attr_with_id(w, sid->id);
+	uint16_t size = pd_u16((const uint8_t *)record + 6);
+	struct rec *r;
+	int err;
+
+	if (!a || size < 8 || size % 8)
+		return -VMPT_ERR_INVAL;
+	r = malloc(sizeof(*r));
+	if (!r)
+		return -VMPT_ERR_NOMEM;
+	r->len = 0;
+	r->overflow = 0;
+	put(r, record, size);
+	put_trailer(r, a, sid);
+	err = pw_emit(w, r, pd_u32(r->b), pd_u16(r->b + 4));
+	free(r);
+	return err;
 }
 
 int vmpt_perf_write_record(struct vmpt_perf_writer *w,

@@ -15,6 +15,13 @@ struct pw_attr {
 	size_t nr_ids;
 };
 
+/* A feature section kept as raw bytes (vmpt_perf_writer_copy_feature). */
+struct pw_raw_feature {
+	unsigned feat;
+	uint8_t *data;
+	uint64_t size;
+};
+
 struct vmpt_perf_writer {
 	int fd;
 	char *path;		/* the file written (PATH or PATH/data) */
@@ -22,6 +29,8 @@ struct vmpt_perf_writer {
 	struct pw_attr *attrs;
 	size_t nr_attrs;
 	struct vmpt_perf_env env;
+	struct pw_raw_feature *raw_features;
+	size_t nr_raw_features;
 	struct vmpt_perf_auxtrace_index *index;
 	size_t nr_index, cap_index;
 	uint64_t pos;		/* file offset of the next byte written */

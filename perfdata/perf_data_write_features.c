@@ -332,57 +332,119 @@ static int pwrite_all(int fd, const void *buf, size_t size, uint64_t off)
 	return 0;
 }
 
+static const unsigned built_feats[] = {
+	VMPT_PERF_FEAT_BUILD_ID, VMPT_PERF_FEAT_HOSTNAME,
+	VMPT_PERF_FEAT_OSRELEASE, VMPT_PERF_FEAT_VERSION,
+	VMPT_PERF_FEAT_ARCH, VMPT_PERF_FEAT_NRCPUS,
+	VMPT_PERF_FEAT_CPUDESC, VMPT_PERF_FEAT_CPUID,
+	VMPT_PERF_FEAT_TOTAL_MEM, VMPT_PERF_FEAT_CMDLINE,
+	VMPT_PERF_FEAT_EVENT_DESC, VMPT_PERF_FEAT_PMU_MAPPINGS,
+	VMPT_PERF_FEAT_AUXTRACE,
+};
+#define NR_BUILT_FEATS (sizeof(built_feats) / sizeof(built_feats[0]))
+
+/* Does the writer build this feature itself (from env, attrs, index)? */
+static int builds_feature(unsigned feat)
+{
+	for (size_t i = 0; i < NR_BUILT_FEATS; i++)
+		if (built_feats[i] == feat)
+			return 1;
+	return 0;
+}
+
+int vmpt_perf_writer_copy_feature(struct vmpt_perf_writer *w, unsigned feat,
+				  const void *data, uint64_t size)
+{
+	struct pw_raw_feature *f;
+
+	if (!feat || feat >= VMPT_PERF_FEAT_BITS || builds_feature(feat))
+		return -VMPT_ERR_INVAL;
+	for (size_t i = 0; i < w->nr_raw_features; i++)
+		if (w->raw_features[i].feat == feat)
+			return -VMPT_ERR_INVAL;
+	f = realloc(w->raw_features, (w->nr_raw_features + 1) * sizeof(*f));
+	if (!f)
+		return -VMPT_ERR_NOMEM;
+	w->raw_features = f;
+	f = &f[w->nr_raw_features];
+	f->feat = feat;
+	f->size = size;
+	f->data = malloc(size ? size : 1);
+	if (!f->data)
+		return -VMPT_ERR_NOMEM;
+	memcpy(f->data, data, size);
+	w->nr_raw_features++;
+	return 0;
+}
+
+static const struct pw_raw_feature *raw_feature(const struct vmpt_perf_writer *w,
+						unsigned feat)
+{
+	for (size_t i = 0; i < w->nr_raw_features; i++)
+		if (w->raw_features[i].feat == feat)
+			return &w->raw_features[i];
+	return NULL;
+}
+
 static int write_features_and_header(struct vmpt_perf_writer *w)
 {
-	static const unsigned feats[] = {
-		VMPT_PERF_FEAT_BUILD_ID, VMPT_PERF_FEAT_HOSTNAME,
-		VMPT_PERF_FEAT_OSRELEASE, VMPT_PERF_FEAT_VERSION,
-		VMPT_PERF_FEAT_ARCH, VMPT_PERF_FEAT_NRCPUS,
-		VMPT_PERF_FEAT_CPUDESC, VMPT_PERF_FEAT_CPUID,
-		VMPT_PERF_FEAT_TOTAL_MEM, VMPT_PERF_FEAT_CMDLINE,
-		VMPT_PERF_FEAT_EVENT_DESC, VMPT_PERF_FEAT_PMU_MAPPINGS,
-		VMPT_PERF_FEAT_AUXTRACE,
-	};
 	uint64_t features[VMPT_PERF_FEAT_BITS / 64] = { 0 };
-	uint64_t table[2 * (sizeof(feats) / sizeof(feats[0]))];
+	uint64_t *table;
 	uint64_t data_size = w->pos - w->data_offset, feat_offset = w->pos;
 	unsigned nr = 0;
 	int err = 0;
 
-	for (unsigned i = 0; i < sizeof(feats) / sizeof(feats[0]); i++) {
-		if (feats[i] == VMPT_PERF_FEAT_AUXTRACE && !w->nr_index)
+	for (unsigned i = 0; i < NR_BUILT_FEATS; i++) {
+		unsigned f = built_feats[i];
+
+		if (f == VMPT_PERF_FEAT_AUXTRACE && !w->nr_index)
 			continue;
-		if (feats[i] == VMPT_PERF_FEAT_CPUID && !w->env.cpuid)
+		if (f == VMPT_PERF_FEAT_CPUID && !w->env.cpuid)
 			continue;
-		if (feats[i] == VMPT_PERF_FEAT_CPUDESC && !w->env.cpudesc)
+		if (f == VMPT_PERF_FEAT_CPUDESC && !w->env.cpudesc)
 			continue;
-		features[feats[i] / 64] |= 1ULL << (feats[i] % 64);
+		features[f / 64] |= 1ULL << (f % 64);
 		nr++;
 	}
+	for (size_t i = 0; i < w->nr_raw_features; i++) {
+		features[w->raw_features[i].feat / 64] |= 1ULL << (w->raw_features[i].feat % 64);
+		nr++;
+	}
+	table = calloc(2 * (size_t)nr + 1, sizeof(*table));
+	if (!table)
+		return -VMPT_ERR_NOMEM;
 	if ((err = pw_zero(w, nr * 16u)) < 0)
-		return err;
+		goto out;
 	nr = 0;
 	for (unsigned f = 1; f < VMPT_PERF_FEAT_BITS; f++) {
+		const struct pw_raw_feature *raw = raw_feature(w, f);
 		struct fbuf b = { 0 };
 
 		if (!((features[f / 64] >> (f % 64)) & 1))
 			continue;
-		err = encode_feature(w, f, &b);
-		if (!err) {
-			table[2 * nr] = w->pos;
+		table[2 * nr] = w->pos;
+		if (raw) {
+			table[2 * nr + 1] = raw->size;
+			err = pw_write(w, raw->data, raw->size);
+		} else {
+			err = encode_feature(w, f, &b);
 			table[2 * nr + 1] = b.len;
-			err = pw_write(w, b.p, b.len);
+			if (!err)
+				err = pw_write(w, b.p, b.len);
 		}
 		free(b.p);
 		if (err < 0)
-			return err;
+			goto out;
 		nr++;
 	}
 	if ((err = pw_flush(w)) < 0)
-		return err;
+		goto out;
 	if ((err = pwrite_all(w->fd, table, nr * 16u, feat_offset)) < 0)
-		return err;
-	return pd_write_header(w, data_size, features);
+		goto out;
+	err = pd_write_header(w, data_size, features);
+out:
+	free(table);
+	return err;
 }
 
 static void free_writer(struct vmpt_perf_writer *w)
@@ -407,6 +469,9 @@ static void free_writer(struct vmpt_perf_writer *w)
 	for (size_t i = 0; i < e->nr_build_ids; i++)
 		free(e->build_ids[i].filename);
 	free(e->build_ids);
+	for (size_t i = 0; i < w->nr_raw_features; i++)
+		free(w->raw_features[i].data);
+	free(w->raw_features);
 	free(w->index);
 	free(w->path);
 	free(w->kcore_dir);

@@ -104,9 +104,9 @@ static int is_exec_map(const struct vmpt_perf_event *ev)
 	       (ev->type == PERF_RECORD_MMAP2 && (ev->mmap.prot & 4));
 }
 
-/* What vmpt guest collected next to a recording (docs/guest.md): the
+/* What vmpt record --guest fetched with a recording (docs/guest.md): the
  * guest's sideband, binaries under root/, vdso and kcore_dir, as code of
- * the guest machine.  A missing guest/ is no error.
+ * the guest machine.  A recording without a guest side is no error.
  */
 static int add_guest(struct vmpt_session *s, const char *recording)
 {
@@ -118,16 +118,11 @@ static int add_guest(struct vmpt_session *s, const char *recording)
 	struct stat st;
 	int ret;
 
-	/* DIR/ (perf's directory form) or FILE's directory. */
-	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode)) {
+	/* DIR/guest in perf's directory form, FILE.guest beside a file. */
+	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode))
 		snprintf(dir, sizeof(dir), "%s/guest", recording);
-	} else {
-		const char *slash = strrchr(recording, '/');
-
-		snprintf(dir, sizeof(dir), "%.*s%sguest",
-			 slash ? (int)(slash - recording) : 0, recording,
-			 slash ? "/" : "");
-	}
+	else
+		snprintf(dir, sizeof(dir), "%s.guest", recording);
 	snprintf(path, sizeof(path), "%s/kcore_dir", dir);
 	if (stat(path, &st) == 0 &&
 	    (ret = vmpt_image_add_kcore_dir(s->image, path, &guest)) < 0) {
@@ -167,7 +162,8 @@ static void intel_pt_config(struct vmpt_session *s,
 	for (size_t i = 0; i < s->pd.nr_attrs; i++)
 		if (s->pd.attrs[i].attr.type == priv[VMPT_INTEL_PT_PMU_TYPE])
 			config = s->pd.attrs[i].attr.config;
-	cfg->retcomp = !(config & priv[VMPT_INTEL_PT_NORETCOMP_BIT]);
+	cfg->retcomp = config & priv[VMPT_INTEL_PT_NORETCOMP_BIT] ?
+		       VMPT_RETCOMP_OFF : VMPT_RETCOMP_ON;
 	if (mtc_mask)
 		cfg->mtc_period = (uint8_t)((config & mtc_mask) >>
 					    __builtin_ctzll(mtc_mask));

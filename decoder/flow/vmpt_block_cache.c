@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The block cache: each block is disassembled by capstone once. */
+/* The block cache: each block is decoded once (vmpt_insn.c). */
 #include "vmpt_block_cache.h"
+#include "vmpt_insn.h"
 #include "vmpt/error.h"
 
-#include <capstone/capstone.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +37,6 @@ struct vmpt_bcache {
 
 struct vmpt_bdisasm {
 	struct vmpt_bcache *bc;
-	csh cs[3];		/* per enum vmpt_exec_mode */
-	cs_insn *insn[3];
 	struct arena *arena;	/* the current one, also in bc->arenas */
 	uint8_t sizes[MAX_BLOCK_INSNS];	/* of the block being decoded */
 };
@@ -81,35 +79,15 @@ void vmpt_bcache_free(struct vmpt_bcache *bc)
 
 struct vmpt_bdisasm *vmpt_bdisasm_new(struct vmpt_bcache *bc)
 {
-	static const cs_mode modes[3] = { CS_MODE_64, CS_MODE_32, CS_MODE_16 };
 	struct vmpt_bdisasm *d = calloc(1, sizeof(*d));
 
-	if (!d)
-		return NULL;
-	d->bc = bc;
-	for (int m = 0; m < 3; m++) {
-		if (cs_open(CS_ARCH_X86, modes[m], &d->cs[m]) != CS_ERR_OK)
-			goto fail;
-		d->insn[m] = cs_malloc(d->cs[m]);
-		if (!d->insn[m])
-			goto fail;
-	}
+	if (d)
+		d->bc = bc;
 	return d;
-fail:
-	vmpt_bdisasm_free(d);
-	return NULL;
 }
 
 void vmpt_bdisasm_free(struct vmpt_bdisasm *d)
 {
-	if (!d)
-		return;
-	for (int m = 0; m < 3; m++) {
-		if (d->insn[m])
-			cs_free(d->insn[m], 1);
-		if (d->cs[m])
-			cs_close(&d->cs[m]);
-	}
 	free(d);
 }
 
@@ -195,62 +173,6 @@ static struct vmpt_block *chain_find(struct vmpt_block *b,
 	return NULL;
 }
 
-static int is_jcc(unsigned id)
-{
-	switch (id) {
-	case X86_INS_JAE: case X86_INS_JA: case X86_INS_JBE: case X86_INS_JB:
-	case X86_INS_JCXZ: case X86_INS_JECXZ: case X86_INS_JRCXZ:
-	case X86_INS_JE: case X86_INS_JGE: case X86_INS_JG: case X86_INS_JLE:
-	case X86_INS_JL: case X86_INS_JNE: case X86_INS_JNO: case X86_INS_JNP:
-	case X86_INS_JNS: case X86_INS_JO: case X86_INS_JP: case X86_INS_JS:
-	case X86_INS_LOOP: case X86_INS_LOOPE: case X86_INS_LOOPNE:
-		return 1;
-	default:
-		return 0;
-	}
-}
-
-/* Class of one instruction; *target for direct branches.  Capstone runs
- * without operand details (several times faster): a direct branch prints
- * its absolute target as the only operand ("0x401020").
- */
-static enum vmpt_iclass classify(const cs_insn *in, uint64_t *target)
-{
-	int imm = in->op_str[0] == '0' && in->op_str[1] == 'x';
-
-	if (imm)
-		*target = strtoull(in->op_str, NULL, 16);
-	if (is_jcc(in->id))
-		return VMPT_IC_JCC;
-	switch (in->id) {
-	case X86_INS_JMP:
-		return imm ? VMPT_IC_JMP : VMPT_IC_JMP_IND;
-	case X86_INS_CALL:
-		return imm ? VMPT_IC_CALL : VMPT_IC_CALL_IND;
-	case X86_INS_RET:
-		return VMPT_IC_RET;
-	case X86_INS_LJMP:
-		return VMPT_IC_FAR_JMP;
-	case X86_INS_LCALL:
-	case X86_INS_VMCALL: case X86_INS_VMMCALL:
-		return VMPT_IC_FAR_CALL;
-	case X86_INS_VMLAUNCH: case X86_INS_VMRESUME:
-		return VMPT_IC_VMENTRY;
-	case X86_INS_INT: case X86_INS_INT1: case X86_INS_INT3: case X86_INS_INTO:
-		return VMPT_IC_INT;
-	case X86_INS_SYSCALL: case X86_INS_SYSENTER:
-		return VMPT_IC_SYSCALL;
-	case X86_INS_RETF: case X86_INS_RETFQ:
-		return VMPT_IC_FAR_RET;
-	case X86_INS_IRET: case X86_INS_IRETD: case X86_INS_IRETQ:
-		return VMPT_IC_IRET;
-	case X86_INS_SYSEXIT: case X86_INS_SYSRET:
-		return VMPT_IC_SYSRET;
-	default:
-		return VMPT_IC_OTHER;
-	}
-}
-
 static uint64_t mode_mask(unsigned mode)
 {
 	return mode == VMPT_MODE_64 ? ~0ull :
@@ -263,7 +185,6 @@ static int decode_block(struct vmpt_bdisasm *d, const struct vmpt_image *img,
 			unsigned mode, struct vmpt_block *b)
 {
 	uint8_t *sizes = d->sizes;
-	cs_insn *in = d->insn[mode];
 	uint64_t addr = ip;
 
 	memset(b, 0, sizeof(*b));
@@ -271,11 +192,11 @@ static int decode_block(struct vmpt_bdisasm *d, const struct vmpt_image *img,
 	b->sec = sec;
 	b->mode = (uint8_t)mode;
 	for (;;) {
-		uint64_t off = addr - sec->vaddr, target = 0;
+		uint64_t off = addr - sec->vaddr;
 		const uint8_t *code;
 		uint8_t window[16];
 		size_t avail;
-		enum vmpt_iclass cls;
+		struct vmpt_insn in;
 
 		if (off < sec->size && sec->size - off >= 16) {
 			code = sec->data + off;
@@ -294,22 +215,19 @@ static int decode_block(struct vmpt_bdisasm *d, const struct vmpt_image *img,
 			code = window;
 			avail = (size_t)n;
 		}
-		uint64_t at = addr;
-
-		if (!cs_disasm_iter(d->cs[mode], &code, &avail, &at, in)) {
+		if (vmpt_insn_decode(code, avail, addr, mode, &in) < 0) {
 			if (!b->ninsn)
 				return -VMPT_ERR_NO_MATCH;
 			break;	/* the next lookup reports it */
 		}
-		cls = classify(in, &target);
-		sizes[b->ninsn++] = (uint8_t)in->size;
+		sizes[b->ninsn++] = in.size;
 		b->end_ip = addr;
-		addr = (addr + in->size) & mode_mask(mode);
+		addr = (addr + in.size) & mode_mask(mode);
 		b->next_ip = addr;
-		if (cls != VMPT_IC_OTHER) {
-			b->iclass = (uint8_t)cls;
-			b->target = target & mode_mask(mode);
-			b->zero_call = cls == VMPT_IC_CALL && b->target == addr;
+		if (in.iclass != VMPT_IC_OTHER) {
+			b->iclass = in.iclass;
+			b->target = in.target;
+			b->zero_call = in.iclass == VMPT_IC_CALL && b->target == addr;
 			break;
 		}
 		/* A block stays inside its section: the next one may belong

@@ -5,8 +5,9 @@
  * One cache (struct vmpt_bcache, declared in vmpt/flow.h) serves every
  * decoder of an image, on any number of threads: a block is published once
  * with an atomic pointer and never changes after, so readers take no lock
- * and nothing is disassembled twice.  Each decoder brings its own
- * disassembler (struct vmpt_bdisasm) for the blocks it misses.
+ * and nothing is decoded twice.  Each decoder brings its own memory
+ * arena (struct vmpt_bdisasm) for the blocks it misses; instructions are
+ * decoded by vmpt_insn.c.
  */
 #ifndef VMPT_BLOCK_CACHE_H
 #define VMPT_BLOCK_CACHE_H
@@ -39,7 +40,7 @@ struct vmpt_block {
 
 struct vmpt_bdisasm;
 
-/* A decoder's disassembler for bc (capstone handles, its own arena).
+/* A decoder's block maker for bc (its own arena).
  * NULL: no memory.
  */
 struct vmpt_bdisasm *vmpt_bdisasm_new(struct vmpt_bcache *bc);

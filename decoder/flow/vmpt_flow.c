@@ -890,12 +890,15 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	case VMPT_IC_RET:
 		if (want == W_TNT) {
 			/* A compressed return: a taken bit, the address from
-			 * our call stack.
+			 * our call stack.  A RET that meets a TNT bit was
+			 * compressed whether or not the config says so: the
+			 * TIP of one that was not would come before the bit.
 			 */
 			dec->tnt_n--;
 			dec->walked = 0;
 			it->time = dec->block_time = dec->time.tsc;
-			if (!dec->cfg.retcomp || !((dec->tnt_bits >> dec->tnt_n) & 1))
+			if (dec->cfg.retcomp == VMPT_RETCOMP_OFF ||
+			    !((dec->tnt_bits >> dec->tnt_n) & 1))
 				return -VMPT_ERR_NO_MATCH;
 			ret = pop_ret(dec, &site);
 			if (ret < 0)
@@ -1288,7 +1291,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		break;
 	case VMPT_IC_RET:
 		if (dec->tnt_n) {
-			if (!dec->cfg.retcomp || !dec->depth ||
+			if (dec->cfg.retcomp == VMPT_RETCOMP_OFF || !dec->depth ||
 			    !((dec->tnt_bits >> (dec->tnt_n - 1)) & 1))
 				return 0;
 			dec->tnt_n--;

@@ -7,6 +7,7 @@
 #include "vmpt/perf_data.h"
 #include "guest_sysroot.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -43,23 +44,54 @@ static int have_file(int dirfd, const char *rel)
 	return ok;
 }
 
-int vmpt_guest_maps(const char *dir, FILE *out, char *err, size_t errlen)
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return !stat(path, &st) && S_ISDIR(st.st_mode);
+}
+
+int vmpt_guest_dir(const char *rec, char *gdir, size_t len, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(gdir, len, "%s/guest", rec);
+	if (is_dir(gdir))
+		return 0;
+	snprintf(gdir, len, "%s.guest", rec);
+	if (is_dir(gdir))
+		return 0;
+	/* a guest directory named itself: perf.data, and no perf data dir */
+	snprintf(path, sizeof(path), "%s/perf.data", rec);
+	if (is_dir(rec) && !stat(path, &st) && S_ISREG(st.st_mode)) {
+		snprintf(gdir, len, "%s", rec);
+		return 0;
+	}
+	snprintf(err, errlen, "%s: no guest data (neither %s/guest nor %s.guest; "
+		 "vmpt record --guest or vmpt guest collect)", rec, rec, rec);
+	return -VMPT_ERR_NOT_FOUND;
+}
+
+int vmpt_guest_maps(const char *rec, FILE *out, char *err, size_t errlen)
 {
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
 	struct comm *comms = NULL;
 	size_t nr_comms = 0, cap = 0;
-	char path[PATH_MAX + 16], rel[PATH_MAX];
+	char gdir[PATH_MAX], path[PATH_MAX + 16], rel[PATH_MAX];
 	int dirfd, ret;
 
-	snprintf(path, sizeof(path), "%s/guest", dir);
-	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = vmpt_guest_dir(rec, gdir, sizeof(gdir), err, errlen);
+	if (ret)
+		return ret;
+	dirfd = open(gdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
-		snprintf(err, errlen, "%s: no guest data (vmpt guest collect)", path);
-		return -VMPT_ERR_NOT_FOUND;
+		snprintf(err, errlen, "%s: %s", gdir, strerror(errno));
+		return -VMPT_ERR_IO;
 	}
-	snprintf(path, sizeof(path), "%s/guest/perf.data", dir);
+	snprintf(path, sizeof(path), "%s/perf.data", gdir);
 	ret = vmpt_perf_open(&pd, path);
 	if (ret) {
 		snprintf(err, errlen, "%s", pd.errmsg);

@@ -767,21 +767,18 @@ static int chan_source_read(void *ctx, void *buf, size_t n)
 	return ret;
 }
 
-/* Open (making it) DIR/guest. */
-static int open_guest_dir(struct vmpt_guest *g, const char *dir)
+/* Open (making it, for its owner only: it holds the guest's kernel and
+ * binaries) the guest directory.
+ */
+static int open_guest_dir(struct vmpt_guest *g, const char *gdir)
 {
-	char *path = join(dir, "/guest", "");
 	int fd;
 
-	if (!path)
-		return set_err(g, -VMPT_ERR_NOMEM, "out of memory");
-	mkdir(dir, 0755);
-	mkdir(path, 0755);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	mkdir(gdir, 0700);
+	fd = open(gdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
-		set_err(g, -VMPT_ERR_IO, "%s: %s", path, strerror(errno));
-	free(path);
-	return fd < 0 ? -VMPT_ERR_IO : fd;
+		return set_err(g, -VMPT_ERR_IO, "%s: %s", gdir, strerror(errno));
+	return fd;
 }
 
 /* Read one reply stream from ch, then the exit status. */
@@ -816,7 +813,7 @@ static int receive(struct vmpt_guest *g, ssh_channel ch, struct guest_pack_reque
 	return 0;
 }
 
-int vmpt_guest_stop(struct vmpt_guest *g, const char *dir)
+int vmpt_guest_stop(struct vmpt_guest *g, const char *gdir)
 {
 	struct guest_pack_request req = { GUEST_PACK_PERF_DATA, -1, "perf.data", 0, 0 };
 	ssh_channel ch = g->rec;
@@ -826,7 +823,7 @@ int vmpt_guest_stop(struct vmpt_guest *g, const char *dir)
 		return set_err(g, -VMPT_ERR_INVAL, "guest sideband is not running");
 	g->rec = NULL;
 	ssh_channel_send_eof(ch);
-	req.dirfd = open_guest_dir(g, dir);
+	req.dirfd = open_guest_dir(g, gdir);
 	if (req.dirfd < 0) {
 		ssh_channel_close(ch);
 		ssh_channel_free(ch);
@@ -837,7 +834,7 @@ int vmpt_guest_stop(struct vmpt_guest *g, const char *dir)
 	if (!ret && req.missing_errno)
 		ret = set_err(g, -VMPT_ERR_FORMAT, "vmpt-agent record sent no perf.data");
 	if (!ret)
-		logf_(g, "vmpt: guest sideband: %s/guest/perf.data (%llu bytes)\n", dir,
+		logf_(g, "vmpt: guest sideband: %s/perf.data (%llu bytes)\n", gdir,
 		      (unsigned long long)req.size);
 	return ret;
 }
@@ -909,13 +906,13 @@ static void fetch_unique(struct fetch_list *l, size_t first)
 }
 
 /* The guest files the sideband maps executable: the code a trace runs. */
-static int binaries_from_sideband(struct vmpt_guest *g, const char *dir,
+static int binaries_from_sideband(struct vmpt_guest *g, const char *gdir,
 				  struct fetch_list *l, unsigned *rejected)
 {
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
-	char *path = join(dir, "/guest/perf.data", ""), rel[PATH_MAX];
+	char *path = join(gdir, "/perf.data", ""), rel[PATH_MAX];
 	size_t first = l->nr;
 	int ret;
 
@@ -970,7 +967,7 @@ static int binaries_from_sideband(struct vmpt_guest *g, const char *dir,
 	return 0;
 }
 
-int vmpt_guest_fetch(struct vmpt_guest *g, const char *dir, unsigned what,
+int vmpt_guest_fetch(struct vmpt_guest *g, const char *gdir, unsigned what,
 		     struct vmpt_guest_fetch_stats *stats)
 {
 	struct fetch_list l = { 0 };
@@ -991,10 +988,10 @@ int vmpt_guest_fetch(struct vmpt_guest *g, const char *dir, unsigned what,
 			set_err(g, ret, "out of memory");
 	}
 	if (!ret && (what & VMPT_GUEST_FETCH_BINARIES))
-		ret = binaries_from_sideband(g, dir, &l, &stats->rejected);
+		ret = binaries_from_sideband(g, gdir, &l, &stats->rejected);
 	if (ret || !l.nr)
 		goto out;
-	dirfd = open_guest_dir(g, dir);
+	dirfd = open_guest_dir(g, gdir);
 	if (dirfd < 0) {
 		ret = dirfd;
 		goto out;
@@ -1051,18 +1048,19 @@ int vmpt_guest_finish(struct vmpt_guest *g, const char *recording, unsigned what
 		      struct vmpt_guest_fetch_stats *stats)
 {
 	struct stat st;
-	char *copy = strdup(recording), *dir;
+	char *gdir;
 	int ret;
 
-	if (!copy)
-		return set_err(g, -VMPT_ERR_NOMEM, "out of memory");
-	/* perf's directory form is the recording's directory; a perf.data
-	 * file has the one it is in.
+	/* Inside perf's directory form, beside a perf.data file: never a
+	 * guest/ shared by every recording in a directory.
 	 */
-	dir = !stat(recording, &st) && S_ISDIR(st.st_mode) ? copy : dirname(copy);
-	ret = vmpt_guest_stop(g, dir);
+	gdir = !stat(recording, &st) && S_ISDIR(st.st_mode) ? join(recording, "/guest", "")
+							    : join(recording, ".guest", "");
+	if (!gdir)
+		return set_err(g, -VMPT_ERR_NOMEM, "out of memory");
+	ret = vmpt_guest_stop(g, gdir);
 	if (!ret && what)
-		ret = vmpt_guest_fetch(g, dir, what, stats);
-	free(copy);
+		ret = vmpt_guest_fetch(g, gdir, what, stats);
+	free(gdir);
 	return ret;
 }

@@ -140,8 +140,9 @@ mkdir -p "$W/rec4"
 	--guest-identity "$W/client_key" --guest-known-hosts "$W/known_hosts" --guest-timeout 30 \
 	--guest-remote-dir "$W/remote" --guest-agent "$AGENT" -- /bin/true 2> "$W/record.err" ||
 	{ echo "FAIL: record --guest"; cat "$W/record.err"; fails=$((fails + 1)); }
-check "vmpt record --guest: the guest's sideband" test -s "$W/rec4/guest/perf.data"
-check "vmpt record --guest: libc in the guest's sysroot" cmp -s "$libc" "$W/rec4/guest/root$libc"
+check "vmpt record --guest: the guest's sideband beside the recording" \
+	test -s "$W/rec4/perf.data.guest/perf.data" -a ! -e "$W/rec4/guest"
+check "vmpt record --guest: libc in the guest's sysroot" cmp -s "$libc" "$W/rec4/perf.data.guest/root$libc"
 
 # --- The compact kcore (this machine's kernel may have no /proc/kcore:
 # then the error must say so; the guest-vm suite checks a real one) ---

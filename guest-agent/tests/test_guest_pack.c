@@ -97,7 +97,7 @@ static int teardown(void **state)
 /* Every file under dir, "a/b" style, sorted, joined by spaces. */
 static void list_files(const char *dir, char *out, size_t size)
 {
-	char cmd[256];
+	char cmd[512];
 	FILE *p;
 	size_t n;
 

@@ -24,6 +24,14 @@ if [ -e /dev/kvm ]; then
 else
 	expect "^PROBLEM KVM: /dev/kvm absent"
 fi
+# /dev/kvm is asked for real (KVM_CREATE_VM); VMX guests need VMX and kvm_intel
+if [ -c /dev/kvm ] && ! grep -qw vmx /proc/cpuinfo; then
+	expect "^PROBLEM KVM VMX guests: /dev/kvm cannot run VMX guests: this CPU has no VMX (cpuinfo flags lack vmx)"
+	[ -e /sys/module/kvm_pvm ] &&
+		expect "and kvm_pvm (paravirtual KVM) runs its VMs without hardware virtualization (KVM_CREATE_VM works)"
+elif [ -c /dev/kvm ] && [ -e /sys/module/kvm_intel ]; then
+	expect "^ok      KVM VMX guests: kvm_intel runs guests in VMX non-root (KVM_CREATE_VM works)"
+fi
 if [ -e /sys/module/kvm_intel/parameters/pt_mode ]; then
 	expect "kvm_intel pt_mode: $(cat /sys/module/kvm_intel/parameters/pt_mode) "
 elif [ ! -e /sys/module/kvm_intel ]; then

@@ -41,7 +41,30 @@ check "vmpt record: intel_pt PMU: $F/sysfs-bad-format/bus/event_source/devices/i
 check "vmpt record: give one target: --pid PID, --domain NAME or -- COMMAND (or -a / -C for CPUs)" \
 	$R --event dummy
 check "vmpt record: give one target: --pid PID, --domain NAME or -- COMMAND (or -a / -C for CPUs)" \
-	$R --event dummy --pid 1 -- true
+	$R --event dummy --pid 1 --domain guest1 -- true
+check "vmpt record: --duration 0: expected seconds (e.g. 2.5)" \
+	$R --event dummy --duration 0 -- true
+check "vmpt record: --duration 2x: expected seconds (e.g. 2.5)" \
+	$R --event dummy --duration 2x -- true
+# Where the recording goes is checked before anything starts.
+check "vmpt record: cannot write $T/nodir/p.data: directory $T/nodir does not exist" \
+	"$VMPT" record --event dummy -o "$T/nodir/p.data" -- true
+: >"$T/afile"
+check "vmpt record: cannot write $T/afile/p.data: $T/afile is not a directory" \
+	"$VMPT" record --event dummy -o "$T/afile/p.data" -- true
+mkdir "$T/adir"
+check "vmpt record: cannot write $T/adir: it is a directory that holds no recording (no $T/adir/data)" \
+	"$VMPT" record --event dummy -o "$T/adir" -- true
+check "vmpt record: cannot write /dev/null: --kcore writes a directory, /dev/null is a device" \
+	"$VMPT" record --event dummy --kcore -o /dev/null -- true
+# A previous recording is kept as .old, but an unknown directory there is
+# not removed for it.
+echo x >"$T/k.data"
+mkdir "$T/k.data.old" && : >"$T/k.data.old/notes"
+check "vmpt record: cannot remove the old $T/k.data.old: it is a directory that holds no recording" \
+	"$VMPT" record --event dummy -o "$T/k.data" -- true
+[ "$(cat "$T/k.data")" = x ] && [ -f "$T/k.data.old/notes" ] && echo "ok: both left as they were" ||
+	{ echo "FAIL: $T/k.data or $T/k.data.old changed"; status=1; }
 check "vmpt record: -m: 3,1024 pages: both counts must be powers of two" \
 	$R --event dummy -m 3 -- true
 check "vmpt record: -m 1,x: expected PAGES[,AUXPAGES] (counts or sizes like 4M)" \

@@ -2,7 +2,8 @@
 # vmpt record --domain through a real libvirt daemon: libvirtd (and
 # virtlogd, when none runs) are started by hand with their sockets in a
 # temporary directory, a transient TCG domain with 2 vCPUs is created,
-# its vCPU threads are found through libvirt-qemu and recorded.
+# its vCPU threads are found through libvirt-qemu and recorded for as long
+# as '-- sleep 1.5' runs; the vCPU map names libvirt as its source.
 set -u
 . "$(dirname "$0")/recorder-lib.sh"
 for p in libvirtd virtlogd virsh qemu-system-x86_64; do
@@ -70,12 +71,9 @@ if ! timeout 150 virsh -c "$URI" create "$T/dom.xml" >"$T/create.out" 2>&1; then
 fi
 ok "domain $NAME created through $URI"
 
-"$VMPT" record --event dummy -c "$URI" --domain "$NAME" -o "$T/dom.data" >"$T/rec.out" 2>"$T/rec.err" &
-REC=$!
-wait_recording $REC
-sleep 1.5
-kill -INT $REC
-wait $REC
+# -- sleep N times the recording, as with perf record -p PID -- sleep N
+timeout 120 "$VMPT" record --event dummy -c "$URI" --domain "$NAME" -o "$T/dom.data" -- sleep 1.5 \
+	>"$T/rec.out" 2>"$T/rec.err"
 rc=$?
 cat "$T/rec.err"
 [ $rc -eq 0 ] || fail "vmpt record --domain: exit $rc"
@@ -91,6 +89,9 @@ want=$(for t in /proc/$qpid/task/*; do
 done | sort -n | awk '{ printf "%s%s", sep, $2; sep = " " }')
 [ "$line" = "vmpt record: 2 vCPU threads of process $qpid (libvirt-qemu query-cpus-fast): $want" ] &&
 	ok "libvirt-qemu found the vCPU threads $want of QEMU $qpid" || fail "discovery: $line, want $want"
+map=$(i=0; for tid in $want; do echo "vcpu $i tid $tid source libvirt"; i=$((i + 1)); done)
+[ "$(cat "$T/dom.data.vcpus")" = "$map" ] && ok "vCPU map saved: $(echo $map)" ||
+	fail "dom.data.vcpus: $(cat "$T/dom.data.vcpus" 2>&1), want $map"
 perf script -i "$T/dom.data" --show-task-events --show-mmap-events --show-switch-events \
 	>"$T/script" 2>"$T/script.err"
 [ -s "$T/script.err" ] && fail "perf script: $(cat "$T/script.err")"

@@ -4,7 +4,9 @@
 #  - with a QMP socket on its command line: query-cpus-fast
 #  - without QMP but with debug-threads=on: /proc thread names
 #  - with neither: a clear error
-# and per-CPU mode (-a, -C) on the QEMU's CPUs.
+# and per-CPU mode (-a, -C) on the QEMU's CPUs; the vCPU map saved with
+# its source; a TCG QEMU is no KVM VM (no tsc-offset, and vmpt doctor says
+# its vCPU threads are emulated).
 set -u
 . "$(dirname "$0")/recorder-lib.sh"
 QEMU=$(command -v qemu-system-x86_64)
@@ -68,6 +70,9 @@ cat "$T/qmp.data.err"
 [ $rc -eq 0 ] || fail "record --pid (QMP): exit $rc"
 grep -q "^vmpt record: 2 vCPU threads of process $QPID (QMP query-cpus-fast): $want\$" "$T/qmp.data.err" &&
 	ok "QMP query-cpus-fast found the vCPU threads $want" || fail "QMP: expected threads $want"
+map=$(i=0; for tid in $want; do echo "vcpu $i tid $tid source qmp"; i=$((i + 1)); done)
+[ "$(cat "$T/qmp.data.vcpus")" = "$map" ] && ok "vCPU map saved: $(echo $map)" ||
+	fail "qmp.data.vcpus: $(cat "$T/qmp.data.vcpus" 2>&1), want $map"
 perf report --header-only -i "$T/qmp.data" >/dev/null 2>"$T/h.err" && [ ! -s "$T/h.err" ] &&
 	ok "perf report --header-only reads it" || fail "perf report --header-only: $(cat "$T/h.err")"
 perf script -i "$T/qmp.data" --show-task-events --show-mmap-events --show-switch-events \
@@ -104,6 +109,20 @@ want=$(vcpu_tids $QPID)
 record_for 0.3 "$T/named.data" --pid $QPID
 grep -q "^vmpt record: 2 vCPU threads of process $QPID (/proc thread names): $want\$" "$T/named.data.err" &&
 	ok "/proc thread names found $want" || fail "/proc fallback: $(cat "$T/named.data.err")"
+grep -q "source thread-names" "$T/named.data.vcpus" && ok "vCPU map source: thread-names" ||
+	fail "named.data.vcpus: $(cat "$T/named.data.vcpus" 2>&1)"
+# A TCG QEMU has no VM in KVM's debugfs (mounted in a mount namespace of
+# our own), and vmpt doctor calls its vCPU threads emulated.
+if [ "$(id -u)" -eq 0 ] && unshare -m sh -c 'mount -t debugfs none /sys/kernel/debug && test -d /sys/kernel/debug/kvm' 2>/dev/null; then
+	unshare -m sh -c 'mount -t debugfs none /sys/kernel/debug && exec "$@"' sh \
+		"$VMPT" record --event dummy --pid $QPID --duration 0.3 -o "$T/tcg.data" \
+		>/dev/null 2>"$T/tcg.err"
+	grep -qx "vmpt record: tsc-offset not saved: /sys/kernel/debug/kvm has no VM of process $QPID: its vCPUs do not run on KVM (QEMU emulating them: -accel tcg)" "$T/tcg.err" &&
+		ok "TCG: no VM in debugfs, said" || fail "TCG tsc-offset: $(cat "$T/tcg.err")"
+fi
+"$VMPT" doctor --no-libvirt >"$T/doctor.out" 2>&1
+grep -qx "PROBLEM QEMU vCPUs: process $QPID: 2 vCPU threads named 'CPU n/TCG': QEMU emulates this guest, so its code never runs in VMX non-root and Intel PT sees QEMU translating, no VM entries; start it with -accel kvm (libvirt: <domain type='kvm'>)" "$T/doctor.out" &&
+	ok "vmpt doctor: the TCG QEMU's vCPU threads are emulated" || fail "doctor: $(grep QEMU "$T/doctor.out")"
 
 # 4. neither
 start_qemu anon || exit 1

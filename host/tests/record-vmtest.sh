@@ -71,10 +71,20 @@ for v in 0 1; do
 done
 if [ -n "$NS" ]; then
 	if [ -d /sys/kernel/debug/kvm ] || unshare -m sh -c 'mount -t debugfs none /sys/kernel/debug && test -d /sys/kernel/debug/kvm'; then
+		# Each vCPU's value with the time it was first seen, on the
+		# recording's clock: after vcpu_loop's exec, before its exit
+		# (the VM is made after the exec).
+		t_exec=$(awk '/PERF_RECORD_COMM exec: vcpu_loop:/ { sub(":", "", $4); print $4; exit }' "$T/script")
+		t_exit=$(awk -v p="$pid" '$0 ~ "PERF_RECORD_EXIT\\(" p ":" p "\\)" { sub(":", "", $4); print $4; exit }' "$T/script")
 		for v in 0 1; do
-			grep -q "^vm $pid-[0-9]* vcpu $v tsc-offset -\?[0-9]*" "$T/vl.data.kvm-tsc" &&
-				ok "tsc-offset of vCPU $v saved" ||
-				fail "vCPU $v missing in vl.data.kvm-tsc: $(cat "$T/vl.data.kvm-tsc" 2>&1)"
+			line=$(grep "^vm $pid-[0-9]* vcpu $v tsc-offset -\?[0-9]* time [0-9]*$" "$T/vl.data.kvm-tsc")
+			t=${line##* }
+			if [ -n "$line" ] && [ -n "$t_exec" ] && [ -n "$t_exit" ] &&
+				awk -v t="$t" -v a="$t_exec" -v b="$t_exit" 'BEGIN { exit !(t / 1e9 > a && t / 1e9 < b) }'; then
+				ok "tsc-offset of vCPU $v saved, seen at $t ns (vcpu_loop ran $t_exec-$t_exit s)"
+			else
+				fail "vCPU $v: '$line' not in vcpu_loop's time ($t_exec-$t_exit): $(cat "$T/vl.data.kvm-tsc" 2>&1)"
+			fi
 		done
 	fi
 fi

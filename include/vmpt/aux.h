@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Reading the two rings of a perf event: the data ring (records) and the
  * AUX area (Intel PT bytes).  Both work on any perf_event_mmap_page, so
  * tests drive them with simulated areas written by the test itself.
@@ -72,5 +76,9 @@ typedef int (*vmpt_record_sink)(void *ctx, const struct perf_event_header *hdr);
  */
 int64_t vmpt_data_ring_read(struct vmpt_data_ring *r, vmpt_record_sink sink,
 			    void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

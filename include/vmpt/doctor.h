@@ -2,6 +2,10 @@
 #ifndef VMPT_DOCTOR_H
 #define VMPT_DOCTOR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* `vmpt doctor`: can this host record its guests with Intel PT?  Every
  * check reads files under the given roots, so tests run it on fixture
  * trees.
@@ -24,5 +28,9 @@ typedef void (*vmpt_doctor_report)(void *ctx, enum vmpt_doctor_status status,
 /* Run every check; returns the number of problems. */
 int vmpt_doctor_run(const struct vmpt_doctor_opts *opts, vmpt_doctor_report report,
 		    void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

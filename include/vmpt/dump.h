@@ -8,6 +8,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct vmpt_dump_opts {
 	unsigned no_pad : 1;	/* leave PAD packets out of the listing */
 	unsigned lastip : 1;	/* show the last-IP register on every line */
@@ -35,5 +39,9 @@ int vmpt_dump_stream(FILE *out, const uint8_t *buf, size_t size, uint64_t base,
  * final "errors COUNT".
  */
 int vmpt_dump_print_stats(FILE *out, const struct vmpt_dump_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

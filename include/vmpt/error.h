@@ -2,6 +2,10 @@
 #ifndef VMPT_ERROR_H
 #define VMPT_ERROR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Errors are values: every libvmpt function that can fail returns a
  * negative vmpt_err (or 0/positive on success); vmpt_strerror() names it.
  */
@@ -33,5 +37,9 @@ enum vmpt_err {
 
 /* A short message for a (negative or positive) error code. */
 const char *vmpt_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A whole file mapped read-only (traces are large; copying them is waste). */
 struct vmpt_file {
 	const uint8_t *data;
@@ -17,5 +21,9 @@ struct vmpt_file {
  */
 int vmpt_file_map(struct vmpt_file *file, const char *path);
 void vmpt_file_unmap(struct vmpt_file *file);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -15,6 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum vmpt_exec_mode {
 	VMPT_MODE_64,
 	VMPT_MODE_32,
@@ -115,10 +119,21 @@ struct vmpt_flow_item {
 	uint64_t cyc;
 };
 
+enum vmpt_retcomp {
+	VMPT_RETCOMP_AUTO,	/* from the trace: TNT bit compressed, TIP not */
+	VMPT_RETCOMP_ON,	/* recorded with it: read as AUTO */
+	VMPT_RETCOMP_OFF,	/* recorded without it: a TNT bit at a RET is an error */
+};
+
 struct vmpt_flow_config {
 	const uint8_t *begin, *end;	/* the trace */
 	const struct vmpt_image *image;
-	/* Return compression: when 0 a TNT bit on a ret is an error. */
+	/* Return compression (enum vmpt_retcomp).  The trace itself tells a
+	 * compressed RET (a TNT bit pending when the walk meets it) from one
+	 * with a TIP, as libipt reads it, so AUTO needs no hint; OFF (the
+	 * recording's noretcomp, or the user's override) makes a TNT bit at
+	 * a RET an error, as perf's decoder does.
+	 */
 	int retcomp;
 	/* IP filter ranges the trace was recorded with ([a, b], inclusive),
 	 * n_filters 0: none.  They tell which branch a suppressed TIP.PGD
@@ -214,5 +229,9 @@ const char *vmpt_event_name(unsigned ev);
 /* Offsets of all PSBs in a trace (for splitting into segments). */
 int vmpt_flow_psb_offsets(const uint8_t *begin, const uint8_t *end,
 			  uint64_t **offsets, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

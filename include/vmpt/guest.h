@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Driving vmpt-agent in a guest over SSH: guest sideband that starts and
  * stops with a host recording, the guest's compact kcore, and the guest
- * binaries its sideband names, all fetched into a recording directory:
+ * binaries its sideband names, all fetched into a guest directory GDIR
+ * (REC.guest beside a recording REC, REC/guest inside perf's directory
+ * form, DIR/guest for vmpt guest collect -o DIR):
  *
- *   DIR/guest/perf.data        guest sideband (mmap2, comm, task, switch)
- *   DIR/guest/kcore_dir/       kcore, kallsyms, modules (perf's kcore_dir)
- *   DIR/guest/root/            the guest binaries, at their guest paths
- *   DIR/guest/vdso             the guest's vdso image
+ *   GDIR/perf.data        guest sideband (mmap2, comm, task, switch)
+ *   GDIR/kcore_dir/       kcore, kallsyms, modules (perf's kcore_dir)
+ *   GDIR/root/            the guest binaries, at their guest paths
+ *   GDIR/vdso             the guest's vdso image
  *
  * See docs/guest.md.  One struct vmpt_guest is one SSH session; it is not
  * thread-safe.
@@ -16,6 +18,10 @@
 
 #include <stdint.h>
 #include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 struct vmpt_guest_opts {
 	const char *url;		/* ssh://user@host[:port] */
@@ -55,13 +61,13 @@ int vmpt_guest_check(struct vmpt_guest *g, char **report, int *ready);
 int vmpt_guest_start(struct vmpt_guest *g, char *const *cmd);
 
 /* Stop guest sideband (a running cmd is waited for) and write
- * DIR/guest/perf.data.
+ * GDIR/perf.data (GDIR made when missing).
  */
-int vmpt_guest_stop(struct vmpt_guest *g, const char *dir);
+int vmpt_guest_stop(struct vmpt_guest *g, const char *gdir);
 
 enum vmpt_guest_fetch_what {
-	VMPT_GUEST_FETCH_BINARIES = 1,	/* files named by DIR/guest/perf.data, and the vdso */
-	VMPT_GUEST_FETCH_KCORE = 2,	/* DIR/guest/kcore_dir */
+	VMPT_GUEST_FETCH_BINARIES = 1,	/* files named by GDIR/perf.data, and the vdso */
+	VMPT_GUEST_FETCH_KCORE = 2,	/* GDIR/kcore_dir */
 };
 
 struct vmpt_guest_fetch_stats {
@@ -69,24 +75,35 @@ struct vmpt_guest_fetch_stats {
 	uint64_t bytes;
 };
 
-/* Fetch what decoding guest code needs into DIR/guest.  Guest paths that
- * could land outside DIR/guest/root are rejected (and logged); files the
+/* Fetch what decoding guest code needs into GDIR.  Guest paths that
+ * could land outside GDIR/root are rejected (and logged); files the
  * guest does not have are counted as missing.
  */
-int vmpt_guest_fetch(struct vmpt_guest *g, const char *dir, unsigned what,
+int vmpt_guest_fetch(struct vmpt_guest *g, const char *gdir, unsigned what,
 		     struct vmpt_guest_fetch_stats *stats);
 
-/* List the executable mappings of DIR/guest/perf.data with their
- * process and whether the file is in the sysroot ("in sysroot",
- * "missing", "no file", or why the name was rejected).  No SSH involved.
+/* The guest directory of a recording or collect directory: REC/guest or
+ * REC.guest, or REC itself when it is one (holds perf.data and no data).
+ * 0, or -VMPT_ERR_NOT_FOUND with err naming what was looked for.
  */
-int vmpt_guest_maps(const char *dir, FILE *out, char *err, size_t errlen);
+int vmpt_guest_dir(const char *rec, char *gdir, size_t len, char *err, size_t errlen);
+
+/* List the executable mappings of the guest sideband of rec (found by
+ * vmpt_guest_dir) with their process and whether the file is in the
+ * sysroot ("in sysroot", "missing", "no file", or why the name was
+ * rejected).  No SSH involved.
+ */
+int vmpt_guest_maps(const char *rec, FILE *out, char *err, size_t errlen);
 
 /* With a host recording (vmpt record --guest): stop guest sideband and
- * fetch into the recording's directory (recording itself when it is
- * perf's directory form, else the directory holding the perf.data).
+ * fetch into the recording's guest directory: REC/guest in perf's
+ * directory form, REC.guest beside a perf.data file.
  */
 int vmpt_guest_finish(struct vmpt_guest *g, const char *recording, unsigned what,
 		      struct vmpt_guest_fetch_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

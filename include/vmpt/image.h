@@ -16,6 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Wildcard for any asid field. */
 #define VMPT_ASID_ANY UINT64_MAX
 /* The machine key of the host (root operation).  Guests are keyed by their
@@ -175,5 +179,9 @@ const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,
 const struct vmpt_symbol *vmpt_section_symbol_span(const struct vmpt_section *sec,
 						   uint64_t vaddr, uint64_t *from,
 						   uint64_t *to);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* perf's kcore_dir: DIR/kcore (an ELF core of the kernel text and the
  * module text only, cut from /proc/kcore), DIR/kallsyms, DIR/modules,
  * all read at the same moment so addresses agree.
@@ -40,5 +44,9 @@ int vmpt_kcore_module_range(const char *path, struct vmpt_kcore_range *mods);
 unsigned vmpt_kcore_clip(const Elf64_Phdr *ph, unsigned nph,
 			 const struct vmpt_kcore_range *want, unsigned nwant,
 			 Elf64_Phdr *out, unsigned max);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

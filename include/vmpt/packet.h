@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 enum vmpt_pkt_type {
 	VMPT_PKT_PAD,
 	VMPT_PKT_PSB,
@@ -183,5 +187,9 @@ static inline uint64_t vmpt_pkt_offset(const struct vmpt_pkt_decoder *dec)
 
 /* Find the first PSB at or after pos; NULL if none. */
 const uint8_t *vmpt_pkt_find_psb(const uint8_t *pos, const uint8_t *end);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -12,6 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Record types perf adds to the kernel's (tools/lib/perf/include/perf/event.h). */
 enum vmpt_perf_user_record {
 	VMPT_PERF_RECORD_HEADER_ATTR = 64,
@@ -311,6 +315,17 @@ int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
 int vmpt_perf_id_index_entry(const struct vmpt_perf_event *ev, uint64_t i,
 			     struct vmpt_perf_id_entry *entry);
 
+/* Bytes of the sample_id trailer the records of attr carry (0 without
+ * sample_id_all): what to cut off to rewrite a record's trailer.
+ */
+unsigned vmpt_perf_sample_id_size(const struct perf_event_attr *attr);
+
+/* The raw bytes of a feature section of a file-mode perf.data (within the
+ * mapped file); -VMPT_ERR_NOT_FOUND when the file has none.
+ */
+int vmpt_perf_feature_data(const struct vmpt_perf_data *pd, unsigned feat,
+			   const uint8_t **data, uint64_t *size);
+
 /* The attr an id belongs to, or NULL. */
 const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *pd,
 						  uint64_t id);
@@ -363,6 +378,23 @@ int vmpt_perf_writer_set_env(struct vmpt_perf_writer *w,
  * vmpt_perf_write_auxtrace.
  */
 int vmpt_perf_write_event(struct vmpt_perf_writer *w, const void *record);
+
+/* Append a record given as header and body (size counting the body
+ * only, a multiple of 8) with a sample_id trailer from sid laid out by the
+ * attr that has sid->id: how a record moves from one file's attrs to
+ * another's.  -VMPT_ERR_INVAL when no attr has sid->id.
+ */
+int vmpt_perf_write_event_sid(struct vmpt_perf_writer *w, const void *record,
+			      const struct vmpt_perf_sample_id *sid);
+
+/* Keep a feature section the writer does not build itself (CPU_TOPOLOGY,
+ * CACHE, CLOCK_DATA, ...) as the raw bytes given (copied), so a rewritten
+ * recording describes its machine as the original did.  -VMPT_ERR_INVAL
+ * for a feature the writer builds (build ids, env strings, EVENT_DESC,
+ * AUXTRACE) or a second copy of one.
+ */
+int vmpt_perf_writer_copy_feature(struct vmpt_perf_writer *w, unsigned feat,
+				  const void *data, uint64_t size);
 
 /* Append a record built from ev (type, misc and the union fields for the
  * types vmpt_perf_event describes, except AUXTRACE), with a sample_id
@@ -443,5 +475,9 @@ void vmpt_perf_intel_pt_info_init(struct vmpt_perf_intel_pt_info *info,
 				  const struct vmpt_perf_time_conv *tc,
 				  uint32_t tsc_ctc_n, uint32_t tsc_ctc_d,
 				  uint32_t max_nonturbo_ratio, int per_cpu_mmaps);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -6,6 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* A perf PMU as sysfs describes it: /sys/bus/event_source/devices/NAME/
  * {type, format/TERM, caps/CAP}.  The sysfs root is a parameter so tests
  * can point it at fixture trees.
@@ -51,5 +55,9 @@ int vmpt_pmu_cap(const struct vmpt_pmu *pmu, const char *cap, uint64_t *value);
  * newline removed).  Returns its length or -VMPT_ERR_NOT_FOUND/-IO.
  */
 int vmpt_read_small_file(const char *path, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The intel_pt event as perf spells it ("intel_pt/tsc,psb_period=3/u"),
  * turned into a perf_event_attr and checked against the PMU's format/ and
  * caps/ with perf's wording.
@@ -39,5 +43,9 @@ void vmpt_pt_valid_str(uint64_t valid, char *buf, size_t len);
  */
 int vmpt_pt_addr_filter(const struct vmpt_pmu *pmu, const char *spec,
 			char *kernel, size_t kernel_len, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

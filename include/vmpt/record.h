@@ -7,6 +7,10 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* `vmpt record`: Intel PT (or sideband only) of a VM's vCPU threads into a
  * perf.data perf can read.
  */
@@ -19,7 +23,10 @@ struct vmpt_record_opts {
 	pid_t pid;			/* a running QEMU */
 	const char *qmp;		/* its QMP socket when not on its command line */
 	const char *domain, *uri;	/* a libvirt domain */
-	char *const *argv;		/* a command that is the hypervisor */
+	/* A command: the hypervisor when it is the only target; with a pid,
+	 * domain or CPUs it only times the recording (perf record -p PID --
+	 * sleep 1), which ends when it exits. */
+	char *const *argv;
 	/* Per-CPU (system-wide) instead of the vCPU threads. */
 	int all_cpus;
 	const char *cpu_list;		/* "0-3,6" */
@@ -27,6 +34,7 @@ struct vmpt_record_opts {
 	int snapshot;			/* -S: AUX area overwritten, taken on demand */
 	uint64_t snapshot_size;		/* -S SIZE bytes of AUX area (0: default) */
 	const char *control_fifo;	/* "snapshot" / "stop" commands */
+	double duration;		/* stop after this many seconds; 0: no limit */
 	int kcore;			/* copy kernel text, kallsyms, modules */
 	const char *sysfs_root, *procfs_root, *debugfs_root;
 	volatile sig_atomic_t *stop;	/* set by the caller's SIGINT/SIGTERM */
@@ -47,6 +55,7 @@ struct vmpt_record_stats {
 	 * waitpid gives it), or -1: not run, or stopped by vmpt.
 	 */
 	int child_status;
+	int output_created;		/* the output was made (the previous one kept as .old) */
 	uint64_t dropped_records, dropped_aux_bytes;	/* after a write error */
 };
 
@@ -61,5 +70,34 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
  * number of CPUs or -VMPT_ERR_INVAL.
  */
 int vmpt_parse_cpu_list(const char *list, uint8_t *set, int max);
+
+/* Where a recording's parts go: a file REC has them beside it (REC.WHAT),
+ * perf's directory form (dir_form: --kcore) inside (REC/WHAT).  WHAT is
+ * "kvm-tsc" (tsc-offset per vCPU over time), "vcpus" (vCPU map) or
+ * "guest" (what vmpt record --guest fetched).
+ */
+void vmpt_record_path(const char *rec, int dir_form, const char *what, char *out,
+		      size_t len);
+
+/* Can REC be written: its directory exists and is writable, and has space
+ * (*avail: bytes free, UINT64_MAX when unknown or REC is a device)?
+ * 0 or a negative vmpt_err with err saying which.
+ */
+int vmpt_record_output_check(const char *rec, int dir_form, uint64_t *avail,
+			     char *err, size_t errlen);
+
+/* Keep a previous recording as REC.old (removing an older REC.old), as perf
+ * does; its parts beside it (REC.kvm-tsc, ...) become REC.old.kvm-tsc, ...
+ */
+int vmpt_record_output_backup(const char *rec, char *err, size_t errlen);
+
+/* Make REC (a file, or the directory form with data and kcore_dir/) for
+ * its owner only, 0600 and 0700, as perf creates them.
+ */
+int vmpt_record_output_create(const char *rec, int dir_form, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

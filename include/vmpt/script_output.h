@@ -58,6 +58,9 @@ struct vmpt_script_fields {
 int vmpt_script_fields_parse(const char *s, struct vmpt_script_fields *f,
 			     char *err, size_t errlen);
 
+/* The i-th -F field name vmpt prints, NULL past the last (completion). */
+const char *vmpt_script_field_name(size_t i);
+
 /* The events perf synthesizes from an Intel PT trace. */
 enum vmpt_script_event {
 	VMPT_SE_INSTRUCTIONS, VMPT_SE_BRANCHES, VMPT_SE_TRANSACTIONS,

@@ -18,6 +18,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* One AUXTRACE buffer. */
 struct vmpt_session_buffer {
 	const uint8_t *data;
@@ -153,5 +157,9 @@ uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time
  */
 int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *ops,
 			int jobs, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

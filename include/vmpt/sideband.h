@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Sideband for what already runs when a recording starts: the kernel only
  * reports comm and mmap changes made after the events are enabled, so
  * perf synthesizes the rest from /proc.  Same here.
@@ -37,5 +41,9 @@ int vmpt_sideband_kernel(const char *procfs_root, vmpt_sideband_emit emit,
  * vmpt_err.
  */
 int64_t vmpt_perf_salvage(const char *path, uint64_t *kept_bytes);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -5,12 +5,16 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Finding the threads that run a VM's vCPUs. */
 
 #define VMPT_MAX_VCPUS 1024
 
 struct vmpt_vcpu {
-	int index;	/* QEMU cpu-index (the KVM vcpu id for x86) */
+	int index;	/* QEMU cpu-index = the KVM vcpu id = the guest's CPU number */
 	pid_t tid;
 };
 
@@ -18,7 +22,8 @@ struct vmpt_vcpus {
 	pid_t pid;	/* the hypervisor process */
 	size_t nr;
 	struct vmpt_vcpu vcpu[VMPT_MAX_VCPUS];
-	char source[64];	/* "QMP query-cpus-fast", "/proc comm", ... */
+	char source[64];	/* "QMP query-cpus-fast", "/proc thread names", ... */
+	const char *kind;	/* the same in a word: "qmp", "libvirt", "thread-names" */
 };
 
 /* Parse a QMP query-cpus-fast reply ({"return": [{"cpu-index": 0,
@@ -55,5 +60,15 @@ int vmpt_vcpus_from_libvirt(const char *uri, const char *domain,
  */
 int vmpt_vcpus_for_pid(const char *procfs_root, pid_t pid, const char *qmp,
 		       struct vmpt_vcpus *out, char *err, size_t errlen);
+
+/* The map as a recording keeps it (REC.vcpus), a line per vCPU:
+ * "vcpu N tid T source KIND", N the QEMU cpu-index (= the KVM vcpu id =
+ * the guest's CPU number).  Written 0600.  0 or -VMPT_ERR_IO (errno set).
+ */
+int vmpt_vcpus_write(const char *path, const struct vmpt_vcpus *v);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* What each instruction does to control flow, from libcapstone, decoded
- * once per address: a walk revisits the same code millions of times.
+/* What each instruction does to control flow, from Zydis, decoded once per
+ * address: a walk revisits the same code millions of times.  The
+ * synthesizer is the decoder's oracle, so it must not share vmpt's own
+ * instruction decoder (decoder/flow/vmpt_insn.c): Zydis is a second,
+ * independent one that knows every extension (AVX-512, AMX, CET).
  */
 #include "synth.h"
 
-#include <capstone/capstone.h>
+#include <Zydis/Zydis.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct synth_insn_cache {
-	csh cs;
-	cs_insn *scratch;
+	ZydisDecoder zydis;
 	struct synth_insn *slots;	/* open addressing, key ip (valid=1) */
 	size_t mask, used;
 };
@@ -21,15 +23,14 @@ struct synth_insn_cache *synth_insn_cache_new(void)
 
 	if (!c)
 		return NULL;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &c->cs) != CS_ERR_OK) {
+	if (!ZYAN_SUCCESS(ZydisDecoderInit(&c->zydis, ZYDIS_MACHINE_MODE_LONG_64,
+					   ZYDIS_STACK_WIDTH_64))) {
 		free(c);
 		return NULL;
 	}
-	cs_option(c->cs, CS_OPT_DETAIL, CS_OPT_ON);
-	c->scratch = cs_malloc(c->cs);
 	c->mask = 4095;
 	c->slots = calloc(c->mask + 1, sizeof(*c->slots));
-	if (!c->scratch || !c->slots) {
+	if (!c->slots) {
 		synth_insn_cache_free(c);
 		return NULL;
 	}
@@ -40,9 +41,6 @@ void synth_insn_cache_free(struct synth_insn_cache *c)
 {
 	if (!c)
 		return;
-	if (c->scratch)
-		cs_free(c->scratch, 1);
-	cs_close(&c->cs);
 	free(c->slots);
 	free(c);
 }
@@ -75,131 +73,117 @@ static int grow(struct synth_insn_cache *c)
 	return 0;
 }
 
-/* Direct branches have one immediate operand: the target (which may be
- * any value, 0 included).
- */
-static int direct(const cs_insn *in, uint64_t *target)
-{
-	const cs_x86 *x = &in->detail->x86;
-
-	if (x->op_count == 1 && x->operands[0].type == X86_OP_IMM) {
-		*target = (uint64_t)x->operands[0].imm;
-		return 1;
-	}
-	return 0;
-}
-
-/* mov REG64, [rsp]: how a retpoline (the kernel's __x86_indirect_thunk_*)
+/* mov [rsp], REG64: how a retpoline (the kernel's __x86_indirect_thunk_*)
  * turns its RET into an indirect jump to the register's target.
  */
-static int retslot_store(const cs_insn *in)
+static int retslot_store(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op)
 {
-	const cs_x86 *x = &in->detail->x86;
-
-	return in->id == X86_INS_MOV && x->op_count == 2 &&
-	       x->operands[0].type == X86_OP_MEM && x->operands[0].size == 8 &&
-	       x->operands[0].mem.base == X86_REG_RSP &&
-	       x->operands[0].mem.index == X86_REG_INVALID &&
-	       x->operands[0].mem.disp == 0 &&
-	       x->operands[0].mem.segment == X86_REG_INVALID &&
-	       x->operands[1].type == X86_OP_REG;
+	return in->mnemonic == ZYDIS_MNEMONIC_MOV && in->operand_count_visible == 2 &&
+	       op[0].type == ZYDIS_OPERAND_TYPE_MEMORY && op[0].size == 64 &&
+	       op[0].mem.base == ZYDIS_REGISTER_RSP &&
+	       op[0].mem.index == ZYDIS_REGISTER_NONE &&
+	       (!op[0].mem.disp.has_displacement || op[0].mem.disp.value == 0) &&
+	       !(in->attributes & ZYDIS_ATTRIB_HAS_SEGMENT) &&
+	       op[1].type == ZYDIS_OPERAND_TYPE_REGISTER;
 }
 
-static void classify(const cs_insn *in, struct synth_insn *out)
+static void classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op,
+		     uint64_t ip, struct synth_insn *out)
 {
-	uint64_t t = 0;
-	int d = direct(in, &t);
+	/* Direct branches: a relative immediate, the target after it. */
+	int direct = in->raw.imm[0].is_relative;
+	uint64_t t = ip + in->length + (uint64_t)in->raw.imm[0].value.s;
+	int far = in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
 
-	out->kind = retslot_store(in) ? SK_RETSLOT : SK_OTHER;
-	switch (in->id) {
-	case X86_INS_JMP:
-		out->kind = d ? SK_JMP : SK_JMP_IND;
-		out->target = t;
+	out->kind = retslot_store(in, op) ? SK_RETSLOT : SK_OTHER;
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_JMP:
+		out->kind = far ? SK_STOP : direct ? SK_JMP : SK_JMP_IND;
+		out->target = direct ? t : 0;
 		return;
-	case X86_INS_CALL:
-		out->kind = d ? SK_CALL : SK_CALL_IND;
-		out->target = t;
+	case ZYDIS_MNEMONIC_CALL:
+		out->kind = far ? SK_STOP : direct ? SK_CALL : SK_CALL_IND;
+		out->target = direct ? t : 0;
 		return;
-	case X86_INS_RET:
-		out->kind = SK_RET;
+	case ZYDIS_MNEMONIC_RET:
+		out->kind = far ? SK_STOP : SK_RET;
 		return;
-	case X86_INS_SYSCALL:
+	case ZYDIS_MNEMONIC_SYSCALL:
 		out->kind = SK_SYSCALL;
 		return;
-	case X86_INS_SYSRET:
+	case ZYDIS_MNEMONIC_SYSRET:
 		out->kind = SK_SYSRET;
 		return;
-	case X86_INS_IRET:
-	case X86_INS_IRETD:
-	case X86_INS_IRETQ:
+	case ZYDIS_MNEMONIC_IRET:
+	case ZYDIS_MNEMONIC_IRETD:
+	case ZYDIS_MNEMONIC_IRETQ:
 		out->kind = SK_IRET;
 		return;
-	case X86_INS_VMLAUNCH:
-	case X86_INS_VMRESUME:
+	case ZYDIS_MNEMONIC_VMLAUNCH:
+	case ZYDIS_MNEMONIC_VMRESUME:
 		out->kind = SK_VMENTRY;
-		out->vmlaunch = in->id == X86_INS_VMLAUNCH;
+		out->vmlaunch = in->mnemonic == ZYDIS_MNEMONIC_VMLAUNCH;
 		out->vmx = 1;
 		return;
-	case X86_INS_VMPTRLD:
+	case ZYDIS_MNEMONIC_VMPTRLD:
 		out->kind = SK_VMPTRLD;
 		out->vmx = 1;
 		return;
-	case X86_INS_VMCALL:
+	case ZYDIS_MNEMONIC_VMCALL:
 		/* exits in a guest, VMfail in VMX root operation */
 		out->kind = SK_EXITING;
 		out->vmx = 1;
 		return;
-	case X86_INS_CPUID:
-	case X86_INS_HLT:
-	case X86_INS_IN:
-	case X86_INS_OUT:
-	case X86_INS_RDMSR:
-	case X86_INS_WRMSR:
+	case ZYDIS_MNEMONIC_CPUID:
+	case ZYDIS_MNEMONIC_HLT:
+	case ZYDIS_MNEMONIC_IN:
+	case ZYDIS_MNEMONIC_OUT:
+	case ZYDIS_MNEMONIC_RDMSR:
+	case ZYDIS_MNEMONIC_WRMSR:
 		out->kind = SK_EXITING;
 		return;
-	case X86_INS_LJMP:
-	case X86_INS_LCALL:
-	case X86_INS_RETF:
-	case X86_INS_RETFQ:
-	case X86_INS_INT:
-	case X86_INS_INT1:
-	case X86_INS_INT3:
-	case X86_INS_INTO:
-	case X86_INS_UD2:
-	case X86_INS_UD0:
-	case X86_INS_SYSENTER:
-	case X86_INS_SYSEXIT:
-	case X86_INS_XBEGIN:
-	case X86_INS_XABORT:
-	case X86_INS_XEND:
+	case ZYDIS_MNEMONIC_INT:
+	case ZYDIS_MNEMONIC_INT1:
+	case ZYDIS_MNEMONIC_INT3:
+	case ZYDIS_MNEMONIC_INTO:
+	case ZYDIS_MNEMONIC_UD0:
+	case ZYDIS_MNEMONIC_UD1:
+	case ZYDIS_MNEMONIC_UD2:
+	case ZYDIS_MNEMONIC_SYSENTER:
+	case ZYDIS_MNEMONIC_SYSEXIT:
+	case ZYDIS_MNEMONIC_XBEGIN:
+	case ZYDIS_MNEMONIC_XABORT:
+	case ZYDIS_MNEMONIC_XEND:
 	/* AMD SVM (Xen's hypercall page has VMMCALL): #UD on Intel */
-	case X86_INS_VMMCALL:
-	case X86_INS_VMRUN:
-	case X86_INS_VMLOAD:
-	case X86_INS_VMSAVE:
-	case X86_INS_CLGI:
-	case X86_INS_STGI:
-	case X86_INS_SKINIT:
-	case X86_INS_INVLPGA:
+	case ZYDIS_MNEMONIC_VMMCALL:
+	case ZYDIS_MNEMONIC_VMRUN:
+	case ZYDIS_MNEMONIC_VMLOAD:
+	case ZYDIS_MNEMONIC_VMSAVE:
+	case ZYDIS_MNEMONIC_CLGI:
+	case ZYDIS_MNEMONIC_STGI:
+	case ZYDIS_MNEMONIC_SKINIT:
+	case ZYDIS_MNEMONIC_INVLPGA:
 		out->kind = SK_STOP;
 		return;
 	default:
 		break;
 	}
-	for (unsigned i = 0; i < in->detail->groups_count; i++) {
-		if (in->detail->groups[i] == X86_GRP_JUMP) {
-			/* Every other jump is conditional: jcc, loop*, j*cxz. */
-			out->kind = d ? SK_JCC : SK_STOP;
-			out->target = t;
-			return;
-		}
-		if (in->detail->groups[i] == X86_GRP_INT ||
-		    in->detail->groups[i] == X86_GRP_IRET ||
-		    in->detail->groups[i] == X86_GRP_CALL ||
-		    in->detail->groups[i] == X86_GRP_RET) {
-			out->kind = SK_STOP;
-			return;
-		}
+	switch (in->meta.category) {
+	case ZYDIS_CATEGORY_COND_BR:
+		/* jcc, loop*, j*cxz */
+		out->kind = direct ? SK_JCC : SK_STOP;
+		out->target = t;
+		return;
+	case ZYDIS_CATEGORY_UNCOND_BR:
+	case ZYDIS_CATEGORY_CALL:
+	case ZYDIS_CATEGORY_RET:
+	case ZYDIS_CATEGORY_INTERRUPT:
+	case ZYDIS_CATEGORY_SYSCALL:
+	case ZYDIS_CATEGORY_SYSRET:
+		out->kind = SK_STOP;	/* any other transfer (uiret, ...) */
+		return;
+	default:
+		break;
 	}
 }
 
@@ -229,12 +213,13 @@ const struct synth_insn *synth_insn_get(struct synth_insn_cache *c,
 	s->ip = ip;
 	s->valid = 1;
 	c->used++;
-	uint64_t addr = ip;
-	const uint8_t *p = code;
-	size_t n = avail > 16 ? 16 : avail;
-	if (cs_disasm_iter(c->cs, &p, &n, &addr, c->scratch)) {
-		s->size = (uint8_t)c->scratch->size;
-		classify(c->scratch, s);
+	ZydisDecodedInstruction in;
+	ZydisDecodedOperand op[ZYDIS_MAX_OPERAND_COUNT];
+
+	if (ZYAN_SUCCESS(ZydisDecoderDecodeFull(&c->zydis, code, avail > 15 ? 15 : avail,
+						&in, op))) {
+		s->size = in.length;
+		classify(&in, op, ip, s);
 	} else {
 		s->size = 1;
 		s->kind = SK_STOP;

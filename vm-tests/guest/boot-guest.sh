@@ -1,25 +1,31 @@
 #!/bin/bash
-# boot-guest.sh IMAGE_DIR WORK_DIR [TIMEOUT_SEC [LIFETIME_SEC]]: boot the image of
+# boot-guest.sh IMAGE_DIR WORK_DIR [TIMEOUT_SEC [LIFETIME_SEC [CLOCK_ARGS]]]: boot the image of
 # build-image.sh under QEMU TCG in the background, with user networking
 # that forwards a loopback port to the guest's sshd (the guest reaches
 # nothing else: restrict=on).  Waits for the SSH banner, then prints the
-# port.  WORK_DIR gets qemu.pid and console.log; kill the pid to stop it.
+# port.  WORK_DIR gets qemu.pid, console.log and qmp.sock (QEMU's QMP, on
+# its command line as vmpt record --pid finds it; its vCPU threads are
+# named, debug-threads=on); kill the pid to stop it.
 # The guest powers itself off after LIFETIME_SEC (default 1200) anyway.
+# CLOCK_ARGS are the kernel arguments that set up its clock (default: what
+# guests traced by vmpt run with, see docs/guest.md; the guest check test
+# boots without tsc=reliable too).
 set -euo pipefail
 IMG=$1
 W=$2
 TIMEOUT=${3:-240}
 LIFETIME=${4:-1200}
+CLOCK_ARGS=${5-no-kvmclock tsc=reliable clocksource=tsc sysctl.net.core.bpf_jit_enable=0}
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "boot-guest: qemu-system-x86_64 missing (tools/install-deps.sh)" >&2; exit 1; }
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 port=$(free_port)
-# no-kvmclock and a TSC clocksource: what guests traced by vmpt run with.
 qemu-system-x86_64 -accel tcg -m 1024 -smp 2 -nodefaults -display none \
+	-name vmpt-guest,debug-threads=on -qmp "unix:$W/qmp.sock,server=on,wait=off" \
 	-kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" \
-	-append "console=ttyS0 no-kvmclock tsc=reliable clocksource=tsc panic=-1 quiet vmpt.lifetime=$LIFETIME" \
+	-append "console=ttyS0 $CLOCK_ARGS panic=-1 quiet vmpt.lifetime=$LIFETIME" \
 	-netdev "user,id=n0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" \
 	-device e1000,netdev=n0 \
 	-serial "file:$W/console.log" -no-reboot \

@@ -188,14 +188,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (append >= 0) {
-		copy = malloc(trace.size + 1);
+		size_t size = trace.size;
+
+		/* vmpt_file_unmap clears trace: keep the size. */
+		copy = malloc(size + 1);
 		if (!copy)
 			return 1;
-		memcpy(copy, trace.data, trace.size);
-		copy[trace.size] = (uint8_t)append;
+		memcpy(copy, trace.data, size);
+		copy[size] = (uint8_t)append;
 		vmpt_file_unmap(&trace);
 		trace.data = copy;
-		trace.size++;
+		trace.size = size + 1;
 	}
 	ret = ipt_ref_decode(trace.data, trace.size, pagecaches, n_pc, elfs,
 			     cfg.filter_a[0], cfg.filter_b[0], &ref);
@@ -290,6 +293,11 @@ int main(int argc, char **argv)
 			       got.err_off[e], vmpt_strerror(-(int)got.err_code[e]));
 			fail = 1;
 		}
+	}
+	/* Every trace here holds code: agreeing on nothing proves nothing. */
+	if (!got.n) {
+		fprintf(stderr, "vmpt decoded no instruction\n");
+		fail = 1;
 	}
 	printf("%s: libipt %zu insns %zu errors; vmpt %zu insns %zu errors; "
 	       "vmpt decoded %zu more where libipt had errors: %s\n",

@@ -3,6 +3,8 @@
 # on the same perf.data, over a real Debian binary, many seeds, return
 # compression on and off, interrupts, TNT-64, cycle-accurate timing, an
 # overflow, and the VM scenario (host kernel + guest, VMCS/PIP.NR).
+# Raw traces decode with no hint: return compression on or off, vmpt reads
+# it from the trace (--noretcomp only as an override, checked once).
 # Also libipt's instruction decoder on the same traces, with errors injected.
 # Sideband: pid/tid/comm as perf's, per-process address spaces, a
 # per-cpu recording of three programs at the same addresses on two CPUs
@@ -21,14 +23,13 @@ bin=/usr/bin/bash
 checked=0
 ipc_lines=0 ipc_all=0
 
-# $1: name, rest: synth options.  Exact equality with the ground truth.
+# $1: name, rest: synth options.  Exact equality with the ground truth,
+# with no return compression option.
 truth() {
 	name=$1; shift
 	"$SYNTH" -q --branches 20000 "$@" -o "$out/t"
-	rc=--retcomp
-	case " $* " in *" --noretcomp "*) rc= ;; esac
 	# shellcheck disable=SC2086
-	"$VMPT" script --pt "$out/t.pt" $IMAGES $rc --itrace=i0ns -F ip |
+	"$VMPT" script --pt "$out/t.pt" $IMAGES --itrace=i0ns -F ip |
 		sed 's/^ *//' > "$out/vmpt"
 	grep -v '^#' "$out/t.insn" > "$out/truth"
 	cmp -s "$out/truth" "$out/vmpt" ||
@@ -113,7 +114,7 @@ for seed in 1 2 3 4 5 6; do
 done
 # Pieces decoded in parallel join exactly (a small PSB period: many pieces).
 "$SYNTH" -q --branches 20000 --elf $bin --seed 15 --psb-period 2048 -o "$out/t"
-"$VMPT" script -j 3 --pt "$out/t.pt" $IMAGES --retcomp --itrace=i0ns -F ip |
+"$VMPT" script -j 3 --pt "$out/t.pt" $IMAGES --itrace=i0ns -F ip |
 	sed 's/^ *//' > "$out/vmptj"
 grep -v '^#' "$out/t.insn" > "$out/truth"
 cmp -s "$out/truth" "$out/vmptj" || fail "-j 3 differs from the truth"
@@ -126,6 +127,18 @@ for seed in 7 8 9; do
 	truth "bash seed $seed noretcomp" --elf $bin --seed $seed --noretcomp
 	perf_same "bash seed $seed noretcomp"
 done
+# The override: --noretcomp on this trace (recorded so) is the truth too;
+# on one recorded with return compression every compressed RET is an
+# error, as in perf's decoder for a noretcomp recording.
+"$VMPT" script --pt "$out/t.pt" $IMAGES --noretcomp --itrace=i0ns -F ip |
+	sed 's/^ *//' > "$out/vmpt"
+cmp -s "$out/truth" "$out/vmpt" || fail "--noretcomp on a noretcomp trace differs from the truth"
+"$SYNTH" -q --branches 20000 --elf $bin --seed 9 -o "$out/t"
+"$VMPT" script --pt "$out/t.pt" $IMAGES --noretcomp --itrace=e > "$out/e"
+grep -q "code 6: Trace doesn.t match instruction" "$out/e" ||
+	fail "--noretcomp on a compressed trace: no mismatch error: $(head -2 "$out/e")"
+"$VMPT" script --pt "$out/t.pt" $IMAGES --retcomp --itrace=e > "$out/e"
+[ ! -s "$out/e" ] || fail "--retcomp: errors: $(head -2 "$out/e")"
 truth "interrupts" --elf $bin --seed 10 --irq-period 300
 perf_same "interrupts"
 truth "tnt64" --elf $bin --seed 11 --tnt64
@@ -167,18 +180,18 @@ cmp -s "$out/pe" "$out/ve" || fail "overflow: error lines differ from perf's: $(
 # equal up to the first error, which both report in the same PSB segment.
 for seed in 31 32 33; do
 	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed -o "$out/t"
-	"$VS_LIBIPT" --elf $bin@0x555555554000 --retcomp "$out/t.pt" > "$out/cmp" ||
+	"$VS_LIBIPT" --elf $bin@0x555555554000 "$out/t.pt" > "$out/cmp" ||
 		fail "libipt seed $seed: $(cat "$out/cmp")"
 	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed --noretcomp -o "$out/t"
 	"$VS_LIBIPT" --elf $bin@0x555555554000 "$out/t.pt" > "$out/cmp" ||
 		fail "libipt seed $seed noretcomp: $(cat "$out/cmp")"
 	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed --irq-period 400 -o "$out/t"
-	"$VS_LIBIPT" --elf $bin@0x555555554000 --retcomp "$out/t.pt" > "$out/cmp" ||
+	"$VS_LIBIPT" --elf $bin@0x555555554000 "$out/t.pt" > "$out/cmp" ||
 		fail "libipt seed $seed interrupts: $(cat "$out/cmp")"
 done
 for seed in 21 22 23 24 25 26; do
 	"$SYNTH" -q --branches 20000 --elf $bin --seed $seed --corrupt $((seed * 211)) -o "$out/t"
-	"$VS_LIBIPT" --until-error --elf $bin@0x555555554000 --retcomp "$out/t.pt" > "$out/cmp" ||
+	"$VS_LIBIPT" --until-error --elf $bin@0x555555554000 "$out/t.pt" > "$out/cmp" ||
 		fail "libipt seed $seed corrupt: $(cat "$out/cmp")"
 done
 

@@ -152,17 +152,22 @@ static void test_retcomp(void **state)
 	start(&t, 0x1000);
 	put(&t, tnt(0x3, 2));		/* ret compressed, je taken */
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));	/* syscall leaves */
-	decode(&t, 1, 0, out, sizeof(out));
-	assert_string_equal(out,
-		"e psb 1000 0 0\n"
-		"e enabled 1000 0 1\n"
-		"b 1000 2 taken 1010 m0 t0\n"
-		"b 1010 2 taken 1008 m0 t0\n"
-		"b 1008 1 taken 100c m0 t0\n"
-		"b 100c 1 100e m0 t0\n"
-		"e disabled 0 0 0\n");
-	/* The same bit without return compression is a mismatch. */
-	decode(&t, 0, 0, out, sizeof(out));
+	/* No hint needed (AUTO) and a config that says so (ON) read the
+	 * same: the ret meets a TNT bit, so it was compressed.
+	 */
+	for (int rc = VMPT_RETCOMP_AUTO; rc <= VMPT_RETCOMP_ON; rc++) {
+		decode(&t, rc, 0, out, sizeof(out));
+		assert_string_equal(out,
+			"e psb 1000 0 0\n"
+			"e enabled 1000 0 1\n"
+			"b 1000 2 taken 1010 m0 t0\n"
+			"b 1010 2 taken 1008 m0 t0\n"
+			"b 1008 1 taken 100c m0 t0\n"
+			"b 100c 1 100e m0 t0\n"
+			"e disabled 0 0 0\n");
+	}
+	/* The same bit recorded without return compression is a mismatch. */
+	decode(&t, VMPT_RETCOMP_OFF, 0, out, sizeof(out));
 	assert_string_equal(out,
 		"e psb 1000 0 0\n"
 		"e enabled 1000 0 1\n"
