@@ -190,8 +190,8 @@ static int script_raw(const char *pt, struct vmpt_image *img, struct vmpt_flow_c
 	if (!sc) {
 		fprintf(stderr, "vmpt script: %s\n", vmpt_strerror(-VMPT_ERR_NOMEM));
 	} else {
-		ret = vmpt_jobs_decode(cfg, vmpt_script_consumer(sc), &unknown, 0, &ref,
-				       jobs, stdout);
+		ret = vmpt_jobs_decode(cfg, vmpt_script_consumer(sc), &unknown, &ref, jobs,
+				       stdout);
 		if (ret == -VMPT_ERR_IO)
 			fprintf(stderr, "vmpt script: writing output: %s\n", strerror(errno));
 		else if (ret < 0)

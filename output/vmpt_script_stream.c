@@ -238,6 +238,7 @@ struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts)
 		.item = script_stream_item, .drain = script_stream_drain, .flush = stream_flush,
 		.produced = stream_produced, .sideband = stream_sideband,
 		.time_wanted = opts->filter.ntimes ? stream_time_wanted : NULL,
+		.serial = !!(opts->f.set[VMPT_OUT_HW] & VMPT_F_IPC),
 		.ctx = s,
 	};
 	return s;

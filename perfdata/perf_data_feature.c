@@ -61,7 +61,7 @@ static int fb_string(struct feat_buf *fb, char **out)
 
 static int replace_string(struct feat_buf *fb, char **field)
 {
-	char *s;
+	char *s = NULL;
 	int err = fb_string(fb, &s);
 
 	if (err < 0)

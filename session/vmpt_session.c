@@ -85,12 +85,15 @@ static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev
 {
 	const char *name = ev->mmap.filename;
 	char path[4096];
+	int n;
 
 	if (!strcmp(name, "[vdso]") && vdso)
-		snprintf(path, sizeof(path), "%s", vdso);
+		n = snprintf(path, sizeof(path), "%s", vdso);
 	else if (name[0] == '/')
-		snprintf(path, sizeof(path), "%s%s", root, name);
+		n = snprintf(path, sizeof(path), "%s%s", root, name);
 	else
+		return;
+	if (n < 0 || (size_t)n >= sizeof(path))
 		return;
 	if (vmpt_image_add_elf_map(img, path, ev->mmap.start, ev->mmap.pgoff,
 				   asid) == -VMPT_ERR_FORMAT)

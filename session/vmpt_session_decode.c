@@ -20,8 +20,11 @@ struct queue {
 	size_t *bufs, n, next;
 	uint64_t bytes;		/* in the buffers before the current one */
 	const struct vmpt_session_buffer *buf;
+	const struct vmpt_session *s;
+	/* The buffer's decoder, or with -j its parallel decoding. */
 	struct vmpt_flow *dec;
-	int dec_done;		/* dec is at its buffer's end */
+	struct vmpt_jobs *jobs;
+	int dec_done;		/* at the buffer's end */
 	struct vmpt_consumer *out;
 	/* The next item (NULL: none), and the rest of its batch. */
 	const struct vmpt_flow_item *item, *batch;
@@ -33,6 +36,7 @@ struct queue {
 struct decode {
 	struct vmpt_session *s;
 	const struct vmpt_consumer_ops *ops;
+	int jobs;
 	struct queue *qs;
 	size_t nq;
 	size_t *sb;		/* sideband records in time order */
@@ -58,8 +62,22 @@ static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 	vmpt_session_task_until(d->s, q->buf, t, &q->task, &q->task_until);
 	q->task_from = t;
 	d->ops->set_task(q->out, &q->task);
-	if (q->task.space != space)
+	if (q->task.space != space && q->dec)
 		vmpt_flow_set_host_space(q->dec, q->task.space);
+}
+
+/* The host address space at a TSC, for the threads of q->jobs: what
+ * queue_task gives one decoder.
+ */
+static uint64_t queue_space(void *ctx, uint64_t tsc)
+{
+	const struct queue *q = ctx;
+	struct vmpt_flow_item it = { .time = tsc };
+	struct vmpt_task task;
+	uint64_t until;
+
+	vmpt_session_task_until(q->s, q->buf, item_time(q->s, &it), &task, &until);
+	return task.space;
 }
 
 /* The TSC of the first PSB+ of a buffer (0: none): when its trace starts. */
@@ -118,10 +136,10 @@ static int queue_fill(struct decode *d, struct queue *q)
 			queue_task(d, q, item_time(s, q->item));
 			return 0;
 		}
-		if (!q->dec || q->dec_done) {
+		if ((!q->dec && !q->jobs) || q->dec_done) {
 			struct vmpt_flow_config cfg = s->cfg;
 			struct vmpt_buffer_ref ref;
-			struct vmpt_flow *dec;
+			struct vmpt_flow *dec = NULL;
 
 			if (q->buf)
 				q->bytes += q->buf->size;
@@ -132,12 +150,23 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->buf = &s->bufs[q->bufs[q->next++]];
 			cfg.begin = q->buf->data;
 			cfg.end = q->buf->data + q->buf->size;
-			dec = vmpt_flow_new(&cfg);
-			if (!dec)
-				return -VMPT_ERR_NOMEM;
-			/* perf decodes each buffer anew, but counts cycles on. */
-			if (q->dec)
-				vmpt_flow_count_on(dec, q->dec);
+			vmpt_jobs_free(q->jobs);
+			q->jobs = NULL;
+			/* Cycle counts (IPC) go on over the buffers: one decoder. */
+			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
+				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
+				if (!q->jobs)
+					return -VMPT_ERR_NOMEM;
+			} else {
+				dec = vmpt_flow_new(&cfg);
+				if (!dec)
+					return -VMPT_ERR_NOMEM;
+				/* perf decodes each buffer anew, but counts
+				 * cycles on.
+				 */
+				if (q->dec)
+					vmpt_flow_count_on(dec, q->dec);
+			}
 			vmpt_flow_free(q->dec);
 			q->dec = dec;
 			q->dec_done = 0;
@@ -148,7 +177,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 							.cpu = q->buf->cpu };
 			d->ops->begin_buffer(q->out, &ref);
 		}
-		ret = vmpt_flow_next_items(q->dec, &q->batch, &q->left);
+		ret = q->jobs ? vmpt_jobs_next_items(q->jobs, &q->batch, &q->left) :
+				vmpt_flow_next_items(q->dec, &q->batch, &q->left);
 		if (ret < 0) {
 			d->ops->drain(q->out, 0);
 			q->dec_done = 1;
@@ -272,7 +302,7 @@ static int decode_one_thread(struct decode *d, FILE *f)
 int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *ops,
 			int jobs, FILE *f)
 {
-	struct decode d = { .s = s, .ops = ops };
+	struct decode d = { .s = s, .ops = ops, .jobs = jobs };
 	int ret = 0;
 
 	/* Queues by perf's mmap index, buffers in file order. */
@@ -291,6 +321,7 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 			}
 			d.qs = qs;
 			memset(&qs[k], 0, sizeof(qs[k]));
+			qs[k].s = s;
 			d.nq++;
 			qs[k].out = ops->open(ops->ctx, f);
 			if (!qs[k].out)
@@ -315,7 +346,6 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 			qsort_r(d.sb, s->n_sb, sizeof(*d.sb), cmp_sb, s);
 		d.n_sb = s->n_sb;
 	}
-	(void)jobs;
 	if (ret == 0)
 		ret = decode_one_thread(&d, f);
 	if (ret < 0)
@@ -323,6 +353,7 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 			 ret == -VMPT_ERR_IO ? "writing output" : vmpt_strerror(ret));
 	for (size_t k = 0; k < d.nq; k++) {
 		ops->close(d.qs[k].out);
+		vmpt_jobs_free(d.qs[k].jobs);
 		vmpt_flow_free(d.qs[k].dec);
 		free(d.qs[k].bufs);
 	}

@@ -556,14 +556,15 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 			/* fall through */
 		case VMPT_PKT_TIP:
 		case VMPT_PKT_FUP:
-			ret = vmpt_last_ip_update(&dec->lip, &pkt);
-			if (ret < 0 && dec->resync == RESYNC_NO_IP) {
+			if (dec->resync == RESYNC_NO_IP && !dec->lip.have_ip &&
+			    pkt.ip.ipc != VMPT_IPC_SEXT_48 && pkt.ip.ipc != VMPT_IPC_FULL) {
 				/* perf: without a last IP only full IPs count. */
 				dec->pkt = pkt;
 				dec->have_pkt = 1;
 				dec->pkt_ip_valid = 0;
 				return 0;
 			}
+			ret = vmpt_last_ip_update(&dec->lip, &pkt);
 			if (ret < 0)
 				return ret;
 			dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
@@ -1392,6 +1393,62 @@ next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int runs)
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 {
 	return next_item(dec, item, 0);
+}
+
+/* vmpt_flow_carry's contents. */
+struct carry {
+	struct vmpt_time time;
+	uint64_t cr3, vmcs, machine;
+	uint8_t have_nr, nr, have_vmcs, mode;
+};
+_Static_assert(sizeof(struct carry) <= sizeof(struct vmpt_flow_carry),
+	       "vmpt_flow_carry too small");
+
+void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c)
+{
+	struct carry k;
+
+	/* Bytes compared as they are: padding zeroed, the time copied whole. */
+	memset(c, 0, sizeof(*c));
+	memset(&k, 0, sizeof(k));
+	memcpy(&k.time, &dec->time, sizeof(k.time));
+	k.cr3 = dec->cr3;
+	k.vmcs = dec->vmcs;
+	k.machine = dec->asid.machine;
+	k.have_nr = dec->have_nr;
+	k.nr = dec->nr;
+	k.have_vmcs = dec->have_vmcs;
+	k.mode = dec->mode;
+	memcpy(c, &k, sizeof(k));
+}
+
+void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
+{
+	struct carry k;
+
+	memcpy(&k, c, sizeof(k));
+	memcpy(&dec->time, &k.time, sizeof(dec->time));
+	dec->cr3 = k.cr3;
+	dec->vmcs = k.vmcs;
+	dec->asid.machine = k.machine;
+	dec->have_nr = k.have_nr;
+	dec->nr = k.nr;
+	dec->have_vmcs = k.have_vmcs;
+	dec->mode = k.mode;
+	dec->block_time = dec->time.tsc;
+	dec->sec = NULL;
+	dec->rec = NULL;
+	update_asid(dec);
+}
+
+int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+int vmpt_flow_enabled(const struct vmpt_flow *dec)
+{
+	return dec->enabled;
 }
 
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,

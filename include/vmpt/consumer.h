@@ -52,11 +52,6 @@ struct vmpt_buffer_ref {
 	 * overlap handling found it consecutive): nothing is restarted.
 	 */
 	int consecutive;
-	/* 1: a piece of a buffer after its first (parallel decoding): the
-	 * decoder starts at a PSB in the middle of the trace, and what came
-	 * before (the last CBR seen, say) is another stream's.
-	 */
-	int piece;
 };
 
 struct vmpt_consumer;	/* one output stream: a trace queue's, or a worker's */
@@ -89,8 +84,8 @@ struct vmpt_consumer_ops {
 	 * every time is.  Lets the session skip whole buffers.
 	 */
 	int (*time_wanted)(void *ctx, uint64_t from_ns, uint64_t to_ns);
-	/* The consumer carries state over the whole trace (IPC, call
-	 * stacks, a sample count): pieces cannot be decoded apart.
+	/* The consumer uses the items' cycle counts (IPC), which count on
+	 * from the trace's start: the trace takes one decoder (vmpt/jobs.h).
 	 */
 	int serial;
 	void *ctx;

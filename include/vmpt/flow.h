@@ -86,6 +86,11 @@ enum vmpt_enabled_cause {
 };
 
 /* One item of the flow: a block of executed instructions or an event. */
+/* A block item holds at most this many instructions: straight-line code
+ * longer than that comes as several blocks.
+ */
+#define VMPT_FLOW_BLOCK_MAX 1024
+
 struct vmpt_flow_item {
 	uint8_t kind;		/* enum vmpt_flow_kind */
 	uint8_t mode;		/* enum vmpt_exec_mode of the block */
@@ -213,6 +218,25 @@ int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item);
  */
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n);
+
+/* Tracing is on where the decoder stands (after its last item): a
+ * piece decoded apart (vmpt/jobs.h) says so at its end.
+ */
+int vmpt_flow_enabled(const struct vmpt_flow *dec);
+
+/* What a piece of a trace decoded apart (vmpt/jobs.h) takes over from
+ * the decoder of the piece before: the machine (PIP, VMCS) and execution
+ * mode, which a PSB+ restores only while tracing is on, and the time
+ * (a PSB+'s TSC is read against the estimate before it: its wraps, and
+ * a TSC a little behind a CYC estimate).  Opaque.
+ */
+struct vmpt_flow_carry {
+	uint64_t opaque[24];
+};
+void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c);
+/* Take c over (no event: the trace says nothing new). */
+void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c);
+int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b);
 
 /* Instruction i of a block item. */
 static inline uint64_t vmpt_block_insn_ip(const struct vmpt_flow_item *b, uint32_t i)
