@@ -99,6 +99,7 @@ struct vmpt_consumer {
 	 */
 	uint8_t nr, from_nr;
 	uint64_t vmcs;
+	unsigned last_iclass;		/* of the last instruction walked */
 	/* The last block ended in a far branch where tracing stopped. */
 	struct vmpt_flow_item stopped;
 	int have_stopped;

@@ -383,6 +383,10 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 		c->last_insn_cnt = h->prev_cnt;
 		return;
 	}
+	/* Tracing stopped there: perf's state is the TIP.PGD's, its time. */
+	if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_DISABLED &&
+	    (h->smp.flags & PF_TRACE_END))
+		h->smp.time = state_time(c, next->time);
 	if (skipped(c))
 		return;
 	fill_ipc(c, &h->smp, h->cyc, h->tot, &c->in_cyc, &c->in_insns);
@@ -453,6 +457,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	c->insns += b->ninsn;
 	if (est_point)
 		c->est_cyc = b->cyc;
+	c->last_iclass = b->iclass;
 	c->have_stopped = stopped_at(b);
 	if (c->have_stopped)
 		c->stopped = *b;
@@ -559,8 +564,12 @@ static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
 			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
 			 const char *fmt, ...)
 {
+	/* perf's flags of the state: the last instruction walked's kind
+	 * (intel_pt_prep_p_sample: none without an ip).
+	 */
 	struct script_sample smp = {
 		.ev = ev, .ip = ip, .time = time, .mode = e->mode, .guest = c->nr,
+		.flags = ip ? insn_flags(c->last_iclass) : 0,
 	};
 	va_list ap;
 
@@ -628,6 +637,8 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		 */
 		uint64_t ip = e->ip_valid ? e->ip : 0, t = state_time(c, e->time);
 
+		/* perf walks to the FUP: no branch is the last walked. */
+		c->last_iclass = VMPT_IC_OTHER;
 		if (it->pwr_events)
 			synth_sample(c, VMPT_SE_PSB, e, ip, t, " psb offs: %#" PRIx64,
 				     c->queue_offset + e->payload);
@@ -635,7 +646,7 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		break;
 	}
 	case VMPT_EV_CBR:
-		cbr_sample(c, e, (unsigned)e->payload, e->ip_valid ? e->ip : 0,
+		cbr_sample(c, e, (unsigned)e->payload, e->ip,
 			   state_time(c, e->time));
 		break;
 	case VMPT_EV_PTWRITE:

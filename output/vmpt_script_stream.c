@@ -22,6 +22,7 @@ static void stream_begin_buffer(struct vmpt_consumer *c, const struct vmpt_buffe
 	c->p_cont = 0;
 	c->p_last = 0;
 	c->have_block = 0;
+	c->last_iclass = VMPT_IC_OTHER;
 	/* A new decoder starts in the host. */
 	c->nr = c->from_nr = 0;
 	c->vmcs = 0;

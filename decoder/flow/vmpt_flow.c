@@ -857,6 +857,10 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 			it->to = dec->pkt_ip;
 		}
 		it->cyc = vmpt_cycles_point(&dec->cyc);
+		/* perf's decoder stays at the branch, or goes where the
+		 * TIP.PGD says: later events (a CBR) are there.
+		 */
+		dec->ip = dec->pkt_ip_valid ? dec->pkt_ip : b->end_ip;
 		ret = apply_pending(dec);
 		if (ret < 0)
 			return ret;
