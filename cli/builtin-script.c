@@ -64,16 +64,16 @@ static void summary(struct vmpt_script *sc, const struct vmpt_session *s)
 		}
 	fprintf(stderr, "; %" PRIu64 " bytes of trace skipped\n", st.skipped);
 	for (size_t i = 0; vmpt_script_missing(sc, i, &name, &n); i++) {
-		struct vmpt_map_ref map = { 0 };
-		const char *bid = NULL;
+		const struct vmpt_session_map *m = NULL;
 
 		for (size_t k = 0; s && k < s->n_maps; k++)
-			if (!strcmp(s->maps[k].name, name) && s->maps[k].build_id[0])
-				bid = s->maps[k].build_id;
-		(void)map;
-		fprintf(stderr, "vmpt script: missing %s (build-id %s): %" PRIu64
+			if (!strcmp(s->maps[k].name, name))
+				m = &s->maps[k];
+		fprintf(stderr, "vmpt script: missing %s (build-id %s%s%s): %" PRIu64
 			" error%s (vmpt archive on the recording machine, or --symfs)\n",
-			name, bid ? bid : "not recorded", n, n == 1 ? "" : "s");
+			name, m && m->build_id[0] ? m->build_id : "not recorded",
+			m && m->changed_id[0] ? "; the file here has " : "",
+			m && m->changed_id[0] ? m->changed_id : "", n, n == 1 ? "" : "s");
 	}
 }
 

@@ -38,6 +38,23 @@ static int in_strs(char *const *v, size_t n, const char *s)
 	return 0;
 }
 
+/* Is the state at TSC tsc in --time's ranges (perf's decoder makes no
+ * samples outside them)?
+ */
+static int in_time(const struct vmpt_consumer *c, uint64_t tsc)
+{
+	const struct vmpt_script_filter *fl = &c->o->filter;
+	uint64_t ns;
+
+	if (!fl->ntimes || !c->o->have_tc)
+		return 1;
+	ns = vmpt_perf_tsc_to_time(&c->o->tc, tsc);
+	for (size_t i = 0; i < fl->ntimes; i++)
+		if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
+			return 1;
+	return 0;
+}
+
 /* perf script's -C, --pid, --tid, --comm, --dsos, --symbols and --time
  * on one sample (machine__resolve's filters).
  */
@@ -54,16 +71,8 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 		return 0;
 	if (fl->ncomms && !in_strs(fl->comms, fl->ncomms, smp->guest ? NULL : t->comm))
 		return 0;
-	if (fl->ntimes && c->o->have_tc) {
-		uint64_t ns = vmpt_perf_tsc_to_time(&c->o->tc, smp->time);
-		size_t i;
-
-		for (i = 0; i < fl->ntimes; i++)
-			if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
-				break;
-		if (i == fl->ntimes)
-			return 0;
-	}
+	if (!in_time(c, smp->time))
+		return 0;
 	if (fl->ndsos || fl->nsyms) {
 		const struct vmpt_section *sec = smp->sec;
 		struct vmpt_map_ref map = { NULL, 0, NULL };
@@ -179,6 +188,9 @@ static struct script_stack *thread_stack(struct vmpt_consumer *c)
  * branch stack (l) of instruction and synth samples, the call depth of
  * branch samples.
  */
+static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
+		   unsigned mode, uint32_t flags);
+
 static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 {
 	const struct vmpt_itrace *it = &c->o->it;
@@ -187,6 +199,12 @@ static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 	size_t nchain = 0, nbr = 0, depth = 0;
 	struct script_stack *st = NULL;
 
+	/* With --time, the states before the range made no samples, so the
+	 * first one in it tells the CBR (perf's cbr_seen).
+	 */
+	if (c->o->filter.ntimes && smp->ev != VMPT_SE_CBR && smp->ev != VMPT_SE_PSB &&
+	    c->cbr && c->cbr != c->cbr_seen && in_time(c, smp->time))
+		cbr_at(c, c->cbr, smp->ip, smp->time, smp->mode, smp->flags);
 	if (!shown(c, smp))
 		return;
 	if (c->s->use_stacks) {
@@ -235,9 +253,15 @@ static void branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 		.guest = from_guest, .addr_guest = to_guest,
 		.sec = from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL,
 	};
-	struct script_stack *st = thread_stack(c);
+	struct script_stack *st;
 
 	c->stats.branches++;
+	/* perf's decoder synthesizes nothing outside --time's ranges: no
+	 * samples, no thread stack.
+	 */
+	if (!in_time(c, smp.time))
+		return;
+	st = thread_stack(c);
 	if (st && script_stack_event(&c->s->stacks, st, flags, from, to, insn_len,
 				     c->trace_nr) < 0)
 		c->stats.errors[VMPT_ERR_NOMEM]++;
@@ -355,6 +379,11 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 
 	if (ip == b->end_ip)
 		smp.flags = insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
+	/* Outside --time's ranges perf's decoder makes no sample: the
+	 * period counts on to the next.
+	 */
+	if (!in_time(c, smp.time))
+		return;
 	smp.period = tot - c->last_insn_cnt;
 	if (ip == b->end_ip && !b->taken && b->iclass != VMPT_IC_OTHER) {
 		c->held = (struct held_sample){ 1, smp, cyc, tot, c->last_insn_cnt };
@@ -556,20 +585,26 @@ void script_error_ns(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
 /* A synth event's sample (psb, cbr, power events, ptwrite): its payload
  * text as perf_sample__fprintf_synth_* prints it.
  */
-static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
-			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
-			 const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* perf's flags of an event's state: the last instruction walked's kind
+ * (intel_pt_prep_p_sample: none without an ip).
+ */
+static uint32_t state_flags(const struct vmpt_consumer *c, uint64_t ip)
+{
+	return ip ? insn_flags(c->last_iclass) : 0;
+}
 
 static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
 			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
-			 const char *fmt, ...)
+			 uint32_t flags, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
+static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
+			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
+			 uint32_t flags, const char *fmt, ...)
 {
-	/* perf's flags of the state: the last instruction walked's kind
-	 * (intel_pt_prep_p_sample: none without an ip).
-	 */
 	struct script_sample smp = {
 		.ev = ev, .ip = ip, .time = time, .mode = e->mode, .guest = c->nr,
-		.flags = ip ? insn_flags(c->last_iclass) : 0,
+		.flags = ip ? flags : 0,
 	};
 	va_list ap;
 
@@ -585,23 +620,34 @@ static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
 	deliver(c, &smp);
 }
 
-static void cbr_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
-		       unsigned cbr, uint64_t ip, uint64_t time)
+/* A CBR sample when the ratio is new to the samples (perf's cbr_seen,
+ * kept by the states sampled: none outside --time's ranges).
+ */
+static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
+		   unsigned mode, uint32_t flags)
 {
 	const struct vmpt_script_opts *o = c->o;
 	unsigned freq = (unsigned)((cbr * o->cbr2khz + 500) / 1000);
+	struct vmpt_flow_item e = { .kind = VMPT_FLOW_EVENT, .mode = (uint8_t)mode };
 
-	if (!cbr || cbr == c->cbr_seen)
+	if (!cbr || cbr == c->cbr_seen || !in_time(c, time))
 		return;
 	c->cbr_seen = cbr;
 	if (!o->it.pwr_events)
 		return;
 	if (o->max_nonturbo)
-		synth_sample(c, VMPT_SE_CBR, e, ip, time, " cbr: %2u freq: %4u MHz (%3u%%) ",
-			     cbr, freq, (5 + (1000 * cbr) / o->max_nonturbo) / 10);
+		synth_sample(c, VMPT_SE_CBR, &e, ip, time, flags,
+			     " cbr: %2u freq: %4u MHz (%3u%%) ", cbr, freq,
+			     (5 + (1000 * cbr) / o->max_nonturbo) / 10);
 	else
-		synth_sample(c, VMPT_SE_CBR, e, ip, time, " cbr: %2u freq: %4u MHz ",
+		synth_sample(c, VMPT_SE_CBR, &e, ip, time, flags, " cbr: %2u freq: %4u MHz ",
 			     cbr, freq);
+}
+
+static void cbr_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+		       unsigned cbr, uint64_t ip, uint64_t time)
+{
+	cbr_at(c, cbr, ip, time, e->mode, state_flags(c, ip));
 }
 
 
@@ -640,7 +686,8 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		/* perf walks to the FUP: no branch is the last walked. */
 		c->last_iclass = VMPT_IC_OTHER;
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PSB, e, ip, t, " psb offs: %#" PRIx64,
+			synth_sample(c, VMPT_SE_PSB, e, ip, t,
+				     state_flags(c, ip), " psb offs: %#" PRIx64,
 				     c->queue_offset + e->payload);
 		cbr_sample(c, e, (unsigned)e->to, ip, t);
 		break;
@@ -662,12 +709,14 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 			if (prt)
 				memcpy(str, &v, 8);
 			synth_sample(c, VMPT_SE_PTWRITE, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
 				     " IP: %u payload: %#" PRIx64 " %s ", e->ip_valid, v, str);
 		}
 		break;
 	case VMPT_EV_MWAIT:
 		if (it->pwr_events)
 			synth_sample(c, VMPT_SE_MWAIT, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
 				     " hints: %#x extensions: %#x ",
 				     (unsigned)(e->payload & 0xffffffff),
 				     (unsigned)(e->payload >> 32));
@@ -675,6 +724,7 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 	case VMPT_EV_PWRE:
 		if (it->pwr_events)
 			synth_sample(c, VMPT_SE_PWRE, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
 				     " hw: %u cstate: %u sub-cstate: %u ",
 				     (unsigned)(e->payload >> 16 & 1),
 				     (unsigned)(e->payload & 0xff),
@@ -683,11 +733,13 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 	case VMPT_EV_EXSTOP:
 		if (it->pwr_events)
 			synth_sample(c, VMPT_SE_EXSTOP, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
 				     " IP: %u ", e->ip_valid);
 		break;
 	case VMPT_EV_PWRX:
 		if (it->pwr_events)
 			synth_sample(c, VMPT_SE_PWRX, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
 				     " deepest cstate: %u last cstate: %u wake reason: %#x ",
 				     (unsigned)(e->payload >> 8 & 0xf),
 				     (unsigned)(e->payload & 0xf),

@@ -288,12 +288,22 @@ static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, in
  * shows up as decoding errors, its mapping names it.
  */
 static void host_code(struct vmpt_session *s, const struct vmpt_perf_event *ev,
-		      const struct vmpt_session_map *m, const struct vmpt_asid *asid)
+		      struct vmpt_session_map *m, const struct vmpt_asid *asid)
 {
 	char path[4096];
 
-	if (session_find_binary(s, m->name, m->build_id, path, sizeof(path)) < 0)
+	if (session_find_binary(s, m->name, m->build_id, path, sizeof(path),
+				m->changed_id) < 0) {
+		int told = 0;
+
+		for (size_t i = 0; m->changed_id[0] && i + 1 < s->n_maps; i++)
+			told |= !strcmp(s->maps[i].name, m->name) && s->maps[i].changed_id[0];
+		if (m->changed_id[0] && !told && s->opts.warn)
+			fprintf(s->opts.warn, "vmpt: warning: %s has build-id %s, the "
+				"recording's is %s: not used (the file changed since it "
+				"was recorded)\n", m->name, m->changed_id, m->build_id);
 		return;
+	}
 	if (vmpt_image_add_elf_map_named(s->image, path, m->name, ev->mmap.start,
 					 ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
 		vmpt_image_add_raw(s->image, path, ev->mmap.pgoff, ev->mmap.len,

@@ -2,8 +2,8 @@
 /* Where a recording's binaries are found: the recording's own sysroot
  * (vmpt archive's copies, by build-id and by path), perf's --symfs, perf's
  * build-id cache (~/.debug, or $PERF_BUILDID_DIR), then the path itself.
- * A file whose build-id differs from the recorded one is taken only when
- * nothing matches, with a warning.
+ * A file whose build-id differs from the recorded one is not taken (as
+ * perf): its code may not be what ran.
  */
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
@@ -68,7 +68,7 @@ static int holds(const char *path, const char *id, int *other)
 }
 
 int session_find_binary(struct vmpt_session *s, const char *name, const char *id,
-			char *out, size_t size)
+			char *out, size_t size, char *changed_id)
 {
 	char root[4096], cache[4096], fallback[4096] = "";
 	const char *symfs = s->opts.symfs;
@@ -103,19 +103,8 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 	if (!vdso)
 		TRY("%s", name);
 #undef TRY
-	if (!fallback[0])
-		return -VMPT_ERR_NOT_FOUND;
-	/* Only a file of another build-id: the binary changed since the
-	 * recording, its code may not be what ran.
-	 */
-	if (s->opts.warn) {
-		char have[41] = "";
-
-		vmpt_build_id_of_file(fallback, have);
-		fprintf(s->opts.warn, "vmpt: warning: %s: build-id %s, the recording has "
-			"%s: the file changed since it was recorded; decoding with it "
-			"anyway\n", fallback, have[0] ? have : "(none)", id);
-	}
-	snprintf(out, size, "%s", fallback);
-	return 0;
+	changed_id[0] = 0;
+	if (fallback[0] && vmpt_build_id_of_file(fallback, changed_id) < 0)
+		snprintf(changed_id, 41, "none");
+	return -VMPT_ERR_NOT_FOUND;
 }

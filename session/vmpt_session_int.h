@@ -13,9 +13,11 @@ void vmpt_session_task_until(const struct vmpt_session *s,
 			     struct vmpt_task *t, uint64_t *until);
 
 /* Where the binary the recording mapped as name (build-id id, hex; ""
- * when not recorded) is here: out.  0 or -VMPT_ERR_NOT_FOUND.
+ * when not recorded) is here: out.  0 or -VMPT_ERR_NOT_FOUND; then
+ * changed_id (41 bytes) is the build-id of a file found with another
+ * one ("none": without), or "".
  */
 int session_find_binary(struct vmpt_session *s, const char *name, const char *id,
-			char *out, size_t size);
+			char *out, size_t size, char *changed_id);
 
 #endif

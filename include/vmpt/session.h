@@ -51,6 +51,10 @@ struct vmpt_session_map {
 	uint64_t start, len, pgoff;
 	const char *name;	/* as recorded (in the mapped file) */
 	char build_id[41];	/* hex; "" when not recorded */
+	/* Not decoded: a file is there, of this other build-id ("none":
+	 * without one); "": found, or nothing there.
+	 */
+	char changed_id[41];
 	uint64_t seq;		/* record order: the last mapping wins */
 };
 
