@@ -677,16 +677,26 @@ static const char *record_name(uint32_t type)
  */
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
 {
-	unsigned f = c->o->f.set[VMPT_OUT_HW] &
-		     (VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME);
+	const unsigned start = VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
+	const struct vmpt_perf_attr *a = c->o->pd ? (ev->sid.present & PERF_SAMPLE_ID ?
+			vmpt_perf_attr_by_id(c->o->pd, ev->sid.id) : c->o->pd->attrs) : NULL;
+	unsigned f = c->o->f.set[VMPT_OUT_HW] & start;
 	const struct vmpt_task saved = c->task;
 
-	if (!(ev->sid.present & PERF_SAMPLE_CPU))
-		f &= ~VMPT_F_CPU;
-	if (!(ev->sid.present & PERF_SAMPLE_TIME))
-		f &= ~VMPT_F_TIME;
-	if (!(ev->sid.present & PERF_SAMPLE_TID))
-		f &= ~(VMPT_F_PID | VMPT_F_TID);
+	if (a && a->attr.type == PERF_TYPE_SOFTWARE && a->attr.config == PERF_COUNT_SW_DUMMY) {
+		/* perf checks no sample type for a dummy event: a software
+		 * event's fields, the missing ones as zero (cpu -1).
+		 */
+		if (!c->o->f.user_set[VMPT_OUT_HW])
+			f = VMPT_F_COMM | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
+	} else {
+		if (!(ev->sid.present & PERF_SAMPLE_CPU))
+			f &= ~VMPT_F_CPU;
+		if (!(ev->sid.present & PERF_SAMPLE_TIME))
+			f &= ~VMPT_F_TIME;
+		if (!(ev->sid.present & PERF_SAMPLE_TID))
+			f &= ~(VMPT_F_PID | VMPT_F_TID);
+	}
 	if (f & VMPT_F_TIME) {
 		/* The record's time is perf time already. */
 		uint64_t ns = ev->sid.time;

@@ -127,6 +127,7 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 	int timeless = 1, width = 0;
 	int have[VMPT_SE_COUNT] = { 0 };
 
+	o->pd = pd;
 	if (intel_pt) {
 		modifiers(intel_pt, o->ev_mod, sizeof(o->ev_mod));
 		snprintf(names[0], sizeof(names[0]), "instructions%s", o->ev_mod);
@@ -186,8 +187,11 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 	}
 	/* Fields the samples do not carry: gone from the defaults, an error
 	 * when asked for (perf's words; cpu of a per-thread recording is
-	 * allowed, as perf allows it with AUXTRACE).
+	 * allowed, as perf allows it with AUXTRACE).  Without Intel PT
+	 * there are no such samples: the sideband keeps its fields.
 	 */
+	if (!intel_pt)
+		return 0;
 	if (timeless)
 		o->it.timeless = 1;
 	o->est_tsc = !timeless;

@@ -105,6 +105,8 @@ struct vmpt_script_opts {
 	uint32_t max_nonturbo;	/* for cbr samples (percent) */
 	uint64_t cbr2khz;	/* kHz per CBR step; 0: unknown */
 	uint64_t kernel_start;	/* kernel at or above (perf's 1 << 63 on x86_64) */
+	/* The recording (its sideband records' events), NULL: a raw trace. */
+	const struct vmpt_perf_data *pd;
 	/* perf's est_tsc: on a branch from the kernel or from nowhere into
 	 * user space, a sample's time is estimated from the instructions
 	 * since the last timestamp.
