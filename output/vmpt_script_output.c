@@ -377,8 +377,12 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	else
 		smp.time = state_time(c, c->insn_time);
 
-	if (ip == b->end_ip)
+	/* perf's state at a branch: its flags, and its target as addr. */
+	if (ip == b->end_ip) {
 		smp.flags = insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
+		smp.addr = b->taken ? b->to : 0;
+		smp.addr_guest = c->nr;
+	}
 	/* Outside --time's ranges perf's decoder makes no sample: the
 	 * period counts on to the next.
 	 */
@@ -390,9 +394,10 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 		c->last_insn_cnt = tot;
 		return;
 	}
-	c->last_insn_cnt = tot;
+	/* A sample s skips was never synthesized: the period counts on. */
 	if (skipped(c))
 		return;
+	c->last_insn_cnt = tot;
 	fill_ipc(c, &smp, cyc, tot, &c->in_cyc, &c->in_insns);
 	deliver(c, &smp);
 }
@@ -416,8 +421,10 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 	if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_DISABLED &&
 	    (h->smp.flags & PF_TRACE_END))
 		h->smp.time = state_time(c, next->time);
-	if (skipped(c))
+	if (skipped(c)) {
+		c->last_insn_cnt = h->prev_cnt;
 		return;
+	}
 	fill_ipc(c, &h->smp, h->cyc, h->tot, &c->in_cyc, &c->in_insns);
 	deliver(c, &h->smp);
 }
@@ -840,8 +847,13 @@ static void track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 		c->ts_time = it->time;
 		c->ts_insns = it->kind == VMPT_FLOW_BLOCK ? c->undecided : 0;
 	}
+	/* An event from a packet (an interrupt's FUP and TIP, say) was read
+	 * where the walk stood: the code before it is the timestamp's before.
+	 */
 	if (it->kind == VMPT_FLOW_BLOCK)
 		c->undecided = decided_by_trace(it) ? 0 : c->undecided + it->ninsn;
+	else if (decided_by_trace(it))
+		c->undecided = 0;
 	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->to)
 		c->cbr = (unsigned)it->to;
 	else if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_CBR)
