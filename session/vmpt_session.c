@@ -446,6 +446,8 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
+	char kdir[4096];
+	struct stat st;
 	int ret;
 
 	memset(s, 0, sizeof(*s));
@@ -468,6 +470,16 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", s->pd.kcore_dir,
 			 vmpt_strerror(ret));
 		return ret;
+	}
+	/* The kernel vmpt archive copied next to a recording of one file. */
+	if (!s->pd.kcore_dir && vmpt_session_sysroot(path, kdir, sizeof(kdir) - 10) == 0) {
+		strcat(kdir, "/kcore_dir");
+		if (stat(kdir, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    (ret = vmpt_image_add_kcore_dir(s->image, kdir, &host)) < 0) {
+			snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", kdir,
+				 vmpt_strerror(ret));
+			return ret;
+		}
 	}
 	ret = add_guest(s, path);
 	if (ret < 0)

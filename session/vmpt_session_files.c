@@ -87,8 +87,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 	if (vmpt_session_sysroot(s->pd.path, root, sizeof(root)) == 0) {
 		if (id[0])
 			TRY("%s/.build-id/%.2s/%s", root, id, id + 2);
-		if (!vdso)
-			TRY("%s%s", root, name);
+		TRY(vdso ? "%s/%s" : "%s%s", root, name);
 	}
 	if (symfs && !vdso)
 		TRY("%s%s", symfs, name);
