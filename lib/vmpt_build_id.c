@@ -8,6 +8,7 @@
 
 #include <elf.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 static int note_build_id(const uint8_t *n, size_t size, char hex[41])
 {
@@ -86,4 +87,22 @@ int vmpt_build_id_equal(const char *a, const char *b)
 	while (lb > 0 && b[lb - 1] == '0')
 		lb--;
 	return la == lb && !strncmp(a, b, la);
+}
+
+int vmpt_vdso_image(const uint8_t **data, size_t *size)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Phdr *ph;
+	uint64_t end;
+
+	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return -VMPT_ERR_NOT_FOUND;
+	end = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+	ph = (const Elf64_Phdr *)((const uint8_t *)eh + eh->e_phoff);
+	for (unsigned i = 0; i < eh->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
+			end = ph[i].p_offset + ph[i].p_filesz;
+	*data = (const uint8_t *)eh;
+	*size = (size_t)end;
+	return 0;
 }

@@ -14,10 +14,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <elf.h>
 
 /* perf's build-id cache directory. */
 static int cache_dir(char *buf, size_t size)
@@ -130,25 +128,6 @@ static int read_file(const char *path, uint8_t **data, size_t *size)
 	return 0;
 }
 
-/* This process's vdso: the ELF image the kernel mapped for it. */
-static int own_vdso(const uint8_t **data, size_t *size)
-{
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)getauxval(AT_SYSINFO_EHDR);
-	const Elf64_Phdr *ph;
-	uint64_t end;
-
-	if (!eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
-		return -VMPT_ERR_NOT_FOUND;
-	end = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
-	ph = (const Elf64_Phdr *)((const uint8_t *)eh + eh->e_phoff);
-	for (unsigned i = 0; i < eh->e_phnum; i++)
-		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
-			end = ph[i].p_offset + ph[i].p_filesz;
-	*data = (const uint8_t *)eh;
-	*size = (size_t)end;
-	return 0;
-}
-
 /* The bytes of the binary recorded as name (build-id id, "" if none):
  * *data malloc'ed, or the vdso's own mapping (*own set).  *changed: the
  * build-id of a file found with another one.
@@ -175,7 +154,7 @@ static int find_source(const char *name, const char *id, uint8_t **data, size_t 
 	if (vdso) {
 		const uint8_t *v;
 
-		if (own_vdso(&v, size) < 0)
+		if (vmpt_vdso_image(&v, size) < 0)
 			return -VMPT_ERR_NOT_FOUND;
 		if (vmpt_build_id_of_buffer(v, *size, have) < 0)
 			snprintf(have, sizeof(have), "none");

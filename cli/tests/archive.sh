@@ -4,7 +4,8 @@
 # the same lines as before; for a file recording (FILE.root) and perf's
 # directory form (DIR/root), by path and by build-id; a binary changed
 # since the recording is not archived (and said so), a missing one is
-# named; the vdso of a real recording comes by its build-id.
+# named; the vdso of a real recording comes by its build-id; vmpt record
+# writes the build-ids of what it maps.
 # usage: archive.sh VMPT_SYNTH
 set -u
 SYNTH=$1
@@ -84,6 +85,17 @@ if perf record -q -e dummy:u -o "$tmp/real.data" -- /bin/true 2> /dev/null; then
 		{ echo "FAIL vdso: $(cat "$tmp/out")"; fail=1; }
 	[ -f "$tmp/real.data.root/.build-id/${vid:0:2}/${vid:2}" ] || { echo "FAIL vdso file"; fail=1; }
 	grep -q "^  /usr/bin/true (" "$tmp/out" || { echo "FAIL true: $(cat "$tmp/out")"; fail=1; }
+fi
+
+# vmpt record names the build-ids of what it mapped (HEADER_BUILD_ID, as
+# perf record for AUX area tracing): perf reads them, archive copies by them.
+if "$VMPT" record --event dummy -o "$tmp/vr.data" -- /bin/true > /dev/null 2>&1; then
+	tid=$(readelf -n /usr/bin/true | awk '/Build ID/ { print $3 }')
+	perf buildid-list -i "$tmp/vr.data" 2> /dev/null | grep -qx "$tid /usr/bin/true" ||
+		{ echo "FAIL record build-ids: $(perf buildid-list -i "$tmp/vr.data" 2>&1)"; fail=1; }
+	"$VMPT" archive "$tmp/vr.data" > "$tmp/out"
+	grep -qx "  /usr/bin/true ($(stat -c %s /usr/bin/true) bytes, build-id $tid)" "$tmp/out" ||
+		{ echo "FAIL record archive: $(cat "$tmp/out")"; fail=1; }
 fi
 
 # Bad input: a recording that is none.

@@ -27,6 +27,11 @@ int vmpt_build_id_of_buffer(const uint8_t *data, size_t size, char hex[41]);
  */
 int vmpt_build_id_equal(const char *a, const char *b);
 
+/* This process's vdso, the ELF image the kernel mapped for it (the one
+ * every 64-bit process of this kernel gets): 0, or -VMPT_ERR_NOT_FOUND.
+ */
+int vmpt_vdso_image(const uint8_t **data, size_t *size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -353,6 +353,11 @@ struct vmpt_perf_writer_opts {
 	/* perf's directory form: PATH/ holding PATH/data (and kcore_dir,
 	 * which the caller fills: see vmpt_perf_writer_kcore_dir). */
 	unsigned dir : 1;
+	/* HEADER_BUILD_ID naming the build-id of every executable file the
+	 * written MMAP/MMAP2 records map (from MMAP2's own, or the file at
+	 * close), as perf record does for AUX area tracing.
+	 */
+	unsigned build_ids : 1;
 };
 
 /* Create path (truncating it).  Nothing is written until the first record. */
