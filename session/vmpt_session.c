@@ -530,6 +530,8 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	ret = inherit_comms(s);
 	if (ret < 0)
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
+	if (s->pd.warnmsg[0] && s->opts.warn)
+		fprintf(s->opts.warn, "vmpt: warning: %s\n", s->pd.warnmsg);
 	return ret;
 }
 

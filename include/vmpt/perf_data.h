@@ -263,6 +263,13 @@ struct vmpt_perf_data {
 	 * "PATH: strerror" when the file cannot be opened. */
 	char errmsg[512];
 	uint64_t err_offset;
+	/* The file was cut (perf record killed, a disk full): what is there
+	 * is read, warnmsg says where it ends ("" when whole).  truncated:
+	 * in its data section, whose last record may be cut (the walk ends
+	 * before it).
+	 */
+	char warnmsg[512];
+	int truncated;
 	struct vmpt_file map;
 	/* perf record --threads: DIR/data.0, data.1, ... hold records only
 	 * (no header); the walk goes through them after the data section. */
@@ -279,6 +286,10 @@ struct vmpt_perf_data {
  * vmpt_perf_close in both cases.
  */
 int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path);
+/* The same for a file mapped (or read from a pipe) already: pd takes it
+ * over (file is left empty), vmpt_perf_close unmaps it.
+ */
+int vmpt_perf_open_mapped(struct vmpt_perf_data *pd, struct vmpt_file *file);
 void vmpt_perf_close(struct vmpt_perf_data *pd);
 
 /* Does this buffer start like a perf.data (file or pipe mode)? */
