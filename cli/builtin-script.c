@@ -4,6 +4,7 @@
  * from a raw trace with images given like ptxed's.
  */
 #include "builtin.h"
+#include "progress.h"
 #include "script_images.h"
 #include "script_filter.h"
 #include "vmpt/error.h"
@@ -93,6 +94,7 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 {
 	struct vmpt_session s;
 	struct vmpt_script *sc = NULL;
+	struct progress pg;
 	char err[512];
 	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr };
 	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
@@ -137,7 +139,9 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 		fprintf(stderr, "vmpt script: %s\n", vmpt_strerror(-VMPT_ERR_NOMEM));
 		goto out;
 	}
+	s.opts.progress = progress_start(&pg, "vmpt script");
 	ret = vmpt_session_decode(&s, vmpt_script_consumer(sc), jobs, stdout);
+	progress_end(&pg);
 	if (ret == -VMPT_ERR_IO) {
 		fprintf(stderr, "vmpt script: writing output: %s\n", strerror(errno));
 		goto out;
@@ -190,8 +194,12 @@ static int script_raw(const char *pt, struct vmpt_image *img, struct vmpt_flow_c
 	if (!sc) {
 		fprintf(stderr, "vmpt script: %s\n", vmpt_strerror(-VMPT_ERR_NOMEM));
 	} else {
+		struct progress pg;
+		struct vmpt_progress hook = progress_start(&pg, "vmpt script");
+
 		ret = vmpt_jobs_decode(cfg, vmpt_script_consumer(sc), &unknown, &ref, jobs,
-				       stdout);
+				       stdout, &hook);
+		progress_end(&pg);
 		if (ret == -VMPT_ERR_IO)
 			fprintf(stderr, "vmpt script: writing output: %s\n", strerror(errno));
 		else if (ret < 0)

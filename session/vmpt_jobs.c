@@ -470,8 +470,10 @@ void vmpt_jobs_free(struct vmpt_jobs *j)
 
 int vmpt_jobs_decode(const struct vmpt_flow_config *cfg,
 		     const struct vmpt_consumer_ops *ops, const struct vmpt_task *task,
-		     const struct vmpt_buffer_ref *ref, int jobs, FILE *f)
+		     const struct vmpt_buffer_ref *ref, int jobs, FILE *f,
+		     const struct vmpt_progress *progress)
 {
+	uint64_t total = (uint64_t)(cfg->end - cfg->begin), items = 0;
 	struct vmpt_consumer *out = ops->open(ops->ctx, f);
 	struct vmpt_jobs *j = NULL;
 	struct vmpt_flow *dec = NULL;
@@ -491,9 +493,14 @@ int vmpt_jobs_decode(const struct vmpt_flow_config *cfg,
 		ops->set_task(out, task);
 		ops->begin_buffer(out, ref);
 		while ((ret = j ? vmpt_jobs_next_items(j, &it, &n) :
-				  vmpt_flow_next_items(dec, &it, &n)) == 0)
+				  vmpt_flow_next_items(dec, &it, &n)) == 0) {
 			for (size_t i = 0; i < n; i++)
 				ops->item(out, &it[i]);
+			if (progress && progress->fn && (items += n) >= 16384) {
+				items = 0;
+				progress->fn(progress->ctx, it[n - 1].offset, total);
+			}
+		}
 		ops->drain(out, 0);
 		if (ret == -VMPT_ERR_EOS)
 			ret = ops->flush(out);

@@ -37,6 +37,7 @@ struct decode {
 	struct vmpt_session *s;
 	const struct vmpt_consumer_ops *ops;
 	int jobs;
+	uint64_t items, total;	/* handed on; trace bytes of all buffers */
 	struct queue *qs;
 	size_t nq;
 	size_t *sb;		/* sideband records in time order */
@@ -239,6 +240,28 @@ static int cmp_sb(const void *a, const void *b, void *arg)
 	return i < j ? -1 : i > j;
 }
 
+static int s_progress(const struct decode *d)
+{
+	return d->s->opts.progress.fn != NULL;
+}
+
+/* Trace bytes done: the buffers behind each queue and its place in the
+ * current one.
+ */
+static void report_progress(struct decode *d)
+{
+	uint64_t done = 0;
+
+	for (size_t k = 0; k < d->nq; k++) {
+		const struct queue *q = &d->qs[k];
+
+		done += q->bytes;
+		if (q->buf)
+			done += q->item ? q->item->offset : q->buf->size;
+	}
+	d->s->opts.progress.fn(d->s->opts.progress.ctx, done, d->total);
+}
+
 static int decode_one_thread(struct decode *d, FILE *f)
 {
 	struct queue *cur = NULL;
@@ -259,6 +282,9 @@ static int decode_one_thread(struct decode *d, FILE *f)
 	 */
 	while (ret == 0) {
 		struct queue *best = cur && cur->item ? cur : NULL;
+
+		if (s_progress(d) && ++d->items % 16384 == 0)
+			report_progress(d);
 
 		for (size_t k = 0; k < d->nq; k++)
 			if (d->qs[k].item &&
@@ -309,6 +335,7 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 	for (size_t i = 0; i < s->n_bufs && ret == 0; i++) {
 		size_t k;
 
+		d.total += s->bufs[i].size;
 		for (k = 0; k < d.nq; k++)
 			if (s->bufs[d.qs[k].bufs[0]].idx == s->bufs[i].idx)
 				break;

@@ -91,6 +91,14 @@ struct vmpt_consumer_ops {
 	void *ctx;
 };
 
+/* How far decoding is: trace bytes done of total, now and then (about
+ * every 16k items).  fn NULL: not wanted.
+ */
+struct vmpt_progress {
+	void (*fn)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+
 #ifdef __cplusplus
 }
 #endif

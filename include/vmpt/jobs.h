@@ -49,7 +49,8 @@ int vmpt_jobs_worth(const struct vmpt_flow_config *cfg, int jobs);
  */
 int vmpt_jobs_decode(const struct vmpt_flow_config *cfg,
 		     const struct vmpt_consumer_ops *ops, const struct vmpt_task *task,
-		     const struct vmpt_buffer_ref *ref, int jobs, FILE *f);
+		     const struct vmpt_buffer_ref *ref, int jobs, FILE *f,
+		     const struct vmpt_progress *progress);
 
 #ifdef __cplusplus
 }

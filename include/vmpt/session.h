@@ -72,6 +72,7 @@ struct vmpt_session_opts {
 	 */
 	const char *symfs;
 	FILE *warn;	/* warnings (a binary's build-id differs), or NULL */
+	struct vmpt_progress progress;	/* of vmpt_session_decode */
 };
 
 struct vmpt_session {
