@@ -41,7 +41,7 @@ static int raw_trace(const char *path)
 /* At the end on stderr, as perf's warning, with what vmpt knows more:
  * what was decoded, errors by cause, trace skipped, binaries missing.
  */
-static void summary(struct vmpt_script *sc, const struct vmpt_session *s)
+static void summary(struct vmpt_script *sc, const struct vmpt_session *s, int show_lost)
 {
 	struct vmpt_script_stats st;
 	uint64_t errors = 0;
@@ -50,11 +50,31 @@ static void summary(struct vmpt_script *sc, const struct vmpt_session *s)
 	int sep = 0;
 
 	vmpt_script_get_stats(sc, &st);
+	/* perf's warnings first (perf_session__warn_about_errors); lost
+	 * sideband only when --show-lost-events does not show it.
+	 */
+	if (st.lost_records && !show_lost)
+		fprintf(stderr, "Warning:\nProcessed %" PRIu64 " events and lost %" PRIu64
+			" chunks!\n\nCheck IO/CPU overload!\n\n",
+			(s ? s->n_records : 0) + st.synthesized, st.lost_records);
+	if (st.aux_lost)
+		fprintf(stderr, "Warning:\nAUX data lost %" PRIu64 " times out of %" PRIu64
+			"!\n\n", st.aux_lost, st.aux);
+	if (st.aux_partial)
+		fprintf(stderr, "Warning:\nAUX data had gaps in it %" PRIu64 " times out of %"
+			PRIu64 "!\n\nAre you running a KVM guest in the background?\n\n",
+			st.aux_partial, st.aux);
+	if (st.aux_collision)
+		fprintf(stderr, "Warning:\nAUX data detected collision  %" PRIu64 " times out "
+			"of %" PRIu64 "!\n\n", st.aux_collision, st.aux);
 	for (int i = 0; i < VMPT_ERR_COUNT; i++)
 		errors += st.errors[i];
+	/* perf counts the error events it made (--itrace e) and read. */
+	if (st.error_events + st.recorded_errors)
+		fprintf(stderr, "Warning:\n%" PRIu64 " instruction trace errors\n",
+			st.error_events + st.recorded_errors);
 	if (!errors && !st.lost)
 		return;
-	fprintf(stderr, "Warning:\n%" PRIu64 " instruction trace errors\n", errors);
 	fprintf(stderr, "vmpt script: %" PRIu64 " instructions and %" PRIu64
 		" branches decoded; errors:", st.insns, st.branches);
 	for (int i = 0; i < VMPT_ERR_COUNT; i++)
@@ -150,7 +170,7 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 		fprintf(stderr, "vmpt script: %s\n", s.errmsg);
 		goto out;
 	}
-	summary(sc, &s);
+	summary(sc, &s, op->show_lost);
 	status = 0;
 out:
 	vmpt_script_free(sc);
@@ -205,7 +225,7 @@ static int script_raw(const char *pt, struct vmpt_image *img, struct vmpt_flow_c
 		else if (ret < 0)
 			fprintf(stderr, "vmpt script: %s: %s\n", pt, vmpt_strerror(ret));
 		else
-			summary(sc, NULL);
+			summary(sc, NULL, 0);
 		status = ret < 0;
 		vmpt_script_free(sc);
 	}

@@ -148,6 +148,8 @@ void script_print_sample_x(struct vmpt_consumer *c, const struct script_sample *
 void script_print_error(struct vmpt_consumer *c, uint64_t time, int time_ns,
 			uint64_t ip, uint64_t offset, int err);
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
+/* A recorded AUXTRACE_ERROR as perf_event__fprintf_auxtrace_error. */
+void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
 /* The section of code at addr in machine guest (0: host) of c's task. */
 const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest);
 /* perf's "%-15s%4s"-style name of sample flags (perf_sample__sprintf_flags). */

@@ -675,10 +675,45 @@ static const char *record_name(uint32_t type)
  * sample's columns, then perf_event__fprintf's text.  The caller set
  * c->task to the record's thread (comm) and sample id (pid, tid, cpu).
  */
+void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
+{
+	uint32_t type, code, cpu, pid, tid, fmt, mpid = 0, vcpu = 0;
+	uint64_t ip, ns;
+	char msg[65];
+
+	if (ev->size < 48 + 64)
+		return;
+	memcpy(&type, ev->raw + 8, 4);
+	memcpy(&code, ev->raw + 12, 4);
+	memcpy(&cpu, ev->raw + 16, 4);
+	memcpy(&pid, ev->raw + 20, 4);
+	memcpy(&tid, ev->raw + 24, 4);
+	memcpy(&fmt, ev->raw + 28, 4);
+	memcpy(&ip, ev->raw + 32, 8);
+	memcpy(&ns, ev->raw + 40, 8);
+	/* Format 0 has no time: the message starts there. */
+	memcpy(msg, ev->raw + (fmt ? 48 : 40), 64);
+	msg[64] = 0;
+	if (fmt >= 2 && ev->size >= 48 + 64 + 8) {
+		memcpy(&mpid, ev->raw + 112, 4);
+		memcpy(&vcpu, ev->raw + 116, 4);
+	}
+	outf(c, " %s error type %u", type == 1 ? "instruction trace" : "unknown AUX", type);
+	if (fmt && ns)
+		outf(c, " time %" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
+	else
+		outf(c, " time 0");
+	if (fmt >= 2 && mpid)
+		outf(c, " machine_pid %d vcpu %d", (int)mpid, (int)vcpu);
+	outf(c, " cpu %d pid %d tid %d ip %#" PRIx64 " code %u: %s\n", (int)cpu, (int)pid,
+	     (int)tid, ip, code, msg);
+}
+
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
 {
 	const unsigned start = VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
-	const struct vmpt_perf_attr *a = c->o->pd ? (ev->sid.present & PERF_SAMPLE_ID ?
+	const struct vmpt_perf_attr *a = c->o->pd ?
+		(ev->sid.present & (PERF_SAMPLE_ID | PERF_SAMPLE_IDENTIFIER) ?
 			vmpt_perf_attr_by_id(c->o->pd, ev->sid.id) : c->o->pd->attrs) : NULL;
 	unsigned f = c->o->f.set[VMPT_OUT_HW] & start;
 	const struct vmpt_task saved = c->task;

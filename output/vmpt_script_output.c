@@ -205,6 +205,7 @@ static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 	if (c->o->filter.ntimes && smp->ev != VMPT_SE_CBR && smp->ev != VMPT_SE_PSB &&
 	    c->cbr && c->cbr != c->cbr_seen && in_time(c, smp->time))
 		cbr_at(c, c->cbr, smp->ip, smp->time, smp->mode, smp->flags);
+	c->stats.synthesized++;
 	if (!shown(c, smp))
 		return;
 	if (c->s->use_stacks) {
@@ -558,6 +559,8 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 		return;
 	if (err == -VMPT_ERR_LOST && (c->o->it.error_minus & (1u << ('l' - 'a'))))
 		return;
+	c->stats.synthesized++;
+	c->stats.error_events++;
 	if (fl->ncpus && c->task.cpu >= 0 &&
 	    (c->task.cpu >= fl->ncpus || !fl->cpus[c->task.cpu]))
 		return;

@@ -70,6 +70,18 @@ static void stream_sideband(struct vmpt_consumer *c, const struct vmpt_perf_even
 	struct vmpt_task saved = c->task;
 	int show;
 
+	if (ev->type == PERF_RECORD_AUX) {
+		c->stats.aux++;
+		c->stats.aux_lost += !!(ev->aux.flags & VMPT_PERF_AUX_TRUNCATED);
+		c->stats.aux_partial += !!(ev->aux.flags & VMPT_PERF_AUX_PARTIAL);
+		c->stats.aux_collision += !!(ev->aux.flags & VMPT_PERF_AUX_COLLISION);
+	}
+	if (ev->type == VMPT_PERF_RECORD_AUXTRACE_ERROR) {
+		c->stats.recorded_errors++;
+		script_settle_held(c, NULL);
+		script_print_recorded_error(c, ev);
+		return;
+	}
 	if (fl->ncpus && task->cpu >= 0 && (task->cpu >= fl->ncpus || !fl->cpus[task->cpu]))
 		return;
 	switch (ev->type) {
@@ -87,7 +99,7 @@ static void stream_sideband(struct vmpt_consumer *c, const struct vmpt_perf_even
 		show = o->show_switch;
 		break;
 	case PERF_RECORD_LOST:
-		c->stats.lost++;
+		c->stats.lost_records++;
 		show = o->show_lost;
 		break;
 	case PERF_RECORD_AUX:
@@ -128,6 +140,14 @@ static void stream_close(struct vmpt_consumer *c)
 	s->stats.overflows += c->stats.overflows;
 	s->stats.lost += c->stats.lost;
 	s->stats.skipped += c->stats.skipped;
+	s->stats.aux += c->stats.aux;
+	s->stats.aux_lost += c->stats.aux_lost;
+	s->stats.aux_partial += c->stats.aux_partial;
+	s->stats.aux_collision += c->stats.aux_collision;
+	s->stats.recorded_errors += c->stats.recorded_errors;
+	s->stats.lost_records += c->stats.lost_records;
+	s->stats.synthesized += c->stats.synthesized;
+	s->stats.error_events += c->stats.error_events;
 	for (int i = 0; i < VMPT_ERR_COUNT; i++)
 		s->stats.errors[i] += c->stats.errors[i];
 	for (size_t i = 0; i < c->n_missing; i++) {

@@ -510,7 +510,21 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 		} else {
 			ret = sideband(s, &ev);
 		}
-		if (ret == 0 && shown_record(ev.type))
+		/* An error a decoder reported before (perf inject keeps
+		 * them): among the records at its time.
+		 */
+		if (ev.type == VMPT_PERF_RECORD_AUXTRACE_ERROR && ev.size >= 48) {
+			uint32_t fmt;
+
+			memcpy(&fmt, ev.raw + 28, 4);
+			ev.sid.present = PERF_SAMPLE_TIME;
+			ev.sid.time = 0;
+			if (fmt)
+				memcpy(&ev.sid.time, ev.raw + 40, 8);
+		}
+		s->n_records++;
+		if (ret == 0 && (shown_record(ev.type) ||
+				 ev.type == VMPT_PERF_RECORD_AUXTRACE_ERROR))
 			ret = PUSH(s->sb, s->n_sb, ev);
 		if (ret < 0)
 			break;

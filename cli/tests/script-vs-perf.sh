@@ -10,14 +10,16 @@
 #   output mode, --itrace's syntax (a bare period is ns), perf's filters
 #   (-C, --pid, --tid, --comms, --dsos, --symbols, --time with times,
 #   percentages and several ranges) and --show-*-events;
+# - lost data: LOST, truncated AUX and recorded AUXTRACE_ERROR records;
 # - a recording of no Intel PT (perf record -e dummy): its sideband;
 # - a recording whose binary is gone or changed: the dso named from the
 #   MMAP, and vmpt's summary on stderr naming it with its build-id.
 # Error lines: vmpt adds " offset 0x..." (the packet's file offset).
-# usage: script-vs-perf.sh VMPT_SYNTH PERCPU_MERGE
+# usage: script-vs-perf.sh VMPT_SYNTH PERCPU_MERGE ADD_RECORDS
 set -u
 SYNTH=$1
 MERGE=$2
+ADD=$3
 D=$(dirname "$SYNTH")
 H="$SHARED/realtraces/perf-data-hase"
 tmp=$(mktemp -d)
@@ -109,6 +111,33 @@ same per-cpu "-i $tmp/m.data" "" --itrace=b --itrace=cr --itrace=bxwpe --call-tr
 	--show-task-events --show-mmap-events --show-switch-events \
 	"--show-task-events --show-mmap-events --show-switch-events --itrace=cr"
 EMPTY_OK=1 same per-cpu "-i $tmp/m.data" "--time 10%/2,40%/5" "-C 1 --time 20%-60%"
+
+# Lost data: a LOST record (--show-lost-events), an AUX record flagged
+# truncated (perf's "Lost trace data" error at its time, and its warning
+# at the end), a recorded AUXTRACE_ERROR (as perf prints it; vmpt puts it
+# at its time among the samples, perf where it reads it).
+"$ADD" "$tmp/u.perf.data" "$tmp/l.data" 1500 2500 3500
+for m in "" --show-lost-events "--itrace=be --show-lost-events" --itrace=i0ns; do
+	# shellcheck disable=SC2086
+	perf script -i "$tmp/l.data" $m > "$tmp/p" 2> "$tmp/pe"
+	# shellcheck disable=SC2086
+	"$VMPT" script -i "$tmp/l.data" $m 2> "$tmp/ve" | sed 's/ offset 0x[0-9a-f]* code / code /' > "$tmp/v"
+	err=' instruction trace error type 1 time 56.371447260 cpu -1 pid 4242 tid 4242 ip 0x555555583eea code 8: Lost trace data'
+	grep -vxF "$err" "$tmp/p" > "$tmp/p2"
+	grep -vxF "$err" "$tmp/v" > "$tmp/v2"
+	cmp -s "$tmp/p2" "$tmp/v2" || { echo "FAIL lost [$m]: $(diff "$tmp/p2" "$tmp/v2" | head -3)"; fail=1; }
+	n=$(grep -nxF "$err" "$tmp/v" | cut -d: -f1)
+	[ -n "$n" ] && [ "$n" -gt 1 ] && sed -n "$((n - 1))p" "$tmp/v" | grep -q ' 56\.37144[5-7]' ||
+		{ echo "FAIL lost [$m]: the recorded error not at its time (line ${n:-none})"; fail=1; }
+	# perf's warnings (the count of events perf processed aside: vmpt
+	# counts the records and the samples and errors it made, perf a few
+	# more of its own).
+	sed 's/^Processed [0-9]* events and lost/Processed N events and lost/' "$tmp/pe" > "$tmp/pe2"
+	grep -v '^vmpt script:' "$tmp/ve" |
+		sed 's/^Processed [0-9]* events and lost/Processed N events and lost/' |
+		cmp -s "$tmp/pe2" - || { echo "FAIL lost [$m]: stderr: $(diff "$tmp/pe" "$tmp/ve")"; fail=1; }
+	runs=$((runs + 1))
+done
 
 # No Intel PT: the sideband alone.
 if perf record -q -e dummy:u -o "$tmp/sb.data" -- /bin/true 2> /dev/null; then

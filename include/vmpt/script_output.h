@@ -156,6 +156,13 @@ struct vmpt_script_stats {
 	uint64_t errors[VMPT_ERR_COUNT];	/* by -vmpt_err */
 	uint64_t overflows, lost;	/* OVF packets, lost AUX data */
 	uint64_t skipped;		/* trace bytes not decoded after errors */
+	/* AUX records, and those telling of lost, partial (gaps) or
+	 * collided data (perf's end warnings); AUXTRACE_ERROR records.
+	 */
+	uint64_t aux, aux_lost, aux_partial, aux_collision, recorded_errors;
+	uint64_t lost_records;		/* LOST: sideband the kernel dropped */
+	uint64_t synthesized;		/* samples and errors made (perf's count) */
+	uint64_t error_events;		/* errors made (--itrace e): perf's count */
 };
 
 struct vmpt_script;

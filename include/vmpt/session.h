@@ -100,6 +100,7 @@ struct vmpt_session {
 	 */
 	struct vmpt_perf_event *sb;
 	size_t n_sb;
+	size_t n_records;	/* in the file, of every type (perf's event count) */
 	/* The Intel PT event and its AUXTRACE_INFO (NULL: none). */
 	const struct perf_event_attr *intel_pt;
 	struct vmpt_perf_intel_pt_info info;
