@@ -10,5 +10,6 @@ int cmd_script(int argc, char **argv);
 int cmd_guest(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_correlate(int argc, char **argv);
 
 #endif
