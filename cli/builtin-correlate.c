@@ -66,10 +66,10 @@ static void report(const struct vmpt_corr *c, FILE *f)
 	vmpt_corr_counts(c, &guest, &patched);
 	fprintf(f, "# %s: %zu segment(s), %" PRIu64 " guest TSC packet(s), %" PRIu64
 		" to rewrite\n", vmpt_corr_path(c), n, guest, patched);
-	fprintf(f, "# VMCS     vCPU threads  source  TSC offset          ratio        "
+	fprintf(f, "# VMCS     vCPU threads  source  TSC offset          ratio[/multiplier] "
 		"samples agree max-residual  host time (s)           TSC packets\n");
 	for (size_t i = 0; i < n; i++) {
-		char vcpu[16] = "-", tids[48] = "-", ratio[32] = "1", t0[32], t1[32];
+		char vcpu[16] = "-", tids[48] = "-", ratio[48] = "1", t0[32], t1[32];
 		int len = 0;
 
 		if (s[i].vcpu >= 0)
@@ -78,11 +78,12 @@ static void report(const struct vmpt_corr *c, FILE *f)
 			len += snprintf(tids + len, sizeof(tids) - (size_t)len, "%s%d",
 					t ? "," : "", s[i].tids[t]);
 		if (s[i].scale.mult)
-			snprintf(ratio, sizeof(ratio), "%.9f",
-				 (double)s[i].scale.mult / (double)(1ull << s[i].scale.frac_bits));
+			snprintf(ratio, sizeof(ratio), "%.9f/%#" PRIx64,
+				 (double)s[i].scale.mult / (double)(1ull << s[i].scale.frac_bits),
+				 s[i].scale.mult);
 		fmt_time(c, s[i].first, t0, sizeof(t0));
 		fmt_time(c, s[i].last, t1, sizeof(t1));
-		fprintf(f, "%#-10" PRIx64 " %-4s %-8s %-7s %#-19" PRIx64 " %-12s %-7" PRIu64
+		fprintf(f, "%#-10" PRIx64 " %-4s %-8s %-7s %#-19" PRIx64 " %-18s %-7" PRIu64
 			" %-5" PRIu64 " %-13" PRIu64 " %s-%s %" PRIu64 "\n", s[i].vmcs, vcpu, tids,
 			source_name(s[i].source), s[i].scale.offset, ratio, s[i].samples,
 			s[i].agree, s[i].max_residual, t0, t1, s[i].tsc_packets);
@@ -138,7 +139,10 @@ int cmd_correlate(int argc, char **argv)
 		return 2;
 	}
 	cfg.perf_patches = (uint8_t)perf_mode;
-	cfg.perf_log = stderr;
+	/* perf's messages where perf inject prints them: a dry run, or
+	 * perf's own rewrite.
+	 */
+	cfg.perf_log = dry_run || perf_mode ? stderr : NULL;
 	ret = vmpt_corr_open(&corr, input, &cfg);
 	if (ret == 0 && perf_mode) {
 		int perf_dry = 0;

@@ -328,6 +328,8 @@ static int write_copy(struct vmpt_corr *c, const char *out, const struct file_pa
 		if (!mkdtemp(tmp))
 			return sys_err(c, tmp);
 		ret = copy_tree(c, in, tmp, fp, n);
+		if (ret == 0 && stat(in, &st) == 0 && chmod(tmp, st.st_mode & 07777) < 0)
+			ret = sys_err(c, tmp);
 	} else {
 		int fd = mkstemp(tmp);
 

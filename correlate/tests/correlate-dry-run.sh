@@ -78,7 +78,7 @@ run sc --branches 40000 --guest-period 5000 --psb-period 2048 --seed 3 --vcpus 1
 [ "$(grep -c 'TSC Offset' perf.err)" -gt 1 ] || fail "scaled TSC: perf found one offset"
 "$VMPT" correlate --dry-run -i sc.perf.data 2>/dev/null |
 	awk '!/^#/ && !/^note/ {print $1, $5, $6, $7 == $8}' > got
-echo "0x1c0 0xfffffffffffff000 1.500000000 1" > want
+echo "0x1c0 0xfffffffffffff000 1.500000000/0x1800000000000 1" > want
 compare "scaled TSC: ratio and offset" want got
 
 # Per-cpu recordings of 2..7 VMs, one per CPU, joined: perf decodes the
