@@ -146,24 +146,6 @@ void vmpt_corr_counts(const struct vmpt_corr *c, uint64_t *guest_tscs, uint64_t 
 	*patched = c->n_patches;
 }
 
-int vmpt_tsc_patch_find(const struct vmpt_tsc_patches *pl, uint64_t offset, uint64_t *tsc)
-{
-	size_t lo = 0, hi = pl->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pl->p[mid].offset < offset)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == pl->n || pl->p[lo].offset != offset)
-		return -1;
-	*tsc = pl->p[lo].tsc;
-	return 0;
-}
-
 /* Queues by perf's mmap index, buffers in file order. */
 static int make_queues(struct vmpt_corr *c)
 {
@@ -386,4 +368,45 @@ int vmpt_corr_parse_perf_args(struct vmpt_corr *c, const char *arg, int *dry_run
 bad:
 	snprintf(c->errmsg, sizeof(c->errmsg), "Failed to parse VM Time Correlation options");
 	return -VMPT_ERR_INVAL;
+}
+
+void vmpt_corr_summary(const struct vmpt_corr *c, FILE *f, const char *who)
+{
+	size_t n, nm;
+	const struct vmpt_tsc_segment *s = vmpt_corr_segments(c, &n);
+	const char *const *msgs = vmpt_corr_messages(c, &nm);
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t t = vmpt_corr_tsc_to_time(c, s[i].first);
+
+		fprintf(f, "%s: VMCS %#" PRIx64 " TSC offset %#" PRIx64, who, s[i].vmcs,
+			s[i].scale.offset);
+		if (s[i].scale.mult)
+			fprintf(f, " ratio %.9f (%#" PRIx64 ")",
+				(double)s[i].scale.mult / (double)(1ull << s[i].scale.frac_bits),
+				s[i].scale.mult);
+		switch (s[i].source) {
+		case VMPT_TSC_FROM_TRACE:
+			fprintf(f, " (from the trace, %" PRIu64 " of %" PRIu64 " samples agree)",
+				s[i].agree, s[i].samples);
+			break;
+		case VMPT_TSC_FROM_KVM:
+			fprintf(f, " (KVM's, saved by vmpt record, vCPU %d%s)", s[i].vcpu,
+				s[i].kvm_disagrees ? "; the trace disagrees" :
+				s[i].samples ? "; the trace agrees" : "");
+			break;
+		default:
+			fprintf(f, " (unknown: the CTC's host TSC for its %" PRIu64
+				" TSC packets)", s[i].tsc_packets);
+			break;
+		}
+		/* A VMCS with several segments: from when each holds. */
+		if (t && ((i > 0 && s[i - 1].vmcs == s[i].vmcs && s[i - 1].pid == s[i].pid) ||
+			  (i + 1 < n && s[i + 1].vmcs == s[i].vmcs && s[i + 1].pid == s[i].pid)))
+			fprintf(f, " from %" PRIu64 ".%06" PRIu64 " s", t / 1000000000,
+				t % 1000000000 / 1000);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < nm; i++)
+		fprintf(f, "%s: %s\n", who, msgs[i]);
 }

@@ -235,13 +235,54 @@ static void mult_range(uint64_t dh, int64_t dg, uint64_t slack, uint64_t *lo, ui
 		*lo = 1, *hi = 0;
 }
 
+/* ceil(a / b), b > 0. */
+static s128 div_up(s128 a, s128 b)
+{
+	s128 q = a / b;
+
+	return q * b < a ? q + 1 : q;
+}
+
+/* The multipliers m with which, c being the guest's value at host[0]
+ * less the offset, every guest[i] - offset is (host[i] * m) >> 48 within
+ * slack: the interval [*a, *b] (empty when *a > *b).
+ */
+static void exact_range(const uint64_t *host, const uint64_t *guest, size_t n,
+			uint64_t slack, s128 c, s128 *a, s128 *b)
+{
+	*a = 0;
+	*b = (s128)UINT64_MAX;
+	for (size_t i = 0; i < n && *a <= *b; i++) {
+		s128 k = c + sext56(guest[i] - guest[0]);
+		s128 l = div_up((k - (s128)slack) * (s128)ONE, (s128)host[i]);
+		s128 h = div_up((k + (s128)slack + 1) * (s128)ONE, (s128)host[i]) - 1;
+
+		if (l > *a)
+			*a = l;
+		if (h < *b)
+			*b = h;
+	}
+}
+
+/* Is fraction p/q simpler than r/t (smaller denominator, then numerator)? */
+static int simpler(u128 p, u128 q, u128 r, u128 t)
+{
+	return q < t || (q == t && p < r);
+}
+
+/* Candidate values of c tried at most (beyond, the pairwise range). */
+#define MAX_CANDIDATES 65536
+
 static size_t fit(const uint64_t *host, const uint64_t *guest, size_t n, uint64_t slack,
 		  struct vmpt_tsc_scale *s, uint64_t *plo, uint64_t *phi)
 {
-	uint64_t lo = 1, hi = UINT64_MAX, off0;
+	uint64_t lo = 1, hi = UINT64_MAX, off0, m = 0;
+	u128 bp = 0, bq = 0;
 	size_t agree = 0;
 	u128 p, q;
+	s128 c0, c1;
 
+	/* Necessary: what each pair with the first sample allows. */
 	for (size_t i = 1; i < n; i++) {
 		uint64_t dh = host[i] - host[0], l, h;
 
@@ -253,12 +294,58 @@ static size_t fit(const uint64_t *host, const uint64_t *guest, size_t n, uint64_
 		if (h < hi)
 			hi = h;
 	}
+	if (lo > hi) {
+		*plo = lo;
+		*phi = hi;
+		return 0;
+	}
+	/* Exact: for each integer the guest's TSC (less the offset) may have
+	 * had at the first sample, the multipliers all samples allow; the
+	 * simplest fraction of them all wins.
+	 */
+	c0 = (s128)(((u128)host[0] * lo) >> 48);
+	c1 = (s128)(((u128)host[0] * hi) >> 48);
+	if (c1 - c0 < MAX_CANDIDATES && n > 1) {
+		uint64_t elo = UINT64_MAX, ehi = 0;
+
+		for (s128 c = c0; c <= c1; c++) {
+			s128 a, b;
+
+			exact_range(host, guest, n, slack, c, &a, &b);
+			if (a > b)
+				continue;
+			if ((uint64_t)a < elo)
+				elo = (uint64_t)a;
+			if ((uint64_t)b > ehi)
+				ehi = (uint64_t)b;
+			/* m stands for [m, m + 1) / 2^48, as KVM rounds down
+			 * (guest kHz << 48) / host kHz: the fraction below
+			 * b + 1 (b + 1 - 2^-16 will do), then rounded down.
+			 */
+			simplest((u128)a, ONE, (((u128)b + 1) << 16) - 1, (u128)ONE << 16,
+				 &p, &q);
+			if (!bq || simpler(p, q, bp, bq)) {
+				bp = p;
+				bq = q;
+				m = (uint64_t)(p * ONE / q);
+				if (m > (uint64_t)b)
+					m = (uint64_t)b;
+			}
+		}
+		if (elo <= ehi) {
+			lo = elo;
+			hi = ehi;
+		}
+	}
 	*plo = lo;
 	*phi = hi;
-	if (lo > hi)
-		return 0;
-	simplest(lo, ONE, hi, ONE, &p, &q);
-	s->mult = (uint64_t)(p * ONE / q);
+	if (!bq) {
+		simplest(lo, ONE, (((u128)hi + 1) << 16) - 1, (u128)ONE << 16, &p, &q);
+		m = (uint64_t)(p * ONE / q);
+		if (m > hi)
+			m = hi;
+	}
+	s->mult = m;
 	s->frac_bits = 48;
 	s->offset = 0;
 	off0 = (guest[0] - vmpt_guest_tsc(s, host[0])) & SEVEN_BYTES;

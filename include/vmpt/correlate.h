@@ -21,6 +21,7 @@
 #define VMPT_CORRELATE_H
 
 #include "vmpt/guest_time.h"
+#include "vmpt/tsc_patch.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,24 +35,6 @@ extern "C" {
  * address >> 12); all ones is "no VMCS".
  */
 #define VMPT_NO_VMCS 0xffffffffffull
-
-/* One TSC packet to rewrite: its offset in its buffer and the host TSC
- * (7 bytes, as the packet holds it).
- */
-struct vmpt_tsc_patch {
-	uint64_t offset;
-	uint64_t tsc;
-};
-
-/* A buffer's patches, sorted by offset. */
-struct vmpt_tsc_patches {
-	const struct vmpt_tsc_patch *p;
-	size_t n;
-};
-
-/* The host TSC of the TSC packet at offset, or -1 when it stays as is. */
-int vmpt_tsc_patch_find(const struct vmpt_tsc_patches *pl, uint64_t offset,
-			uint64_t *tsc);
 
 /* One AUXTRACE buffer, in file order. */
 struct vmpt_corr_buffer {
@@ -212,6 +195,12 @@ void vmpt_corr_counts(const struct vmpt_corr *c, uint64_t *guest_tscs,
 
 /* What the pass had to say (one line each: what, where), in order. */
 const char *const *vmpt_corr_messages(const struct vmpt_corr *c, size_t *n);
+
+/* Which offsets were used and where they came from, one line per segment
+ * ("WHO: VMCS 0x1c0 TSC offset 0x... (from the trace, 5 samples agree)"),
+ * then the messages, each line starting with who.
+ */
+void vmpt_corr_summary(const struct vmpt_corr *c, FILE *f, const char *who);
 const char *vmpt_corr_errmsg(const struct vmpt_corr *c);
 
 #ifdef __cplusplus
