@@ -223,6 +223,15 @@ static int apply_kvm(struct vmpt_corr *c)
 			vmpt_corr_msg(c, "VMCS %#" PRIx64 " (vCPU %d): KVM's values change %d "
 				      "time(s) within one stretch of the trace's; the first holds",
 				      s->vmcs, s->vcpu, changes);
+		if (n && fit != n && s->agree == n && !s->trace_scale.offset &&
+		    !s->trace_scale.mult) {
+			/* Every guest TSC is the host's: corrected before. */
+			fmt_scale(a, sizeof(a), &ks);
+			vmpt_corr_msg(c, "VMCS %#" PRIx64 " (vCPU %d of pid %d): the guest TSC "
+				      "packets hold host TSCs already (a corrected recording): "
+				      "KVM's %s not applied", s->vmcs, s->vcpu, v->pid, a);
+			continue;
+		}
 		if (n && fit != n) {
 			fmt_scale(a, sizeof(a), &ks);
 			fmt_scale(b, sizeof(b), &s->trace_scale);

@@ -8,8 +8,9 @@
 #   holds the host TSC of the truth: the AUX data equals the trace
 #   synthesized without offset (and scaling), which is also perf's rewrite
 #   where perf is right;
-# - where perf is wrong (an offset that changes mid-trace, TSC scaling) its
-#   rewrite differs from the truth, vmpt's does not;
+# - where perf is wrong (an offset that changes mid-trace, TSC scaling x1.5
+#   and x0.75, both at once) its rewrite differs from the truth, vmpt's
+#   does not;
 # - perf's directory form is written as a directory (data patched, the
 #   rest copied).
 . "$(dirname "$0")/correlate-lib.sh"
@@ -98,6 +99,9 @@ case_ chg wrong --branches 40000 --guest-period 5000 --psb-period 2048 --seed 5 
 	--vcpus 1 --tsc-offset 0x100000 --tsc-offset-change 20000:0:0x200000
 case_ sc wrong --branches 40000 --guest-period 5000 --psb-period 2048 --seed 3 \
 	--vcpus 1 --tsc-offset -0x1000 --tsc-scale 1.5
+case_ chgsc wrong --branches 60000 --guest-period 5000 --psb-period 1024 --seed 11 \
+	--vcpus 2 --tsc-offset 0x100000,-0x100000 --tsc-scale 1.5 \
+	--tsc-offset-change 40000:1:0x7000000
 case_ sc75 wrong --branches 40000 --guest-period 5000 --psb-period 2048 --seed 6 \
 	--vcpus 2 --tsc-offset 0x5000000,-0x5000000 --tsc-scale 0.75
 

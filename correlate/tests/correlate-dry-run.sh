@@ -4,7 +4,7 @@
 # the same order, on synthesized VM recordings: offsets of both signs and
 # beyond 2^55 (7-byte TSCs), 1-4 vCPUs, CYC on, an MTC period of 2^9, an
 # overflow, a mid-trace offset change, TSC scaling x1.5 (where perf finds
-# a new offset at every PSB), and per-cpu recordings of 2-7 VMs (perf's
+# a new offset at every PSB), both at once, and per-cpu recordings of 2-7 VMs (perf's
 # queue order included).  The offsets vmpt learns are the synthesizer's
 # truth, per VM, before and after a change, and the scaling ratio 1.5 with
 # its offset.
@@ -80,6 +80,15 @@ run sc --branches 40000 --guest-period 5000 --psb-period 2048 --seed 3 --vcpus 1
 	awk '!/^#/ && !/^note/ {print $1, $5, $6, $7 == $8}' > got
 echo "0x1c0 0xfffffffffffff000 1.500000000/0x1800000000000 1" > want
 compare "scaled TSC: ratio and offset" want got
+
+# A change under scaling: three segments, each with the truth's offset and
+# the ratio 1.5.
+run chgsc --branches 60000 --guest-period 5000 --psb-period 1024 --seed 11 --vcpus 2 \
+	--tsc-offset 0x100000,-0x100000 --tsc-scale 1.5 --tsc-offset-change 40000:1:0x7000000
+truth_offsets chgsc.tsc | sed 's/$/ 1.500000000\/0x1800000000000/' > want
+"$VMPT" correlate --dry-run -i chgsc.perf.data 2>/dev/null |
+	awk '!/^#/ && !/^note/ && $7 == $8 {print $1, $5, $6}' > got
+compare "a change under scaling" want got
 
 # Per-cpu recordings of 2..7 VMs, one per CPU, joined: perf decodes the
 # queues in its heap's order, which vmpt's lines follow; vmpt learns each
