@@ -273,7 +273,7 @@ static int run_perf(struct vmpt_corr *c, int patches)
 	return ret;
 }
 
-int vmpt_corr_run(struct vmpt_corr *c)
+static int run(struct vmpt_corr *c)
 {
 	struct vmpt_tsc_scan_cfg sc = {
 		.mtc_period = c->cfg.mtc_period,
@@ -281,15 +281,13 @@ int vmpt_corr_run(struct vmpt_corr *c)
 	};
 	int ret;
 
-	/* perf's checks before it decodes anything. */
+	/* perf's checks before it decodes anything (MTC's after the pass
+	 * here, so that the guest TSCs left as they are can be counted).
+	 */
 	if (!c->cfg.have_tsc) {
 		snprintf(c->errmsg, sizeof(c->errmsg),
-			 "Intel PT has no time information for VM Time Correlation");
-		return -VMPT_ERR_UNSUPPORTED;
-	}
-	if (!c->cfg.have_mtc) {
-		snprintf(c->errmsg, sizeof(c->errmsg),
-			 "MTC packets must have been enabled for VM Time Correlation");
+			 "%sIntel PT has no time information for VM Time Correlation",
+			 c->info_where);
 		return -VMPT_ERR_UNSUPPORTED;
 	}
 	ret = make_queues(c);
@@ -301,6 +299,16 @@ int vmpt_corr_run(struct vmpt_corr *c)
 					  !c->cfg.not_consecutive, &tq->sync);
 		tq->rec_to = c->recs.n;
 	}
+	if (ret == 0 && !c->cfg.have_mtc) {
+		for (size_t i = 0; i < c->recs.n; i++)
+			if ((c->recs.r[i].flags & (VMPT_REC_PIP | VMPT_REC_NR)) ==
+			    (VMPT_REC_PIP | VMPT_REC_NR))
+				c->guest_tscs++;
+		snprintf(c->errmsg, sizeof(c->errmsg),
+			 "%sMTC packets must have been enabled for VM Time Correlation",
+			 c->info_where);
+		return -VMPT_ERR_UNSUPPORTED;
+	}
 	if (ret == 0 && (c->cfg.perf_log || c->cfg.perf_patches))
 		ret = run_perf(c, c->cfg.perf_patches);
 	if (ret == 0)
@@ -309,6 +317,14 @@ int vmpt_corr_run(struct vmpt_corr *c)
 		ret = index_patches(c);
 	if (ret < 0 && !c->errmsg[0])
 		snprintf(c->errmsg, sizeof(c->errmsg), "%s", vmpt_strerror(ret));
+	return ret;
+}
+
+int vmpt_corr_run(struct vmpt_corr *c)
+{
+	int ret = run(c);
+
+	c->failed = ret < 0;
 	return ret;
 }
 
@@ -376,6 +392,11 @@ void vmpt_corr_summary(const struct vmpt_corr *c, FILE *f, const char *who)
 	const struct vmpt_tsc_segment *s = vmpt_corr_segments(c, &n);
 	const char *const *msgs = vmpt_corr_messages(c, &nm);
 
+	if (c->failed) {
+		fprintf(f, "%s: %" PRIu64 " guest TSC packet(s) left as they are: %s\n", who,
+			c->guest_tscs, c->errmsg);
+		return;
+	}
 	for (size_t i = 0; i < n; i++) {
 		uint64_t t = vmpt_corr_tsc_to_time(c, s[i].first);
 

@@ -28,6 +28,7 @@ struct vmpt_corr {
 	size_t n_patches, patches_cap, patch_buf_cap;
 	size_t *patch_at;
 	uint64_t guest_tscs;
+	int failed;		/* vmpt_corr_run said no (errmsg) */
 	/* What is known of the vCPUs. */
 	struct vmpt_vcpu_thread *vcpus;
 	size_t n_vcpus, vcpus_cap;
@@ -39,7 +40,9 @@ struct vmpt_corr {
 	struct vmpt_corr_recording *rec;
 	char **msgs;
 	size_t n_msgs, msgs_cap;
-	char errmsg[600];
+	/* "FILE: offset 0x...: " of the recording's AUXTRACE_INFO, or "". */
+	char info_where[560];
+	char errmsg[1200];
 };
 
 int vmpt_corr_grow(void **arr, size_t *cap, size_t n, size_t size);

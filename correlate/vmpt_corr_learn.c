@@ -281,6 +281,11 @@ static void report(struct vmpt_corr *c)
 		     sext56((r->tsc - l->expected[i]) & SEVEN_BYTES)) && !no_pip++)
 			first_no_pip = i;
 	}
+	if (c->recs.bad_packets)
+		vmpt_corr_msg(c, "%s: %" PRIu64 " byte(s) of trace are no packet (a bad or cut "
+			      "one): stepped over, as perf does; no host time across them",
+			      vmpt_corr_where(c, c->recs.bad_buf, c->recs.bad_off, where,
+					      sizeof(where)), c->recs.bad_packets);
 	if (no_tma)
 		vmpt_corr_msg(c, "%s: TSC without TMA (%" PRIu64 " TSC packets)",
 			      vmpt_corr_where(c, l->recs[first_no_tma].buf,

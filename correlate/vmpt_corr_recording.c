@@ -115,8 +115,11 @@ static int record(struct vmpt_corr *c, const struct vmpt_perf_event *ev,
 		t.cpu = sid_int(ev->sid.cpu);
 	switch (ev->type) {
 	case VMPT_PERF_RECORD_AUXTRACE_INFO:
-		if (vmpt_perf_intel_pt_info(ev, info) == 0)
+		if (vmpt_perf_intel_pt_info(ev, info) == 0) {
 			*have_info = 1;
+			snprintf(c->info_where, sizeof(c->info_where),
+				 "%.500s: offset %#" PRIx64 ": ", r->path, ev->offset);
+		}
 		return 0;
 	case VMPT_PERF_RECORD_TIME_CONV:
 		r->tc = ev->time_conv;

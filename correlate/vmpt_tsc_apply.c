@@ -315,8 +315,10 @@ static int write_copy(struct vmpt_corr *c, const char *out, const struct file_pa
 	struct stat st;
 	int is_dir = stat(in, &st) == 0 && S_ISDIR(st.st_mode), ret;
 
-	if (lstat(out, &st) == 0 && (is_dir || S_ISDIR(st.st_mode))) {
-		snprintf(c->errmsg, sizeof(c->errmsg), "%.500s: exists", out);
+	/* A file may be replaced (the rename is atomic); nothing else. */
+	if (lstat(out, &st) == 0 && (is_dir || !S_ISREG(st.st_mode))) {
+		snprintf(c->errmsg, sizeof(c->errmsg), "%.500s: exists%s", out,
+			 S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? "" : " and is no regular file");
 		return -VMPT_ERR_INVAL;
 	}
 	snprintf(tmp, sizeof(tmp), "%.4000s", out);

@@ -362,7 +362,10 @@ static int scan_packets(struct scan *s, const uint8_t *p)
 			/* perf steps over one byte and starts its
 			 * correlation state anew.
 			 */
-			s->out->bad_packets++;
+			if (!s->out->bad_packets++) {
+				s->out->bad_buf = s->buf;
+				s->out->bad_off = (uint64_t)(p - s->begin);
+			}
 			s->have_tma = 0;
 			new_stretch(s);
 			p++;

@@ -61,6 +61,8 @@ struct vmpt_tsc_recs {
 	size_t n, cap;
 	uint32_t stretches;	/* stretch ids handed out */
 	uint64_t bad_packets;	/* bytes perf steps over */
+	uint32_t bad_buf;	/* where the first one was */
+	uint64_t bad_off;
 	uint64_t ovf;		/* OVF packets */
 };
 

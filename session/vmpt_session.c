@@ -355,7 +355,8 @@ static int cmp_by_cpu(const void *a, const void *b)
 
 /* A VM recording: its guest TSC packets read as the host TSCs the
  * correlator finds (the same computation as vmpt correlate's).  A
- * recording it cannot correlate (no TSC or MTC) decodes as it is.
+ * recording it cannot correlate (no TSC or MTC) decodes as it is; with
+ * guest TSCs in it, s->corr stays to say so.
  */
 static int correlate(struct vmpt_session *s, const char *path)
 {
@@ -367,13 +368,15 @@ static int correlate(struct vmpt_session *s, const char *path)
 		ret = vmpt_corr_run(s->corr);
 	if (ret == -VMPT_ERR_NOMEM)
 		return ret;
-	if (ret == 0)
-		vmpt_corr_counts(s->corr, &guest, &patched);
-	if (ret < 0 || !guest) {
+	vmpt_corr_counts(s->corr, &guest, &patched);
+	/* Nothing to say but for a VM recording it cannot correlate. */
+	if (!guest || (ret < 0 && ret != -VMPT_ERR_UNSUPPORTED)) {
 		vmpt_corr_free(s->corr);
 		s->corr = NULL;
 		return 0;
 	}
+	if (ret < 0)
+		return 0;
 	for (size_t i = 0; i < s->n_bufs; i++)
 		s->bufs[i].tsc_patches = vmpt_corr_patches(s->corr, i);
 	return 0;

@@ -6,6 +6,8 @@
  *                                        "CPU n/KVM")
  *   corr_fixture kvm-tsc DEBUGFS PID OUT the recorder's reading of KVM's
  *                                        debugfs values and its kvm-tsc file
+ *   corr_fixture cut IN OUT SIZE         IN with its trace buffers cut to
+ *                                        SIZE bytes (mid-packet, say)
  */
 #include "vmpt/error.h"
 #include "vmpt/kvm_tsc.h"
@@ -21,7 +23,8 @@ static int die(const char *what, int ret)
 	return 1;
 }
 
-static int comm(const char *in, const char *out, const char *name)
+/* A copy of IN; name: every COMM's, cut: every AUXTRACE's size limit. */
+static int copy(const char *in, const char *out, const char *name, uint64_t cut)
 {
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_writer *w;
@@ -45,7 +48,8 @@ static int comm(const char *in, const char *out, const char *name)
 
 		switch (ev.type) {
 		case VMPT_PERF_RECORD_AUXTRACE:
-			ret = vmpt_perf_write_auxtrace(w, ev.auxtrace.data, ev.auxtrace.size,
+			ret = vmpt_perf_write_auxtrace(w, ev.auxtrace.data,
+						       ev.auxtrace.size < cut ? ev.auxtrace.size : cut,
 						       ev.auxtrace.offset, ev.auxtrace.reference,
 						       ev.auxtrace.idx, ev.auxtrace.tid,
 						       ev.auxtrace.cpu);
@@ -65,7 +69,8 @@ static int comm(const char *in, const char *out, const char *name)
 			ret = 0;	/* the writer makes its own */
 			break;
 		case PERF_RECORD_COMM:
-			ev.comm.comm = name;
+			if (name)
+				ev.comm.comm = name;
 			/* fall through */
 		default:
 			ret = vmpt_perf_write_record(w, &ev);
@@ -93,9 +98,12 @@ static int kvm_tsc(const char *debugfs, const char *pid, const char *out)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "comm"))
-		return comm(argv[2], argv[3], argv[4]);
+		return copy(argv[2], argv[3], argv[4], UINT64_MAX);
+	if (argc == 5 && !strcmp(argv[1], "cut"))
+		return copy(argv[2], argv[3], NULL, strtoull(argv[4], NULL, 0));
 	if (argc == 5 && !strcmp(argv[1], "kvm-tsc"))
 		return kvm_tsc(argv[2], argv[3], argv[4]);
-	fprintf(stderr, "usage: corr_fixture comm IN OUT NAME | kvm-tsc DEBUGFS PID OUT\n");
+	fprintf(stderr, "usage: corr_fixture comm IN OUT NAME | kvm-tsc DEBUGFS PID OUT |\n"
+		"                    cut IN OUT SIZE\n");
 	return 2;
 }
