@@ -270,6 +270,24 @@ static int simpler(u128 p, u128 q, u128 r, u128 t)
 	return q < t || (q == t && p < r);
 }
 
+/* Does multiplier m, with the offset of the first sample, give every
+ * guest TSC within slack?
+ */
+static int fits(const uint64_t *host, const uint64_t *guest, size_t n, uint64_t slack,
+		uint64_t m)
+{
+	struct vmpt_tsc_scale s = { 0, m, 48 };
+	uint64_t off = guest[0] - vmpt_guest_tsc(&s, host[0]);
+
+	for (size_t i = 1; i < n; i++) {
+		uint64_t d = (guest[i] - vmpt_guest_tsc(&s, host[i]) - off) & SEVEN_BYTES;
+
+		if ((uint64_t)(sext56(d) + (int64_t)slack) > 2 * slack)
+			return 0;
+	}
+	return 1;
+}
+
 /* Candidate values of c tried at most (beyond, the pairwise range). */
 #define MAX_CANDIDATES 65536
 
@@ -299,6 +317,15 @@ static size_t fit(const uint64_t *host, const uint64_t *guest, size_t n, uint64_
 		*phi = hi;
 		return 0;
 	}
+	/* The simplest fraction of that range fits exactly most of the time
+	 * (1/1 without scaling, KVM's ratios of round frequencies).
+	 */
+	simplest(lo, ONE, (((u128)hi + 1) << 16) - 1, (u128)ONE << 16, &p, &q);
+	m = (uint64_t)(p * ONE / q);
+	if (m > hi)
+		m = hi;
+	if (fits(host, guest, n, slack, m))
+		goto found;
 	/* Exact: for each integer the guest's TSC (less the offset) may have
 	 * had at the first sample, the multipliers all samples allow; the
 	 * simplest fraction of them all wins.
@@ -337,14 +364,18 @@ static size_t fit(const uint64_t *host, const uint64_t *guest, size_t n, uint64_
 			hi = ehi;
 		}
 	}
-	*plo = lo;
-	*phi = hi;
 	if (!bq) {
+		/* Nothing exact (or too many candidates): the simplest of
+		 * the pairwise range, which fits some samples.
+		 */
 		simplest(lo, ONE, (((u128)hi + 1) << 16) - 1, (u128)ONE << 16, &p, &q);
 		m = (uint64_t)(p * ONE / q);
 		if (m > hi)
 			m = hi;
 	}
+found:
+	*plo = lo;
+	*phi = hi;
 	s->mult = m;
 	s->frac_bits = 48;
 	s->offset = 0;

@@ -39,8 +39,7 @@ struct scan {
 	uint64_t ctc_delta;
 	struct psb_data data;
 	/* vmpt's CTC positions */
-	uint8_t have_base, s_fixup;
-	uint8_t s_last_mtc;
+	uint8_t have_base;
 	int64_t boundary;
 	/* The TSC record its TMA is still to come for, or -1. */
 	long pending;
@@ -98,32 +97,29 @@ static uint32_t fixup_last_mtc(uint32_t mtc, unsigned shift, uint32_t last)
 	return last;
 }
 
-static uint32_t mtc_delta(uint32_t mtc, uint32_t last)
-{
-	/* An MTC equal to the last one is a whole wrap later. */
-	return mtc > last ? mtc - last : mtc + 256 - last;
-}
-
-static void on_mtc(struct scan *s, uint8_t mtc)
+/* The MTC's CTC ticks, counted by perf while it has a TMA, and by vmpt's
+ * positions (which a TMA relates to its stretch).  Both follow the same
+ * last MTC: perf's goes unused from a TSC to its TMA, which sets it anew.
+ */
+static inline void on_mtc(struct scan *s, uint8_t mtc)
 {
 	unsigned shift = s->cfg->mtc_period;
+	uint8_t d;
+	uint64_t ticks;
 
-	if (s->have_tma) {
-		if (shift > 8 && s->fixup) {
-			s->fixup = 0;
+	if (__builtin_expect(s->fixup, 0)) {
+		s->fixup = 0;
+		if (shift > 8)
 			s->last_mtc = fixup_last_mtc(mtc, shift, s->last_mtc);
-		}
-		s->ctc_delta += (uint64_t)mtc_delta(mtc, s->last_mtc) << shift;
-		s->last_mtc = mtc;
-		s->mtc_counted = 1;
 	}
-	if (s->have_base) {
-		if (shift > 8 && s->s_fixup) {
-			s->s_fixup = 0;
-			s->s_last_mtc = (uint8_t)fixup_last_mtc(mtc, shift, s->s_last_mtc);
-		}
-		s->boundary += (int64_t)mtc_delta(mtc, s->s_last_mtc) << shift;
-		s->s_last_mtc = mtc;
+	/* An MTC equal to the last one is a whole wrap later. */
+	d = (uint8_t)(mtc - s->last_mtc);
+	ticks = (uint64_t)(d ? d : 256) << shift;
+	s->last_mtc = mtc;
+	s->boundary += (int64_t)ticks;
+	if (s->have_tma) {
+		s->ctc_delta += ticks;
+		s->mtc_counted = 1;
 	}
 }
 
@@ -135,21 +131,19 @@ static int on_tma(struct scan *s, uint64_t off, uint16_t ctc, uint16_t fc)
 	int64_t pos;
 
 	if (s->cfg->have_ratio) {
-		s->last_mtc = (ctc >> shift) & 0xff;
 		s->last_ctc = ctc - rem;
 		s->ctc_delta = 0;
 		s->have_tma = 1;
-		s->fixup = 1;
 		s->mtc_counted = 0;
 	}
+	s->last_mtc = (ctc >> shift) & 0xff;
+	s->fixup = 1;
 	/* vmpt: the TMA's place in the stretch (a TSC may slip past an MTC,
 	 * so the difference is taken signed).
 	 */
 	pos = s->have_base ? s->boundary + (int16_t)(uint16_t)(ctc - (uint16_t)s->boundary) :
 			     (int64_t)ctc;
 	s->boundary = pos - rem;
-	s->s_last_mtc = (uint8_t)(ctc >> shift);
-	s->s_fixup = 1;
 	s->have_base = 1;
 	if (s->pending >= 0) {
 		struct vmpt_tsc_rec *t = &s->out->r[s->pending];
@@ -326,6 +320,129 @@ static int on_tsc(struct scan *s, const uint8_t *p, int n, unsigned ctx, uint64_
 	return 0;
 }
 
+/* What the pass does with a packet, by its first byte (outside a block
+ * context): most of a trace needs one table lookup.
+ */
+enum {
+	ACT_SKIP = 1,	/* PAD, one-byte CYC */
+	ACT_PGE,	/* TNT-8, TIP, TIP.PGE: packet generation is on */
+	ACT_PGD,	/* TIP.PGD */
+	ACT_FUP,	/* on in a PSB+ */
+	ACT_MTC,
+	ACT_SLOW,	/* decode it */
+};
+
+static uint8_t act[256], act_len[256];
+
+__attribute__((constructor)) static void fill_act(void)
+{
+	/* After the packet decoder's table (filled by its constructor,
+	 * which may run later: so derive from the full decoder here).
+	 */
+	for (unsigned b = 0; b < 256; b++) {
+		uint8_t bytes[VMPT_PKT_MAX_SIZE] = { (uint8_t)b };
+		struct vmpt_packet pkt;
+		int n = vmpt_pkt_decode(bytes, bytes + sizeof(bytes), VMPT_CTX_NONE, &pkt);
+
+		act[b] = ACT_SLOW;
+		if (n <= 0)
+			continue;
+		/* Only packets whose size the first byte tells. */
+		for (unsigned k = 1; k < sizeof(bytes); k++) {
+			struct vmpt_packet other;
+
+			bytes[k] = 0xff;
+			if (vmpt_pkt_decode(bytes, bytes + sizeof(bytes), VMPT_CTX_NONE,
+					    &other) != n || other.type != pkt.type)
+				n = 0;
+		}
+		if (n <= 0)
+			continue;
+		act_len[b] = (uint8_t)n;
+		switch (pkt.type) {
+		case VMPT_PKT_PAD:
+		case VMPT_PKT_CYC:
+			act[b] = ACT_SKIP;
+			break;
+		case VMPT_PKT_TNT8:
+		case VMPT_PKT_TIP:
+		case VMPT_PKT_TIP_PGE:
+			act[b] = ACT_PGE;
+			break;
+		case VMPT_PKT_TIP_PGD:
+			act[b] = ACT_PGD;
+			break;
+		case VMPT_PKT_FUP:
+			act[b] = ACT_FUP;
+			break;
+		case VMPT_PKT_MTC:
+			act[b] = ACT_MTC;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* The packets perf's correlation does nothing with but packet
+ * generation and the CTC, as fast as they come; returns where another
+ * one starts (or the buffer's last bytes).  No branch depends on the
+ * packet's type but leaving: packet generation (pge, cont) and the MTC
+ * ticks go through tables and masks, and the ticks are shared out when
+ * it leaves (nothing between changes whether perf counts them).
+ */
+static const uint8_t *scan_fast(struct scan *s, const uint8_t *p)
+{
+	const uint8_t *end = s->end - VMPT_PKT_MAX_SIZE;
+	unsigned shift = s->cfg->mtc_period;
+	/* By action: pge kept (and), pge set (or), cont kept. */
+	const uint8_t pge_and = 0x01 | 1 << ACT_SKIP | 1 << ACT_PGE | 1 << ACT_FUP | 1 << ACT_MTC;
+	const uint8_t pge_or = 1 << ACT_PGE | (s->in_psb ? 1 << ACT_FUP : 0);
+	uint8_t pge = s->pge, cont = s->cont, last = (uint8_t)s->last_mtc, mtcs = 0;
+	uint64_t ticks = 0;
+
+	while (p < end) {
+		unsigned b = *p, a = act[b], is_mtc = a == ACT_MTC, d;
+
+		if (a > ACT_MTC || (is_mtc && s->fixup)) {
+			/* PIP and VMCS, frequent in a VM's trace, here too. */
+			if (b != 0x02)
+				break;
+			if (p[1] == 0x43) {
+				s->nr = p[2] & 1;
+				p += 8;
+				continue;
+			}
+			if (p[1] != 0xc8)
+				break;
+			d = 0;
+			memcpy(&d, p + 2, 4);
+			if (d != 0xffffffff || p[6] != 0xff)
+				s->vmcs = d | (uint64_t)p[6] << 32;
+			p += 7;
+			continue;
+		}
+		pge = (uint8_t)(((pge & (pge_and >> a)) | (pge_or >> a)) & 1);
+		cont &= a != ACT_PGD;
+		/* An MTC equal to the last one is a whole wrap later. */
+		d = (uint8_t)(p[1] - last);
+		d = d ? d : 256;
+		ticks += (uint64_t)(is_mtc ? d : 0) << shift;
+		last = is_mtc ? p[1] : last;
+		mtcs |= (uint8_t)is_mtc;
+		p += act_len[b];
+	}
+	s->pge = pge;
+	s->cont = cont;
+	s->last_mtc = last;
+	s->boundary += (int64_t)ticks;
+	if (s->have_tma) {
+		s->ctc_delta += ticks;
+		s->mtc_counted |= mtcs;
+	}
+	return p;
+}
+
 /* The packets of one buffer from p on, perf's way. */
 static int scan_packets(struct scan *s, const uint8_t *p)
 {
@@ -334,29 +451,10 @@ static int scan_packets(struct scan *s, const uint8_t *p)
 	int n, ret;
 
 	while (p < s->end) {
-		if (ctx == VMPT_CTX_NONE && s->end - p >= VMPT_PKT_FAST_READ) {
-			uint32_t e = vmpt_pkt_fast_table[*p];
-
-			/* Most of a trace: PAD, TNT-8, CYC and TIPs. */
-			switch (e & 0xff) {
-			case VMPT_PKT_PAD:
-			case VMPT_PKT_CYC:
-				if (!(e & 0xff00))
-					break;
-				p += (e >> 8) & 0xff;
-				continue;
-			case VMPT_PKT_TNT8:
-			case VMPT_PKT_TIP:
-			case VMPT_PKT_TIP_PGE:
-				if (!(e & 0xff00))
-					break;
-				s->pge = 1;
-				p += (e >> 8) & 0xff;
-				continue;
-			default:
-				break;
-			}
-		}
+		if (ctx == VMPT_CTX_NONE)
+			p = scan_fast(s, p);
+		if (p == s->end)
+			break;
 		n = decode(s, p, ctx, &pkt);
 		if (!n) {
 			/* perf steps over one byte and starts its
