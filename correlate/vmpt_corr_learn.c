@@ -265,7 +265,7 @@ static int add_patch(struct vmpt_corr *c, const struct vmpt_tsc_rec *r, uint64_t
 static void report(struct vmpt_corr *c)
 {
 	const struct vmpt_tsc_learn *l = &c->learn;
-	uint64_t no_tma = 0, unknown = 0, no_pip = 0;
+	uint64_t no_tma = 0, no_pip = 0;
 	size_t first_no_tma = 0, first_no_pip = 0;
 	char where[700];
 
@@ -306,7 +306,6 @@ static void report(struct vmpt_corr *c)
 
 		if (s->source != VMPT_TSC_UNKNOWN)
 			continue;
-		unknown += s->tsc_packets;
 		for (size_t i = 0; i < l->n_recs; i++)
 			if (l->seg[i] == (int32_t)k) {
 				vmpt_corr_msg(c, "%s: Unknown TSC Offset for VMCS %#" PRIx64
@@ -318,7 +317,6 @@ static void report(struct vmpt_corr *c)
 				break;
 			}
 	}
-	(void)unknown;
 }
 
 int vmpt_corr_learn(struct vmpt_corr *c)

@@ -56,9 +56,10 @@ static int parse_int(const char *s, int *v)
 /* "key value" pairs of one line into tok[]; the count, or -1. */
 static int split(char *line, char **tok, int max)
 {
+	char *save = NULL;
 	int n = 0;
 
-	for (char *t = strtok(line, " \t\n"); t; t = strtok(NULL, " \t\n")) {
+	for (char *t = strtok_r(line, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
 		if (n == max)
 			return -1;
 		tok[n++] = t;

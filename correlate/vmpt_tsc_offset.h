@@ -75,12 +75,4 @@ void vmpt_tsc_learn_free(struct vmpt_tsc_learn *l);
  */
 uint64_t vmpt_tsc_to_host(const struct vmpt_tsc_scale *s, uint64_t g, uint64_t near);
 
-/* Fit guest = ((host * m) >> 48) + offset exactly to n (host, guest)
- * pairs (guest 7 bytes), host ascending: the simplest ratio inside the
- * feasible interval, which *lo and *hi return.  Returns the number of
- * pairs the fit holds for, 0 when no multiplier fits.
- */
-size_t vmpt_tsc_fit_scale(const uint64_t *host, const uint64_t *guest, size_t n,
-			  struct vmpt_tsc_scale *s, uint64_t *lo, uint64_t *hi);
-
 #endif

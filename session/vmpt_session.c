@@ -362,7 +362,14 @@ static int correlate(struct vmpt_session *s, const char *path)
 {
 	struct vmpt_corr_config cfg = { 0 };
 	uint64_t guest, patched;
-	int ret = vmpt_corr_open(&s->corr, path, &cfg);
+	int vmx = 0, ret;
+
+	/* No VMCS packet (02 c8) anywhere: no VMX, nothing to correlate. */
+	for (size_t i = 0; i < s->n_bufs && !vmx; i++)
+		vmx = memmem(s->bufs[i].data, s->bufs[i].size, "\x02\xc8", 2) != NULL;
+	if (!vmx)
+		return 0;
+	ret = vmpt_corr_open(&s->corr, path, &cfg);
 
 	if (ret == 0)
 		ret = vmpt_corr_run(s->corr);

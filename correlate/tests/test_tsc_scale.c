@@ -15,6 +15,7 @@
  * - one sample (or none) says nothing about the ratio: 1.0.
  */
 #include "vmpt/guest_time.h"
+#include "../vmpt_tsc_fit.h"
 #include "../vmpt_tsc_offset.h"
 
 #include <setjmp.h>
