@@ -2,13 +2,14 @@
 # vmpt script on a VM recording correlates by itself, no flag (issue 10's
 # reproduction and more): the guest samples come out in host time, the
 # same lines (with nanoseconds) as from the trace synthesized without
-# offsets, whose TSC packets hold the truth's host TSCs; the same as vmpt
+# offsets, whose TSC packets hold the truth's host TSCs (and every decoded
+# item, blocks and events, at the same TSC, to the tick); the same as vmpt
 # script on vmpt correlate's rewrite and on perf inject's (where perf is
 # right), and as perf script's after perf inject; -j 2 and -j 3 print what
 # one thread prints (without CYC); against the per-branch truth, guest samples are off
 # by no more than host samples are (the decoder's timing resolution: MTC,
 # CYC).  Also with an offset beyond 2^55, a mid-trace change and TSC
-# scaling, where perf's rewrite is wrong.  stderr says per VMCS which
+# scaling x1.5 and x0.75, where perf's rewrite is wrong.  stderr says per VMCS which
 # offset was used and where it came from.
 . "$(dirname "$0")/correlate-lib.sh"
 WORK=$(mktemp -d)
@@ -94,6 +95,10 @@ case_() {
 	else
 		cmp -s perf.zero perf.lines && fail "$name: perf was expected to be wrong"
 	fi
+	# Every decoded item at the same TSC as without offsets, to the tick.
+	"$CORR_TICKS" "$name.perf.data" "$name.zero.perf.data" "$VMX_KERNEL" \
+		"$GUEST_KERNEL" > ticks || fail "$name: $(cat ticks)"
+	cat ticks
 	# Guest samples as close to the truth as host samples.
 	python3 "$SRCDIR/correlate/tests/truth_times.py" "$name.branches" fly \
 		$(time_conv "$name.perf.data") > win || fail "$name: $(cat win)"
@@ -126,5 +131,7 @@ case_ chg wrong --branches 40000 --guest-period 5000 --psb-period 2048 --seed 5 
 	--vcpus 1 --tsc-offset 0x100000 --tsc-offset-change 20000:0:0x200000
 case_ sc wrong --branches 40000 --guest-period 5000 --psb-period 2048 --seed 3 \
 	--vcpus 1 --tsc-offset -0x1000 --tsc-scale 1.5
+case_ sc75 wrong --branches 40000 --guest-period 5000 --psb-period 2048 --seed 6 \
+	--vcpus 2 --tsc-offset 0x5000000,-0x5000000 --tsc-scale 0.75
 
 echo "$checked sample lines in host time, equal to the truth's trace; -j, the three ways of applying and perf agree"
