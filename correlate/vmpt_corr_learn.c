@@ -272,7 +272,7 @@ static void report(struct vmpt_corr *c)
 	for (size_t i = 0; i < l->n_recs; i++) {
 		const struct vmpt_tsc_rec *r = &l->recs[i];
 
-		if (r->flags & VMPT_REC_TMA_ONLY)
+		if (r->flags & (VMPT_REC_TMA_ONLY | VMPT_REC_UNSYNCED))
 			continue;
 		if (!(r->flags & VMPT_REC_OWN_TMA) && !no_tma++)
 			first_no_tma = i;

@@ -84,9 +84,12 @@ static uint64_t expect(const struct vmpt_tsc_learn *l, const struct anchor *a,
 	return a->tsc + (uint64_t)ctc_ticks(l, r->ctc_pos - a->boundary) + r->tma_fc;
 }
 
+/* A TSC packet for vmpt's learning (not a TMA alone, nor something read
+ * before the buffer's first PSB).
+ */
 static int is_tsc(const struct vmpt_tsc_rec *r)
 {
-	return !(r->flags & VMPT_REC_TMA_ONLY);
+	return !(r->flags & (VMPT_REC_TMA_ONLY | VMPT_REC_UNSYNCED));
 }
 
 static void relate_queue(struct vmpt_tsc_learn *l, const struct vmpt_tsc_queue *q)

@@ -34,6 +34,7 @@ struct scan {
 	uint8_t pge, in_psb, cont, same_buf, nr;
 	uint8_t have_tma, fixup, mtc_counted;
 	uint8_t no_psbend;		/* the next TSC follows a PSB without PSBEND */
+	uint8_t unsynced;		/* no PSB yet in a buffer perf repositions at */
 	uint64_t vmcs;
 	uint32_t last_ctc, last_mtc;
 	uint64_t ctc_delta;
@@ -159,7 +160,7 @@ static int on_tma(struct scan *s, uint64_t off, uint16_t ctc, uint16_t fc)
 	r.off = off;
 	r.buf = s->buf;
 	r.stretch = s->out->stretches;
-	r.flags = VMPT_REC_TMA_ONLY | VMPT_REC_OWN_TMA;
+	r.flags = VMPT_REC_TMA_ONLY | VMPT_REC_OWN_TMA | (s->unsynced ? VMPT_REC_UNSYNCED : 0);
 	r.tma_ctc = ctc;
 	r.tma_fc = fc;
 	r.ctc_pos = pos;
@@ -280,6 +281,8 @@ static int on_tsc(struct scan *s, const uint8_t *p, int n, unsigned ctx, uint64_
 	r.vmcs = s->vmcs;
 	if (s->no_psbend)
 		r.flags |= VMPT_REC_NO_PSBEND;
+	if (s->unsynced)
+		r.flags |= VMPT_REC_UNSYNCED;
 	s->no_psbend = 0;
 	if (s->in_psb) {
 		r.flags |= VMPT_REC_IN_PSB;
@@ -504,6 +507,7 @@ static int scan_packets(struct scan *s, const uint8_t *p)
 			new_stretch(s);
 			break;
 		case VMPT_PKT_PSB:
+			s->unsynced = 0;
 			psb_lookahead(s, p + n, ctx);
 			break;
 		case VMPT_PKT_PIP:
@@ -554,6 +558,7 @@ int vmpt_tsc_scan_queue(struct vmpt_tsc_recs *out, const struct vmpt_tsc_scan_cf
 			/* perf repositions: no TMA, not the same buffer. */
 			s.have_tma = 0;
 			s.same_buf = 0;
+			s.unsynced = 1;
 			new_stretch(&s);
 		}
 		if (!synced) {
@@ -564,6 +569,7 @@ int vmpt_tsc_scan_queue(struct vmpt_tsc_recs *out, const struct vmpt_tsc_scan_cf
 			synced = 1;
 			*sync = i;
 			s.in_psb = 1;
+			s.unsynced = 0;
 			psb_lookahead(&s, p + 16, VMPT_CTX_NONE);
 			p += 16;
 		}

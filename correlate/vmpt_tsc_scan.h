@@ -33,6 +33,11 @@ enum {
 	VMPT_REC_BASE = 1 << 11,	/* ctc_pos is related to the stretch's */
 	VMPT_REC_NEW_BUF = 1 << 12,	/* first record of a buffer perf repositions at */
 	VMPT_REC_PSB_PIP = 1 << 13,	/* the PIP came from the PSB+ (not pge) */
+	/* Before the first PSB of a buffer that does not continue the one
+	 * before: perf reads it (from the buffer's first byte), it may be no
+	 * packet at all; vmpt's learning leaves it.
+	 */
+	VMPT_REC_UNSYNCED = 1 << 14,
 };
 
 /* One TSC packet (or a lone TMA). */

@@ -8,6 +8,13 @@
  *                                        debugfs values and its kvm-tsc file
  *   corr_fixture cut IN OUT SIZE         IN with its trace buffers cut to
  *                                        SIZE bytes (mid-packet, say)
+ *   corr_fixture snapshot IN OUT CHUNK OVERLAP
+ *                                        IN in snapshot mode: each trace buffer
+ *                                        as buffers of CHUNK bytes, each but the
+ *                                        first repeating the OVERLAP bytes
+ *                                        before it (as AUX snapshots overlap)
+ *   corr_fixture aux IN OUT              the trace data of all IN's AUXTRACE
+ *                                        records, one after another
  */
 #include "vmpt/error.h"
 #include "vmpt/kvm_tsc.h"
@@ -23,8 +30,11 @@ static int die(const char *what, int ret)
 	return 1;
 }
 
-/* A copy of IN; name: every COMM's, cut: every AUXTRACE's size limit. */
-static int copy(const char *in, const char *out, const char *name, uint64_t cut)
+/* A copy of IN; name: every COMM's, cut: every AUXTRACE's size limit,
+ * chunk (and overlap): snapshot mode.
+ */
+static int copy(const char *in, const char *out, const char *name, uint64_t cut,
+		uint64_t chunk, uint64_t overlap)
 {
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_writer *w;
@@ -48,14 +58,29 @@ static int copy(const char *in, const char *out, const char *name, uint64_t cut)
 
 		switch (ev.type) {
 		case VMPT_PERF_RECORD_AUXTRACE:
-			ret = vmpt_perf_write_auxtrace(w, ev.auxtrace.data,
-						       ev.auxtrace.size < cut ? ev.auxtrace.size : cut,
-						       ev.auxtrace.offset, ev.auxtrace.reference,
-						       ev.auxtrace.idx, ev.auxtrace.tid,
-						       ev.auxtrace.cpu);
+			if (!chunk) {
+				ret = vmpt_perf_write_auxtrace(w, ev.auxtrace.data,
+					ev.auxtrace.size < cut ? ev.auxtrace.size : cut,
+					ev.auxtrace.offset, ev.auxtrace.reference,
+					ev.auxtrace.idx, ev.auxtrace.tid, ev.auxtrace.cpu);
+				break;
+			}
+			ret = 0;
+			for (uint64_t at = 0; at < ev.auxtrace.size && !ret; at += chunk) {
+				uint64_t from = at > overlap ? at - overlap : 0;
+				uint64_t to = at + chunk < ev.auxtrace.size ? at + chunk :
+					      ev.auxtrace.size;
+
+				ret = vmpt_perf_write_auxtrace(w, ev.auxtrace.data + from,
+					to - from, ev.auxtrace.offset + from,
+					ev.auxtrace.reference, ev.auxtrace.idx,
+					ev.auxtrace.tid, ev.auxtrace.cpu);
+			}
 			break;
 		case VMPT_PERF_RECORD_AUXTRACE_INFO:
 			ret = vmpt_perf_intel_pt_info(&ev, &info);
+			if (chunk)
+				info.priv[VMPT_INTEL_PT_SNAPSHOT_MODE] = 1;
 			if (!ret)
 				ret = vmpt_perf_write_intel_pt_info(w, &info);
 			break;
@@ -84,6 +109,30 @@ static int copy(const char *in, const char *out, const char *name, uint64_t cut)
 	return ret ? die(out, ret) : 0;
 }
 
+static int aux(const char *in, const char *out)
+{
+	struct vmpt_perf_data pd;
+	struct vmpt_perf_cursor cur;
+	struct vmpt_perf_event ev;
+	int ret = vmpt_perf_open(&pd, in);
+	FILE *f;
+
+	if (ret < 0)
+		return die(pd.errmsg, ret);
+	f = fopen(out, "w");
+	if (!f)
+		return die(out, -VMPT_ERR_IO);
+	vmpt_perf_cursor_init(&pd, &cur);
+	while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0)
+		if (ev.type == VMPT_PERF_RECORD_AUXTRACE &&
+		    fwrite(ev.auxtrace.data, 1, ev.auxtrace.size, f) != ev.auxtrace.size)
+			ret = -VMPT_ERR_IO;
+	if (fclose(f) && ret >= 0)
+		ret = -VMPT_ERR_IO;
+	vmpt_perf_close(&pd);
+	return ret < 0 ? die(in, ret) : 0;
+}
+
 static int kvm_tsc(const char *debugfs, const char *pid, const char *out)
 {
 	struct vmpt_kvm_tsc t[64];
@@ -98,12 +147,18 @@ static int kvm_tsc(const char *debugfs, const char *pid, const char *out)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "comm"))
-		return copy(argv[2], argv[3], argv[4], UINT64_MAX);
+		return copy(argv[2], argv[3], argv[4], UINT64_MAX, 0, 0);
 	if (argc == 5 && !strcmp(argv[1], "cut"))
-		return copy(argv[2], argv[3], NULL, strtoull(argv[4], NULL, 0));
+		return copy(argv[2], argv[3], NULL, strtoull(argv[4], NULL, 0), 0, 0);
+	if (argc == 4 && !strcmp(argv[1], "aux"))
+		return aux(argv[2], argv[3]);
+	if (argc == 6 && !strcmp(argv[1], "snapshot"))
+		return copy(argv[2], argv[3], NULL, UINT64_MAX, strtoull(argv[4], NULL, 0),
+			    strtoull(argv[5], NULL, 0));
 	if (argc == 5 && !strcmp(argv[1], "kvm-tsc"))
 		return kvm_tsc(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: corr_fixture comm IN OUT NAME | kvm-tsc DEBUGFS PID OUT |\n"
-		"                    cut IN OUT SIZE\n");
+		"                    cut IN OUT SIZE | snapshot IN OUT CHUNK OVERLAP |\n"
+		"                    aux IN OUT\n");
 	return 2;
 }
