@@ -13,6 +13,10 @@
  *                                        as buffers of CHUNK bytes, each but the
  *                                        first repeating the OVERLAP bytes
  *                                        before it (as AUX snapshots overlap)
+ *   corr_fixture split IN OUT CHUNK      IN with each trace buffer as buffers
+ *                                        of CHUNK bytes that continue one
+ *                                        another (perf reading a full AUX area
+ *                                        as it fills)
  *   corr_fixture aux IN OUT              the trace data of all IN's AUXTRACE
  *                                        records, one after another
  */
@@ -31,10 +35,11 @@ static int die(const char *what, int ret)
 }
 
 /* A copy of IN; name: every COMM's, cut: every AUXTRACE's size limit,
- * chunk (and overlap): snapshot mode.
+ * chunk: buffers of that size, overlapping by overlap (snapshot: the
+ * AUXTRACE_INFO says snapshot mode).
  */
 static int copy(const char *in, const char *out, const char *name, uint64_t cut,
-		uint64_t chunk, uint64_t overlap)
+		uint64_t chunk, uint64_t overlap, int snapshot)
 {
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_writer *w;
@@ -79,7 +84,7 @@ static int copy(const char *in, const char *out, const char *name, uint64_t cut,
 			break;
 		case VMPT_PERF_RECORD_AUXTRACE_INFO:
 			ret = vmpt_perf_intel_pt_info(&ev, &info);
-			if (chunk)
+			if (snapshot)
 				info.priv[VMPT_INTEL_PT_SNAPSHOT_MODE] = 1;
 			if (!ret)
 				ret = vmpt_perf_write_intel_pt_info(w, &info);
@@ -147,18 +152,21 @@ static int kvm_tsc(const char *debugfs, const char *pid, const char *out)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "comm"))
-		return copy(argv[2], argv[3], argv[4], UINT64_MAX, 0, 0);
+		return copy(argv[2], argv[3], argv[4], UINT64_MAX, 0, 0, 0);
 	if (argc == 5 && !strcmp(argv[1], "cut"))
-		return copy(argv[2], argv[3], NULL, strtoull(argv[4], NULL, 0), 0, 0);
+		return copy(argv[2], argv[3], NULL, strtoull(argv[4], NULL, 0), 0, 0, 0);
+	if (argc == 5 && !strcmp(argv[1], "split"))
+		return copy(argv[2], argv[3], NULL, UINT64_MAX, strtoull(argv[4], NULL, 0), 0,
+			    0);
 	if (argc == 4 && !strcmp(argv[1], "aux"))
 		return aux(argv[2], argv[3]);
 	if (argc == 6 && !strcmp(argv[1], "snapshot"))
 		return copy(argv[2], argv[3], NULL, UINT64_MAX, strtoull(argv[4], NULL, 0),
-			    strtoull(argv[5], NULL, 0));
+			    strtoull(argv[5], NULL, 0), 1);
 	if (argc == 5 && !strcmp(argv[1], "kvm-tsc"))
 		return kvm_tsc(argv[2], argv[3], argv[4]);
 	fprintf(stderr, "usage: corr_fixture comm IN OUT NAME | kvm-tsc DEBUGFS PID OUT |\n"
 		"                    cut IN OUT SIZE | snapshot IN OUT CHUNK OVERLAP |\n"
-		"                    aux IN OUT\n");
+		"                    split IN OUT CHUNK | aux IN OUT\n");
 	return 2;
 }

@@ -11,6 +11,8 @@
 # - where perf is wrong (an offset that changes mid-trace, TSC scaling x1.5
 #   and x0.75, both at once) its rewrite differs from the truth, vmpt's
 #   does not;
+# - a queue of buffers that continue one another, packets split across
+#   them: perf's lines and bytes, and the truth;
 # - snapshot mode (overlapping buffers): every copy of a guest TSC packet
 #   corrected, vmpt script's times those of the trace without offsets;
 # - perf's directory form is written as a directory (data patched, the
@@ -107,12 +109,32 @@ case_ chgsc wrong --branches 60000 --guest-period 5000 --psb-period 1024 --seed 
 case_ sc75 wrong --branches 40000 --guest-period 5000 --psb-period 2048 --seed 6 \
 	--vcpus 2 --tsc-offset 0x5000000,-0x5000000 --tsc-scale 0.75
 
+# A queue of buffers that continue one another (perf reading the AUX area
+# as it fills), cut every 0x888 and 0x1008 bytes, packets split across
+# them: perf's lines and rewrite; vmpt's rewrite holds the truth.
+: "${CORR_FIXTURE:?}"
+"$CORR_FIXTURE" aux off3.zero.perf.data zero.aux || fail "aux"
+for chunk in 0x888 0x1008; do
+	"$CORR_FIXTURE" split off3.perf.data split.data $chunk || fail "split"
+	perf_dry_run split.data > perf.err
+	"$VMPT" correlate --dry-run -i split.data 2> vmpt.err > /dev/null
+	compare "buffers of $chunk: dry-run lines" perf.err vmpt.err
+	cp split.data perf.data
+	cp split.data vmpt.data
+	perf inject -i perf.data --vm-time-correlation --force 2> /dev/null
+	"$VMPT" correlate -i vmpt.data --vm-time-correlation --force > /dev/null 2>&1
+	cmp -s perf.data vmpt.data || fail "buffers of $chunk: rewrite differs from perf's"
+	rm -f split.out
+	"$VMPT" correlate -q -i split.data -o split.out || fail "split: correlate"
+	"$CORR_FIXTURE" aux split.out split.aux || fail "aux"
+	cmp -s split.aux zero.aux || fail "buffers of $chunk: not the truth's host TSCs"
+done
+
 # Snapshot mode, AUX buffers of 8 KiB overlapping by 2 KiB: every copy of a
 # guest TSC packet is corrected (each buffer holds the truth's host TSCs),
 # and vmpt script prints the lines of the trace without offsets.  (perf
 # inject crashes on it with dry-run, and with --force zeroes the overlap in
 # the file: no oracle there.)
-: "${CORR_FIXTURE:?}"
 "$CORR_FIXTURE" snapshot off3.perf.data snap.data 0x2000 0x800 || fail "snapshot"
 "$CORR_FIXTURE" snapshot off3.zero.perf.data snapz.data 0x2000 0x800 || fail "snapshot"
 rm -f snap.out
