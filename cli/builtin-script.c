@@ -5,6 +5,7 @@
  */
 #include "builtin.h"
 #include "script_images.h"
+#include "vmpt/correlate.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
@@ -28,6 +29,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	struct vmpt_session s;
 	int ret = vmpt_session_open(&s, path, img);
 
+	if (ret == 0 && s.corr)
+		vmpt_corr_summary(s.corr, stderr, "vmpt script");
 	if (ret == 0 && op->guest_code)
 		ret = vmpt_session_add_guest_code(&s);
 	if (ret == 0) {

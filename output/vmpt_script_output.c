@@ -838,6 +838,9 @@ static int decode(struct vmpt_flow *dec, uint64_t start, uint64_t stop,
 	int ret;
 
 	vmpt_flow_sync_at(dec, start, stop);
+	/* The piece's decoder starts in the host, and so does its output. */
+	o->nr = o->from_nr = 0;
+	o->vmcs = 0;
 	while ((ret = vmpt_flow_next_items(dec, &it, &n)) == 0)
 		for (size_t i = 0; i < n; i++)
 			vmpt_script_out_item(o, &it[i]);

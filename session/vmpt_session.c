@@ -3,6 +3,7 @@
  * settings, time conversion and who ran when.  See include/vmpt/session.h.
  */
 #include "vmpt/session.h"
+#include "vmpt/correlate.h"
 #include "vmpt/error.h"
 
 #include <stdlib.h>
@@ -348,6 +349,42 @@ static int cmp_by_cpu(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* A VM recording: its guest TSC packets read as the host TSCs the
+ * correlator finds (the same computation as vmpt correlate's).  A
+ * recording it cannot correlate (no TSC or MTC) decodes as it is; with
+ * guest TSCs in it, s->corr stays to say so.
+ */
+static int correlate(struct vmpt_session *s, const char *path)
+{
+	struct vmpt_corr_config cfg = { 0 };
+	uint64_t guest, patched;
+	int vmx = 0, ret;
+
+	/* No VMCS packet (02 c8) anywhere: no VMX, nothing to correlate. */
+	for (size_t i = 0; i < s->n_bufs && !vmx; i++)
+		vmx = memmem(s->bufs[i].data, s->bufs[i].size, "\x02\xc8", 2) != NULL;
+	if (!vmx)
+		return 0;
+	ret = vmpt_corr_open(&s->corr, path, &cfg);
+
+	if (ret == 0)
+		ret = vmpt_corr_run(s->corr);
+	if (ret == -VMPT_ERR_NOMEM)
+		return ret;
+	vmpt_corr_counts(s->corr, &guest, &patched);
+	/* Nothing to say but for a VM recording it cannot correlate. */
+	if (!guest || (ret < 0 && ret != -VMPT_ERR_UNSUPPORTED)) {
+		vmpt_corr_free(s->corr);
+		s->corr = NULL;
+		return 0;
+	}
+	if (ret < 0)
+		return 0;
+	for (size_t i = 0; i < s->n_bufs; i++)
+		s->bufs[i].tsc_patches = vmpt_corr_patches(s->corr, i);
+	return 0;
+}
+
 int vmpt_session_open(struct vmpt_session *s, const char *path,
 		      struct vmpt_image *img)
 {
@@ -416,6 +453,8 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 	if (s->n_switches)
 		qsort(s->switches, s->n_switches, sizeof(*s->switches), cmp_by_cpu);
 	ret = inherit_comms(s);
+	if (ret == 0)
+		ret = correlate(s, path);
 	if (ret < 0)
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
 	return ret;
@@ -423,6 +462,7 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 
 void vmpt_session_close(struct vmpt_session *s)
 {
+	vmpt_corr_free(s->corr);
 	vmpt_perf_close(&s->pd);
 	if (s->own_image)
 		vmpt_image_free(s->image);
@@ -588,6 +628,8 @@ static int queue_fill(struct vmpt_session *s, struct queue *q)
 			q->buf = &s->bufs[q->bufs[q->next++]];
 			cfg.begin = q->buf->data;
 			cfg.end = q->buf->data + q->buf->size;
+			if (q->buf->tsc_patches.n)
+				cfg.tsc_patches = &q->buf->tsc_patches;
 			dec = vmpt_flow_new(&cfg);
 			if (!dec)
 				return -VMPT_ERR_NOMEM;
@@ -625,6 +667,8 @@ static int script_jobs(struct vmpt_session *s, const struct vmpt_script_opts *op
 		vmpt_session_task(s, b, UINT64_MAX, &task);
 		cfg.begin = b->data;
 		cfg.end = b->data + b->size;
+		if (b->tsc_patches.n)
+			cfg.tsc_patches = &b->tsc_patches;
 		ret = vmpt_script_run(&cfg, opts, &task, task.space, jobs, f);
 		if (ret < 0) {
 			snprintf(s->errmsg, sizeof(s->errmsg),

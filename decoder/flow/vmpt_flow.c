@@ -60,6 +60,10 @@ struct vmpt_flow {
 	uint8_t synced, enabled, mode, after_ovf;
 	/* At stop_offset: walking to the next segment's first IP. */
 	uint8_t stopping;
+	/* Started at a PSB after the first (vmpt_flow_sync_at): the piece
+	 * before ended where its PSB+ says, tracing on or off as it was.
+	 */
+	uint8_t resumed;
 	/* Bound to the next branch target (MODE.Exec, PIP, VMCS). */
 	uint8_t have_pend_mode, pend_mode;
 	uint8_t have_pend_pip, pend_nr;
@@ -337,6 +341,16 @@ static int apply_pending(struct vmpt_flow *dec)
 	return ret;
 }
 
+/* A guest's TSC packet read as the host TSC the correlator found for it
+ * (its patch list, looked up by the packet's offset).
+ */
+static inline void tsc_patch(const struct vmpt_flow *dec, uint64_t off,
+			     struct vmpt_packet *pkt)
+{
+	if (dec->cfg.tsc_patches)
+		vmpt_tsc_patch_find(dec->cfg.tsc_patches, off, &pkt->tsc);
+}
+
 /* The PSB+ header: status, not flow.  The FUP in it (if any) is the IP
  * of the next instruction when tracing is on.
  */
@@ -382,6 +396,8 @@ static int psb_plus(struct vmpt_flow *dec)
 			ret = set_vmcs(dec, pkt.vmcs);
 			break;
 		case VMPT_PKT_TSC:
+			tsc_patch(dec, off, &pkt);
+			/* fall through */
 		case VMPT_PKT_TMA:
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
@@ -413,7 +429,8 @@ done:
 		dec->enabled = (uint8_t)have_fup;
 		if (have_fup) {
 			dec->ip = dec->pkt_ip;
-			ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+			if (!dec->resumed)
+				ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
 		}
 		return ret < 0 ? ret : have_fup;
 	}
@@ -441,7 +458,14 @@ static int stop_at_psb(struct vmpt_flow *dec)
 	dec->stopping = 1;
 	ret = psb_plus(dec);
 	dec->block_time = dec->time.tsc;
-	if (ret <= 0 || !was_enabled)
+	if (ret > 0 && !was_enabled) {
+		/* Tracing comes on at the PSB+'s FUP, as one decoder going on
+		 * would say; the next piece starts there, enabled.
+		 */
+		ret = emit_event(dec, VMPT_EV_ENABLED, dec->pkt_ip, 1, 0);
+		return ret < 0 ? ret : -VMPT_ERR_EOS;
+	}
+	if (ret <= 0)
 		return -VMPT_ERR_EOS;
 	dec->pkt.type = VMPT_PKT_FUP;
 	dec->pkt_ip_valid = 1;
@@ -593,6 +617,8 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 				ret = emit_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
 			break;
 		case VMPT_PKT_TSC:
+			tsc_patch(dec, off, &pkt);
+			/* fall through */
 		case VMPT_PKT_TMA:
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
@@ -1084,9 +1110,20 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->synced = 0;
 	dec->enabled = 0;
 	dec->stopping = 0;
+	dec->resumed = offset > 0;
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;
 	reset_flow_state(dec);
+	/* What the trace said before belongs to another piece: start as a
+	 * new decoder does, in the host.
+	 */
+	dec->have_nr = dec->nr = dec->have_vmcs = 0;
+	dec->cr3 = dec->vmcs = 0;
+	dec->mode = VMPT_MODE_64;
+	dec->asid = vmpt_asid_any();
+	dec->asid.machine = VMPT_MACHINE_HOST;
+	update_asid(dec);
+	dec->sec = NULL;
 	return 0;
 }
 

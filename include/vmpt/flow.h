@@ -11,6 +11,7 @@
 #define VMPT_FLOW_H
 
 #include "vmpt/image.h"
+#include "vmpt/tsc_patch.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -144,6 +145,10 @@ struct vmpt_flow_config {
 	 * NULL: the decoder keeps its own.
 	 */
 	struct vmpt_bcache *cache;
+	/* TSC packets of this buffer to read as other values (a guest's TSC
+	 * as the host's: the correlator's patches); NULL: as they are.
+	 */
+	const struct vmpt_tsc_patches *tsc_patches;
 };
 
 /* A block cache: the image's code as decoded blocks, for any number of

@@ -29,6 +29,10 @@ struct vmpt_session_buffer {
 	int cpu, tid;		/* -1: per-thread / per-cpu recording */
 	uint32_t idx;		/* perf's mmap index: buffers of one queue */
 	uint64_t offset;	/* of the AUXTRACE record in its file */
+	/* Its guest TSC packets as host TSCs (a VM recording, correlated
+	 * when opened); n 0: none.
+	 */
+	struct vmpt_tsc_patches tsc_patches;
 };
 
 /* A sideband fact: from time on, `tid` (of `pid`) is called comm, or
@@ -48,6 +52,8 @@ struct vmpt_session_proc {
 	uint64_t maps_from;	/* perf time of its first MMAP (an exec's) */
 };
 
+struct vmpt_corr;
+
 struct vmpt_session {
 	struct vmpt_perf_data pd;
 	struct vmpt_image *image;
@@ -65,11 +71,14 @@ struct vmpt_session {
 	size_t n_forks;
 	struct vmpt_session_proc *procs;	/* sorted by pid */
 	size_t n_procs;
+	/* A VM recording's correlation (guest TSC -> host TSC), or NULL. */
+	struct vmpt_corr *corr;
 	char errmsg[600];	/* after a failure: what, naming the file */
 };
 
 /* Read a perf.data (file or directory form): image, settings, buffers and
- * sideband.  img: code the caller added already (e.g. a vmlinux), which
+ * sideband; a VM recording is correlated (correlate.h), so that guest
+ * times come out in host time.  img: code the caller added already (e.g. a vmlinux), which
  * the sideband's code is added to and which the session then uses (not
  * frees); NULL: a new image.  Missing binaries are no error (their code
  * shows up as decoding errors at its IPs).  0 or a negative vmpt_err with
