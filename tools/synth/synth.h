@@ -7,6 +7,7 @@
  * synth_insn.c   instruction classes from capstone, cached per address
  * synth_pt.c     the trace unit: TNT, IP compression, PSB+, timing packets
  * synth_walk.c   the CPU: branch outcomes, calls/returns, rings, VMX
+ * synth_sched.c  the machine: vCPU threads on host CPUs, trace streams
  * synth_truth.c  the ground truth files
  * synth_perf.c   perf.data output
  */
@@ -165,6 +166,11 @@ void synth_pt_vmcs(struct synth_pt *pt, uint64_t vmcs);
 void synth_pt_tsc(struct synth_pt *pt);
 void synth_pt_ovf(struct synth_pt *pt);
 
+/* TraceEn goes 1 again at tsc after a pause (a thread scheduled in):
+ * PSB+ the first time, else TSC, TMA and CBR.
+ */
+void synth_pt_resume(struct synth_pt *pt, uint64_t tsc, int first);
+
 /* Return compression: push at a call, and at a return ask whether the
  * hardware compresses it (and pop either way).
  */
@@ -193,6 +199,10 @@ enum synth_flag {
 struct synth_truth {
 	FILE *insn;		/* one IP per executed (and traced) instruction */
 	FILE *branch;		/* FROM TO TSC MACHINE FLAGS per branch */
+	uint64_t n_insn;	/* instruction lines written */
+	/* vCPU threads (--per-thread, --cpus): lines say where they ran */
+	int threaded;
+	int32_t tid, cpu;
 };
 
 void synth_truth_insn(struct synth_truth *t, uint64_t ip);
@@ -242,16 +252,58 @@ struct synth_walk_config {
 	uint64_t guest_period;	/* mean guest instructions before an async exit */
 	uint64_t entries_per_vcpu;	/* VM entries before switching vCPU */
 	uint64_t guest_start;	/* guest entry point */
+	/* vCPU threads of the VMM process (pid; vCPU i is tid pid + 1 + i)
+	 * scheduled on n_cpus host CPUs, recorded per thread or per CPU */
+	int threads;
+	int per_thread;
+	unsigned n_cpus;
+	uint32_t pid;
 };
 
 struct synth_stats {
 	uint64_t insns, branches, tnt_bits, tips, psbs, syscalls, irqs;
-	uint64_t vmentries, vmexits, lost;
+	uint64_t vmentries, vmexits, lost, switches, migrations;
 };
 
+/* One trace buffer (a perf AUX area) and its trace unit.  tid/cpu are
+ * perf's for the buffer: per-thread (tid, -1), per-CPU (-1, cpu), or the
+ * single traced thread (pid, -1).
+ */
+struct synth_stream {
+	struct synth_pt pt;
+	int32_t tid, cpu;
+	int started;		/* TraceEn has been 1 (the first enable PSBs) */
+	/* an internal buffer overflow in progress (instruction numbers,
+	 * 1-based as in the truth) */
+	uint64_t ovf_end;	/* where the lost window ends, 0 none */
+	size_t ovf_len;		/* trace length when it overflowed */
+	uint64_t tnt_first, tnt_block;	/* the oldest pending TNT bit's branch */
+	uint64_t lost_from, lost_block;	/* the first branch whose packet was lost */
+};
+
+/* A context switch on a host CPU (PERF_RECORD_SWITCH_CPU_WIDE): tid 0 is
+ * the idle task.
+ */
+struct synth_switch {
+	uint64_t tsc;
+	int32_t cpu;
+	int32_t prev_tid, next_tid;
+};
+
+/* What the walk produced besides the truth. */
+struct synth_out {
+	struct synth_stream *streams;
+	size_t n_streams;
+	struct synth_switch *switches;
+	size_t n_switches, cap_switches;
+	uint64_t tsc_end;	/* the last stream's end */
+};
+
+void synth_out_free(struct synth_out *out);
+
 /* Walk and trace.  Returns 0 or a negative vmpt_err (err says why). */
-int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
-	       struct synth_truth *truth, struct synth_stats *st,
-	       char *err, size_t errlen);
+int synth_walk(struct synth_walk_config *cfg, const struct synth_pt_config *ptc,
+	       uint64_t tsc0, struct synth_out *out, struct synth_truth *truth,
+	       struct synth_stats *st, char *err, size_t errlen);
 
 #endif

@@ -20,9 +20,12 @@ struct synth_perf_params {
 /* Time conversion: TSC at cbr * 100 MHz, so ns = tsc * 10 / cbr. */
 #define SYNTH_PERF_TIME_SHIFT 31
 
+/* The VMM process's name (its COMM), as QEMU's is. */
+#define SYNTH_VMM_COMM "qemu-system-x86"
+
 int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 		     const struct synth_pt_config *cfg,
 		     const struct synth_walk_config *w,
-		     const struct synth_pt *pt, char *err, size_t errlen);
+		     struct synth_out *out, char *err, size_t errlen);
 
 #endif

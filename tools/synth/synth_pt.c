@@ -257,7 +257,7 @@ void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
 	p.type = VMPT_PKT_CBR;
 	p.cbr = (uint8_t)pt->cfg.cbr;
 	put(pt, &p);
-	if (pt->vmx) {
+	if (pt->vmx && pt->vmcs) {
 		memset(&p, 0, sizeof(p));
 		p.type = VMPT_PKT_VMCS;
 		p.vmcs = pt->vmcs;
@@ -308,4 +308,29 @@ int synth_pt_ret(struct synth_pt *pt, uint64_t target)
 	pt->rtop = (pt->rtop + SYNTH_RETCOMP_DEPTH - 1) % SYNTH_RETCOMP_DEPTH;
 	pt->rcount--;
 	return match && pt->cfg.retcomp;
+}
+
+void synth_pt_resume(struct synth_pt *pt, uint64_t tsc, int first)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_CBR };
+
+	/* Nothing was generated while TraceEn was 0: no MTC for the gap. */
+	pt->tsc = tsc;
+	pt->cyc_last = tsc;
+	pt->mtc_last = ctc_now(pt) >> pt->cfg.mtc_freq;
+	if (first) {
+		/* PacketByteCnt is 0 the first time: PSB+ */
+		pt->next_psb = 0;
+		synth_pt_maybe_psb(pt, 0);
+		return;
+	}
+	/* SDM "TraceEn 0 -> 1, PacketByteCnt > 0": TSC, TMA, CBR.  The last
+	 * IP and the return stack are another thread's: start afresh, so that
+	 * this stream decodes on its own (IPs are then never compressed
+	 * against history, RETs only against this thread's calls). */
+	if (pt->cfg.tsc)
+		tsc_tma(pt);
+	put(pt, &p);
+	vmpt_last_ip_init(&pt->lip);
+	pt->rcount = 0;
 }

@@ -43,7 +43,12 @@ static const char usage[] =
 "  --tsc-offset-change INSN:VCPU:V  change an offset mid-trace\n"
 "  --tsc-scale M          guest TSC multiplier (48.16 fixed point as a float)\n"
 "  --guest-period N       mean guest instructions per VM entry (default 3000)\n"
-"  --entries-per-vcpu N   VM entries before another vCPU is loaded (default 4)\n"
+"  --entries-per-vcpu N   VM entries before another vCPU is loaded (default 4);\n"
+"                         with vCPU threads, a thread's time slice\n"
+"vCPU threads (--vm): each vCPU a thread of the VMM, as QEMU runs them:\n"
+"  --per-thread           a trace buffer per thread (perf record --per-thread)\n"
+"  --cpus N               threads scheduled on N host CPUs; without\n"
+"                         --per-thread, a buffer per CPU (perf record -a)\n"
 "Trace unit:\n"
 "  --noretcomp            no return compression\n"
 "  --no-timing            no TSC/MTC/CYC\n"
@@ -59,7 +64,7 @@ static const char usage[] =
 struct opts {
 	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
 	const char *offsets, *offset_change, *corrupt, *ovf, *filter;
-	int vm, guest_code, no_perf, no_truth, quiet, vcpus;
+	int vm, guest_code, no_perf, no_truth, quiet, vcpus, per_thread, cpus;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, kernel_period, guest_period;
 	uint64_t entries_per_vcpu;
@@ -228,10 +233,21 @@ static int corrupt(struct synth_pt *pt, const char *list)
 	return 0;
 }
 
-static int write_raw(const char *prefix, const struct synth_pt *pt)
+/* The raw trace: PREFIX.pt, or per buffer PREFIX.tidT.pt / PREFIX.cpuN.pt. */
+static int write_raw(const char *prefix, const struct synth_stream *s,
+		     int threads)
 {
-	FILE *f = open_out(prefix, ".pt");
+	const struct synth_pt *pt = &s->pt;
+	char ext[64];
+	FILE *f;
 
+	if (!threads)
+		snprintf(ext, sizeof(ext), ".pt");
+	else if (s->cpu >= 0)
+		snprintf(ext, sizeof(ext), ".cpu%d.pt", (int)s->cpu);
+	else
+		snprintf(ext, sizeof(ext), ".tid%d.pt", (int)s->tid);
+	f = open_out(prefix, ext);
 	if (!f)
 		return -1;
 	if (fwrite(pt->buf, 1, pt->len, f) != pt->len) {
@@ -280,6 +296,8 @@ static int write_tsc(const char *prefix, const struct synth_walk_config *w)
 		if (v->changed_at_insn)
 			fprintf(f, " %" PRIu64 " 0x%" PRIx64, v->changed_at_insn,
 				(uint64_t)v->new_offset);
+		if (w->threads)
+			fprintf(f, " vcpu %u tid %u", i, w->pid + 1 + i);
 		fputc('\n', f);
 	}
 	return fclose(f);
@@ -304,6 +322,7 @@ int main(int argc, char **argv)
 		{ "corrupt", 1, 0, 'x' }, { "no-perf", 0, 0, 'N' },
 		{ "tsc0", 1, 0, 't' }, { "pid", 1, 0, 'P' }, { "help", 0, 0, 'H' },
 		{ "filter", 1, 0, 'L' }, { "no-truth", 0, 0, 'R' },
+		{ "per-thread", 0, 0, 'W' }, { "cpus", 1, 0, 'U' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -317,7 +336,7 @@ int main(int argc, char **argv)
 	struct synth_walk_config w = { 0 };
 	struct synth_truth truth = { 0 };
 	struct synth_stats st;
-	struct synth_pt pt;
+	struct synth_out out = { 0 };
 	char err[512];
 	int opt, ret = 1;
 	uint64_t v;
@@ -345,10 +364,11 @@ int main(int argc, char **argv)
 		case 'x': o.corrupt = optarg; break;
 		case 'L': o.filter = optarg; break;
 		case 'R': o.no_truth = 1; break;
+		case 'W': o.per_thread = 1; break;
 		case 'N': o.no_perf = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
-		case 'h': case 'f': case 'p': case 't': case 'P':
+		case 'h': case 'f': case 'p': case 't': case 'P': case 'U':
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
 				return 2;
@@ -366,6 +386,7 @@ int main(int argc, char **argv)
 			case 'p': o.pt.psb_period = (unsigned)v; break;
 			case 't': o.tsc0 = v; break;
 			case 'P': o.pid = v; break;
+			case 'U': o.cpus = (int)v; break;
 			}
 			break;
 		default:
@@ -377,7 +398,8 @@ int main(int argc, char **argv)
 	    (o.vm && (!o.host_kernel || (!o.guest_elf && !o.guest_code))) ||
 	    (o.guest_code && !o.elf) || (o.filter && o.vm) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
 	    o.pt.psb_period < 256 || o.pt.mtc_freq > 15 ||
-	    o.pt.cyc_thresh > 15) {
+	    o.pt.cyc_thresh > 15 || o.cpus < 0 || o.cpus > 64 ||
+	    ((o.per_thread || o.cpus) && !o.vm)) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -395,6 +417,10 @@ int main(int argc, char **argv)
 	w.irq_period = o.irq_period;
 	w.kernel_period = o.kernel_period;
 	w.kernel_cr3 = 0x1e0d000ull;
+	w.pid = (uint32_t)o.pid;
+	w.threads = o.vm && (o.per_thread || o.cpus);
+	w.per_thread = o.per_thread;
+	w.n_cpus = o.cpus ? (unsigned)o.cpus : 1;
 	if (o.ovf) {
 		char *colon;
 
@@ -433,24 +459,22 @@ int main(int argc, char **argv)
 			goto out;
 	}
 
-	synth_pt_init(&pt, &o.pt, o.tsc0);
-	ret = synth_walk(&w, &pt, &truth, &st, err, sizeof(err));
+	ret = synth_walk(&w, &o.pt, o.tsc0, &out, &truth, &st, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "vmpt-synth: %s\n", ret == -VMPT_ERR_NOMEM ?
 			vmpt_strerror(ret) : err);
-		synth_pt_fini(&pt);
 		ret = 1;
 		goto out;
 	}
-	if (corrupt(&pt, o.corrupt)) {
+	if (corrupt(&out.streams[0].pt, o.corrupt)) {
 		fprintf(stderr, "vmpt-synth: bad --corrupt '%s' (trace is %zu bytes)\n",
-			o.corrupt, pt.len);
-		synth_pt_fini(&pt);
+			o.corrupt, out.streams[0].pt.len);
 		ret = 1;
 		goto out;
 	}
-	ret = write_raw(o.out, &pt) || write_images(o.out, &w) ||
-	      (o.vm && write_tsc(o.out, &w));
+	ret = write_images(o.out, &w) || (o.vm && write_tsc(o.out, &w));
+	for (size_t i = 0; !ret && i < out.n_streams; i++)
+		ret = write_raw(o.out, &out.streams[i], w.threads);
 	if (!ret && !o.no_perf) {
 		struct synth_perf_params pp = {
 			.pid = (uint32_t)o.pid, .tsc0 = o.tsc0, .vm = o.vm,
@@ -459,20 +483,30 @@ int main(int argc, char **argv)
 		char path[4096];
 
 		snprintf(path, sizeof(path), "%s.perf.data", o.out);
-		ret = synth_perf_write(path, &pp, &o.pt, &w, &pt, err,
+		ret = synth_perf_write(path, &pp, &o.pt, &w, &out, err,
 				       sizeof(err));
 		if (ret)
 			fprintf(stderr, "vmpt-synth: %s\n", err);
 	}
-	if (!o.quiet)
+	if (!o.quiet) {
+		size_t bytes = 0;
+
+		for (size_t i = 0; i < out.n_streams; i++)
+			bytes += out.streams[i].pt.len;
 		printf("%" PRIu64 " instructions, %" PRIu64 " branches "
 		       "(%" PRIu64 " TNT bits, %" PRIu64 " TIPs), %" PRIu64
 		       " PSBs, %" PRIu64 " syscalls, %" PRIu64 " interrupts, "
-		       "%" PRIu64 " VM entries, %" PRIu64 " VM exits, %zu bytes\n",
+		       "%" PRIu64 " VM entries, %" PRIu64 " VM exits, %zu bytes",
 		       st.insns, st.branches, st.tnt_bits, st.tips, st.psbs,
-		       st.syscalls, st.irqs, st.vmentries, st.vmexits, pt.len);
-	synth_pt_fini(&pt);
+		       st.syscalls, st.irqs, st.vmentries, st.vmexits, bytes);
+		if (w.threads)
+			printf(" in %zu buffers, %" PRIu64 " context switches, %"
+			       PRIu64 " migrations", out.n_streams, st.switches,
+			       st.migrations);
+		putchar('\n');
+	}
 out:
+	synth_out_free(&out);
 	if (truth.insn)
 		fclose(truth.insn);
 	if (truth.branch)
