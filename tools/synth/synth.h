@@ -209,6 +209,8 @@ void synth_truth_insn(struct synth_truth *t, uint64_t ip);
 void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
 			unsigned flags, uint64_t tsc, int guest);
 void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block);
+void synth_truth_lost_vm(struct synth_truth *t, int began_guest,
+			 int resumed_guest, uint64_t exits, uint64_t entries);
 void synth_truth_psb(struct synth_truth *t, uint64_t offset,
 		     uint64_t next_insn);
 const char *synth_flags_name(unsigned flags);
@@ -279,6 +281,8 @@ struct synth_stream {
 	size_t ovf_len;		/* trace length when it overflowed */
 	uint64_t tnt_first, tnt_block;	/* the oldest pending TNT bit's branch */
 	uint64_t lost_from, lost_block;	/* the first branch whose packet was lost */
+	int ovf_guest;		/* VM scenario: where the window began */
+	uint64_t ovf_entries, ovf_exits;	/* ... and the counts then */
 };
 
 /* A context switch on a host CPU (PERF_RECORD_SWITCH_CPU_WIDE): tid 0 is

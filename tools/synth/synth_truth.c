@@ -99,6 +99,21 @@ void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block)
 	}
 }
 
+void synth_truth_lost_vm(struct synth_truth *t, int began_guest,
+			 int resumed_guest, uint64_t exits, uint64_t entries)
+{
+	/* The lost window's VM transitions: a decoder that knows NR only from
+	 * PIP packets still has the one from before the window. */
+	if (t->insn) {
+		fprintf(t->insn, "# overflow window: began in %s, resumed in %s, "
+			"%llu VM exits and %llu VM entries lost",
+			began_guest ? "guest" : "host",
+			resumed_guest ? "guest" : "host",
+			(unsigned long long)exits, (unsigned long long)entries);
+		where(t, t->insn);
+	}
+}
+
 void synth_truth_psb(struct synth_truth *t, uint64_t offset,
 		     uint64_t next_insn)
 {

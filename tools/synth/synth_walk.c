@@ -318,6 +318,9 @@ static void overflow_begin(struct cpu *c)
 
 	s->ovf_len = c->pt->len;
 	s->ovf_end = c->st->insns + c->cfg->ovf_lost;
+	s->ovf_guest = guest(c);
+	s->ovf_entries = c->st->vmentries;
+	s->ovf_exits = c->st->vmexits;
 	/* Branches still waiting in a TNT packet are lost with it. */
 	s->lost_from = c->pt->tnt_count ? s->tnt_first : 0;
 	s->lost_block = s->tnt_block;
@@ -339,6 +342,10 @@ void synth_cpu_overflow_end(struct cpu *c)
 		s->lost_block = c->block_start;
 	}
 	synth_truth_lost(c->truth, s->lost_from, s->lost_block);
+	if (c->cfg->vm)
+		synth_truth_lost_vm(c->truth, s->ovf_guest, guest(c),
+				    c->st->vmexits - s->ovf_exits,
+				    c->st->vmentries - s->ovf_entries);
 	synth_pt_ovf(c->pt);
 	vmpt_last_ip_init(&c->pt->lip);
 	c->pt->rcount = 0;
