@@ -118,6 +118,11 @@ struct synth_pt_config {
  */
 #define SYNTH_RETCOMP_DEPTH 64
 
+/* Snapshot mode: where a PSB starts and the truth line decodable after it. */
+struct synth_psb_mark {
+	uint64_t off, next_line, next_bline;
+};
+
 struct synth_pt {
 	struct synth_pt_config cfg;
 	uint8_t *buf;
@@ -144,6 +149,11 @@ struct synth_pt {
 	int64_t tsc_offset;	/* guest TSC offset, applied to TSC packets in non-root */
 	uint64_t tsc_mult;	/* TSC scaling (VMX): 48.16 fixed point, 1<<48 = 1.0 */
 	uint64_t psb_count;
+	/* snapshot mode: every PSB's mark, lines and blines counting the
+	 * truth's instruction and branch lines */
+	const uint64_t *lines, *blines;
+	struct synth_psb_mark *marks;
+	size_t n_marks, cap_marks;
 };
 
 void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
@@ -165,6 +175,9 @@ void synth_pt_mode_exec(struct synth_pt *pt);
 void synth_pt_vmcs(struct synth_pt *pt, uint64_t vmcs);
 void synth_pt_tsc(struct synth_pt *pt);
 void synth_pt_ovf(struct synth_pt *pt);
+
+/* Packets from len on are lost (an internal buffer overflow). */
+void synth_pt_truncate(struct synth_pt *pt, size_t len);
 
 /* TraceEn goes 1 again at tsc after a pause (a thread scheduled in):
  * PSB+ the first time, else TSC, TMA and CBR.
@@ -200,6 +213,7 @@ struct synth_truth {
 	FILE *insn;		/* one IP per executed (and traced) instruction */
 	FILE *branch;		/* FROM TO TSC MACHINE FLAGS per branch */
 	uint64_t n_insn;	/* instruction lines written */
+	uint64_t n_branch;	/* branch lines written */
 	/* vCPU threads (--per-thread, --cpus): lines say where they ran */
 	int threaded;
 	int32_t tid, cpu;
@@ -260,6 +274,10 @@ struct synth_walk_config {
 	int per_thread;
 	unsigned n_cpus;
 	uint32_t pid;
+	/* snapshot mode: the AUX area's size and instructions between
+	 * snapshots (one more at the end) */
+	size_t snapshot_size;
+	uint64_t snapshot_every;
 };
 
 struct synth_stats {
@@ -294,6 +312,45 @@ struct synth_switch {
 	int32_t prev_tid, next_tid;
 };
 
+/* One snapshot of the AUX area as perf record -S writes it. */
+struct synth_snapshot {
+	uint8_t *data;		/* size bytes, oldest first */
+	uint64_t size, offset;	/* perf's AUXTRACE size (no padding) and offset */
+	uint64_t head;		/* the AUX head the kernel reported */
+	uint64_t tsc;		/* when it was taken (the AUXTRACE reference) */
+	/* truth: the stream's bytes [start, end) (start < 0: that many zero
+	 * bytes first, never written), and instruction lines */
+	int64_t start;
+	uint64_t end;
+	uint64_t first;		/* decodable from its first PSB+ (0: none) */
+	uint64_t after;		/* the first after the previous snapshot */
+	uint64_t last;		/* the last it holds */
+	uint64_t bfirst, bafter, blast;	/* the same in branch lines */
+	uint64_t psb_lo, psb_hi;	/* its first and last PSB+ (offset + 1) */
+	int overlap;		/* with the previous one: enum synth_overlap */
+};
+
+enum synth_overlap {
+	SO_NONE,		/* holds nothing of the previous snapshot */
+	SO_TAIL,		/* only bytes after its last PSB+ */
+	SO_LAST_PSB,		/* its last PSB+, but starts before its first */
+	SO_FIRST_PSB,		/* its own first PSB+ is one of the previous one's */
+};
+
+struct synth_snapshots {
+	size_t aux_size;	/* the AUX area (power of 2, 4-64 KiB) */
+	uint64_t every;		/* instructions between snapshots */
+	uint64_t prev;		/* perf's mm->prev */
+	int wrapped;		/* perf's sticky wrapped flag */
+	struct synth_snapshot *v;
+	size_t n, cap;
+};
+
+/* Take a snapshot of pt's AUX area now (lines: the truth's line count). */
+int synth_snapshot_take(struct synth_snapshots *ss, const struct synth_pt *pt,
+			uint64_t lines, uint64_t blines);
+void synth_snapshots_free(struct synth_snapshots *ss);
+
 /* What the walk produced besides the truth. */
 struct synth_out {
 	struct synth_stream *streams;
@@ -301,6 +358,7 @@ struct synth_out {
 	struct synth_switch *switches;
 	size_t n_switches, cap_switches;
 	uint64_t tsc_end;	/* the last stream's end */
+	struct synth_snapshots snap;	/* snapshot mode (aux_size != 0) */
 };
 
 void synth_out_free(struct synth_out *out);

@@ -351,6 +351,7 @@ static int write_header_records(struct vmpt_perf_writer *pw,
 	 * context switch records (3). */
 	info.priv[VMPT_INTEL_PT_HAVE_SCHED_SWITCH] =
 		w->threads && !w->per_thread ? 3 : 0;
+	info.priv[VMPT_INTEL_PT_SNAPSHOT_MODE] = out->snap.aux_size != 0;
 	if (w->filter_hi) {
 		/* perf's address filter: START/SIZE@FILE, START in the
 		 * file's own addresses (perf applies the load bias). */
@@ -367,12 +368,44 @@ static int write_header_records(struct vmpt_perf_writer *pw,
 	return ret;
 }
 
+/* perf record -S: each snapshot as an AUX record (overwrite mode) and the
+ * AUXTRACE buffer perf read, with the TSC of the read as reference.
+ */
+static int write_snapshots(struct vmpt_perf_writer *pw,
+			   const struct synth_perf_params *pp,
+			   const struct synth_snapshots *ss,
+			   const struct vmpt_perf_time_conv *tc)
+{
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct synth_snapshot *sn = &ss->v[i];
+		struct vmpt_perf_event ev;
+		int ret;
+
+		memset(&ev, 0, sizeof(ev));
+		ev.type = PERF_RECORD_AUX;
+		ev.aux.aux_offset = sn->head;
+		ev.aux.aux_size = sn->size;
+		ev.aux.flags = VMPT_PERF_AUX_OVERWRITE;
+		sid(&ev, pp, tsc_to_ns(tc, sn->tsc), ID_PT);
+		if ((ret = vmpt_perf_write_record(pw, &ev)) ||
+		    (ret = vmpt_perf_write_auxtrace(pw, sn->data, sn->size,
+						    sn->offset, sn->tsc + 1, 0,
+						    pp->pid, UINT32_MAX)) ||
+		    (ret = vmpt_perf_write_finished_round(pw)))
+			return ret;
+	}
+	return 0;
+}
+
 /* One traced thread and one buffer. */
 static int write_single(struct vmpt_perf_writer *pw,
 			const struct synth_perf_params *pp,
 			const struct synth_walk_config *w,
-			const struct synth_pt *pt, uint64_t t0, uint64_t t_end)
+			const struct synth_out *out,
+			const struct vmpt_perf_time_conv *tc, uint64_t t0)
 {
+	const struct synth_pt *pt = &out->streams[0].pt;
+	uint64_t t_end = tsc_to_ns(tc, pt->tsc);
 	const struct synth_image *prog = w->vm ? (pp->guest_code ? w->user : NULL)
 					       : w->user;
 	struct vmpt_perf_event ev;
@@ -405,6 +438,8 @@ static int write_single(struct vmpt_perf_writer *pw,
 	if ((ret = vmpt_perf_write_record(pw, &ev)) ||
 	    (ret = vmpt_perf_write_finished_round(pw)))
 		return ret;
+	if (out->snap.aux_size)
+		return write_snapshots(pw, pp, &out->snap, tc);
 
 	memset(&ev, 0, sizeof(ev));
 	ev.type = PERF_RECORD_AUX;
@@ -491,8 +526,7 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 	if (!ret && w->threads)
 		ret = write_threaded(pw, pp, w, out, &tc, t0);
 	else if (!ret)
-		ret = write_single(pw, pp, w, &out->streams[0].pt, t0,
-				   tsc_to_ns(&tc, out->streams[0].pt.tsc));
+		ret = write_single(pw, pp, w, out, &tc, t0);
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", path, vmpt_strerror(ret));
 		vmpt_perf_writer_close(pw);

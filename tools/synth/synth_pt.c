@@ -31,7 +31,34 @@ void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
 void synth_pt_fini(struct synth_pt *pt)
 {
 	free(pt->buf);
+	free(pt->marks);
 	pt->buf = NULL;
+	pt->marks = NULL;
+}
+
+void synth_pt_truncate(struct synth_pt *pt, size_t len)
+{
+	pt->len = len;
+	while (pt->n_marks && pt->marks[pt->n_marks - 1].off >= len)
+		pt->n_marks--;
+}
+
+static void mark_psb(struct synth_pt *pt)
+{
+	if (pt->n_marks == pt->cap_marks) {
+		size_t ncap = pt->cap_marks ? pt->cap_marks * 2 : 64;
+		struct synth_psb_mark *m = realloc(pt->marks, ncap * sizeof(*m));
+
+		if (!m) {
+			pt->oom = 1;
+			return;
+		}
+		pt->marks = m;
+		pt->cap_marks = ncap;
+	}
+	pt->marks[pt->n_marks].off = pt->len;
+	pt->marks[pt->n_marks].next_line = *pt->lines + 1;
+	pt->marks[pt->n_marks++].next_bline = *pt->blines + 1;
 }
 
 static void put(struct synth_pt *pt, const struct vmpt_packet *pkt)
@@ -243,6 +270,8 @@ void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
 	if (pt->len < pt->next_psb)
 		return;
 	put_tnt(pt);
+	if (pt->lines)
+		mark_psb(pt);
 	memset(&p, 0, sizeof(p));
 	p.type = VMPT_PKT_PSB;
 	put(pt, &p);
@@ -314,6 +343,7 @@ void synth_pt_resume(struct synth_pt *pt, uint64_t tsc, int first)
 {
 	struct vmpt_packet p = { .type = VMPT_PKT_CBR };
 
+	p.cbr = (uint8_t)pt->cfg.cbr;
 	/* Nothing was generated while TraceEn was 0: no MTC for the gap. */
 	pt->tsc = tsc;
 	pt->cyc_last = tsc;

@@ -178,6 +178,7 @@ void synth_out_free(struct synth_out *out)
 		synth_pt_fini(&out->streams[i].pt);
 	free(out->streams);
 	free(out->switches);
+	synth_snapshots_free(&out->snap);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -187,9 +188,32 @@ static int budget_left(const struct machine *m, const struct cpu *c)
 	       !(c->pt && c->pt->oom);
 }
 
-/* One traced thread, one buffer: the walk as it always was. */
-static void run_single(struct machine *m, struct cpu *c)
+/* perf record -S takes a snapshot: it disables the event (TraceEn 1 -> 0:
+ * FUP and TIP.PGD if packets were on), copies the AUX area, and enables it
+ * again (TSC, TMA, CBR, then MODE.Exec and TIP.PGE).  The traced thread is
+ * held meanwhile: it resumes where it stopped.
+ */
+static int snapshot(struct machine *m, struct cpu *c)
 {
+	int was_on = c->pt->packet_en, ret;
+
+	if (was_on)
+		synth_cpu_disable(c);
+	synth_pt_flush_tnt(c->pt);
+	ret = synth_snapshot_take(&m->out->snap, c->pt, c->truth->n_insn,
+				  c->truth->n_branch);
+	synth_pt_resume(c->pt, c->pt->tsc + synth_rnd_period(c, 3000), 0);
+	if (was_on)
+		synth_cpu_enable(c, 0);
+	return ret;
+}
+
+/* One traced thread, one buffer: the walk as it always was. */
+static int run_single(struct machine *m, struct cpu *c)
+{
+	uint64_t next_snap = m->cfg->snapshot_every;
+	int ret;
+
 	struct synth_walk_config *cfg = m->cfg;
 	struct synth_vcpu *v0 = &cfg->vcpus[0];
 
@@ -211,10 +235,17 @@ static void run_single(struct machine *m, struct cpu *c)
 	synth_pt_maybe_psb(c->pt, c->ip);
 	if (synth_cpu_in_filter(c, c->ip))
 		synth_cpu_enable(c, 0);
-	while (budget_left(m, c))
+	while (budget_left(m, c)) {
+		if (next_snap && m->st->insns >= next_snap && !synth_cpu_losing(c)) {
+			if ((ret = snapshot(m, c)))
+				return ret;
+			next_snap += m->cfg->snapshot_every;
+		}
 		synth_cpu_step(c);
+	}
 	if (synth_cpu_losing(c))
 		synth_cpu_overflow_end(c);
+	return 0;
 }
 
 static int add_switch(struct machine *m, unsigned k, int32_t next)
@@ -426,10 +457,16 @@ int synth_walk(struct synth_walk_config *cfg, const struct synth_pt_config *ptc,
 			cpu_init(m, c, truth);
 			c->s = &out->streams[0];
 			c->pt = &c->s->pt;
-			run_single(m, c);
-			if (c->oom || c->pt->oom)
+			if (cfg->snapshot_size) {
+				out->snap.aux_size = cfg->snapshot_size;
+				out->snap.every = cfg->snapshot_every;
+				c->pt->lines = &truth->n_insn;
+				c->pt->blines = &truth->n_branch;
+			}
+			ret = run_single(m, c);
+			if (!ret && (c->oom || c->pt->oom))
 				ret = -VMPT_ERR_NOMEM;
-			else if (c->pt->packet_en)
+			else if (!ret && c->pt->packet_en)
 				/* The end: an event takes the CPU away from
 				 * the traced code. */
 				synth_cpu_disable(c);
@@ -445,6 +482,10 @@ int synth_walk(struct synth_walk_config *cfg, const struct synth_pt_config *ptc,
 		if (pt->oom)
 			ret = -VMPT_ERR_NOMEM;
 	}
+	/* perf record -S: a last snapshot when recording ends */
+	if (!ret && cfg->snapshot_size)
+		ret = synth_snapshot_take(&out->snap, &out->streams[0].pt,
+					  truth->n_insn, truth->n_branch);
 	machine_fini(m);
 	free(m);
 	return ret;

@@ -69,6 +69,7 @@ const char *synth_flags_name(unsigned f)
 void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
 			unsigned flags, uint64_t tsc, int guest)
 {
+	t->n_branch++;
 	if (!t->branch)
 		return;
 	fprintf(t->branch, "%llx %llx %llu %s ", (unsigned long long)from,

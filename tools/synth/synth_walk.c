@@ -334,7 +334,7 @@ void synth_cpu_overflow_end(struct cpu *c)
 	 * hardware then reports OVF and where it resumed (full IP: the
 	 * decoder's last IP is unknown), and return compression restarts.
 	 */
-	c->pt->len = s->ovf_len;
+	synth_pt_truncate(c->pt, s->ovf_len);
 	s->ovf_end = 0;
 	c->st->lost += c->cfg->ovf_lost;
 	if (!s->lost_from) {

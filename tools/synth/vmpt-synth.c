@@ -56,6 +56,9 @@ static const char usage[] =
 "  --cyc-thresh N  --mtc-freq N  --psb-period BYTES\n"
 "  --tnt64                pack branches into TNT-64 packets\n"
 "  --ovf-at INSN[:LOST]   internal buffer overflow at an instruction\n"
+"  --snapshot SIZE:EVERY  snapshot mode (perf record -S -m,SIZE): an AUX area of\n"
+"                         SIZE bytes (power of 2, 4096-65536), a snapshot every\n"
+"                         EVERY instructions and one at the end (PREFIX.snapshots)\n"
 "  --corrupt OFF[:BYTE],..  overwrite trace bytes (default 0x05, a reserved opcode)\n"
 "Output:\n"
 "  -o PREFIX  --no-perf  --tsc0 N  --pid N  -q\n"
@@ -63,7 +66,7 @@ static const char usage[] =
 
 struct opts {
 	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
-	const char *offsets, *offset_change, *corrupt, *ovf, *filter;
+	const char *offsets, *offset_change, *corrupt, *ovf, *filter, *snapshot;
 	int vm, guest_code, no_perf, no_truth, quiet, vcpus, per_thread, cpus;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, kernel_period, guest_period;
@@ -277,6 +280,46 @@ static int write_images(const char *prefix, const struct synth_walk_config *w)
 	return fclose(f);
 }
 
+/* --snapshot SIZE:EVERY */
+static int parse_snapshot(struct synth_walk_config *w, const char *spec)
+{
+	char *end;
+	uint64_t size = strtoull(spec, &end, 0);
+
+	if (*end != ':' || size < 4096 || size > 65536 || (size & (size - 1)) ||
+	    parse_u64(end + 1, &w->snapshot_every) || !w->snapshot_every ||
+	    w->threads) {
+		fprintf(stderr, "vmpt-synth: bad --snapshot '%s' (SIZE:EVERY, SIZE a "
+			"power of 2 from 4096 to 65536; one trace buffer only)\n", spec);
+		return -1;
+	}
+	w->snapshot_size = (size_t)size;
+	return 0;
+}
+
+/* K START END FIRST AFTER LAST OVERLAP BFIRST BAFTER BLAST per snapshot
+ * (docs/synthesizer.md). */
+static int write_snapshots(const char *prefix, const struct synth_snapshots *ss)
+{
+	static const char *const overlap[] = {
+		[SO_NONE] = "none", [SO_TAIL] = "tail",
+		[SO_LAST_PSB] = "last-psb", [SO_FIRST_PSB] = "first-psb",
+	};
+	FILE *f = open_out(prefix, ".snapshots");
+
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct synth_snapshot *sn = &ss->v[i];
+
+		fprintf(f, "%zu %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+			i + 1, sn->start, sn->end, sn->first, sn->after, sn->last,
+			overlap[sn->overlap], sn->bfirst, sn->bafter, sn->blast);
+	}
+	return fclose(f);
+}
+
 static int write_tsc(const char *prefix, const struct synth_walk_config *w)
 {
 	FILE *f = open_out(prefix, ".tsc");
@@ -323,6 +366,7 @@ int main(int argc, char **argv)
 		{ "tsc0", 1, 0, 't' }, { "pid", 1, 0, 'P' }, { "help", 0, 0, 'H' },
 		{ "filter", 1, 0, 'L' }, { "no-truth", 0, 0, 'R' },
 		{ "per-thread", 0, 0, 'W' }, { "cpus", 1, 0, 'U' },
+		{ "snapshot", 1, 0, 'Z' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -365,6 +409,7 @@ int main(int argc, char **argv)
 		case 'L': o.filter = optarg; break;
 		case 'R': o.no_truth = 1; break;
 		case 'W': o.per_thread = 1; break;
+		case 'Z': o.snapshot = optarg; break;
 		case 'N': o.no_perf = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
@@ -421,6 +466,8 @@ int main(int argc, char **argv)
 	w.threads = o.vm && (o.per_thread || o.cpus);
 	w.per_thread = o.per_thread;
 	w.n_cpus = o.cpus ? (unsigned)o.cpus : 1;
+	if (o.snapshot && parse_snapshot(&w, o.snapshot))
+		goto out;
 	if (o.ovf) {
 		char *colon;
 
@@ -472,7 +519,8 @@ int main(int argc, char **argv)
 		ret = 1;
 		goto out;
 	}
-	ret = write_images(o.out, &w) || (o.vm && write_tsc(o.out, &w));
+	ret = write_images(o.out, &w) || (o.vm && write_tsc(o.out, &w)) ||
+	      (w.snapshot_size && write_snapshots(o.out, &out.snap));
 	for (size_t i = 0; !ret && i < out.n_streams; i++)
 		ret = write_raw(o.out, &out.streams[i], w.threads);
 	if (!ret && !o.no_perf) {
