@@ -2,6 +2,7 @@
 # TSC offsets beyond 2^55 and negative ones near 0, where the 7-byte TSC
 # packet wraps: 0x00ffffff00000000, 0x0100000000000123 (2^56 + 0x123),
 # -5, and one that makes a guest TSC cross 2^56 in the middle of the trace.
+# - perf script shows exactly the truth's instructions and branches;
 # - every guest PSB+'s TSC payload is (host TSC + offset) mod 2^56 (the host
 #   TSC read from the same PSB+ of the trace synthesized with offset 0) and
 #   every host one the host TSC; the crossing vCPU has payloads on both
@@ -59,6 +60,13 @@ for seed in 1 2; do
 	synth --seed "$seed" --tsc-offset "0x00ffffff00000000,0x0100000000000123,-0x5,$CROSS" \
 		-o big || fail "vmpt-synth seed $seed"
 	synth --seed "$seed" --tsc-offset 0,0,0,0 -o zero || fail "vmpt-synth (offset 0)"
+	# the offsets change no instruction or branch
+	truth_insns big.insn > want.i
+	perf_insns big.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL" > got.i
+	compare "instructions (seed $seed)" want.i got.i
+	truth_branches big.branches > want.b
+	perf_branches big.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL" > got.b
+	compare "branches (seed $seed)" want.b got.b
 	psb_tscs big.pt > big.psb
 	psb_tscs zero.pt > zero.psb
 	[ "$(wc -l < big.psb)" = "$(wc -l < zero.psb)" ] || fail "PSB+ differ in number"
