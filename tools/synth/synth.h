@@ -28,6 +28,13 @@ struct synth_seg {
 	uint64_t file_offset;	/* for perf's MMAP2 pgoff */
 };
 
+/* A function symbol: [addr, addr + size). */
+struct synth_sym {
+	uint64_t addr, size;
+	const char *name;
+	uint8_t bind;		/* STB_LOCAL, STB_GLOBAL, STB_WEAK */
+};
+
 struct synth_image {
 	char *path;
 	uint64_t base;		/* load bias added to the file's addresses */
@@ -38,6 +45,11 @@ struct synth_image {
 	size_t n_funcs;
 	uint64_t entry;
 	int is_dyn;		/* ET_DYN: placed at base */
+	/* function symbols by address (names in strtab) */
+	struct synth_sym *syms;
+	size_t n_syms;
+	char *strtab;
+	size_t strtab_len;
 };
 
 /* Load the executable PT_LOAD segments of an ELF.  base is where a PIE
@@ -47,6 +59,21 @@ struct synth_image {
 int synth_image_load(struct synth_image *img, const char *path, uint64_t base,
 		     char *err, size_t errlen);
 void synth_image_free(struct synth_image *img);
+
+/* A kernel's text from an ELF core (perf's kcore_dir/kcore, the guest
+ * agent's) with its function symbols from kallsyms.
+ */
+int synth_image_load_kcore(struct synth_image *img, const char *kcore,
+			   const char *kallsyms, char *err, size_t errlen);
+
+/* An ELF mapped as an MMAP2 record says: file offset pgoff at start. */
+int synth_image_load_mapped(struct synth_image *img, const char *path,
+			    uint64_t start, uint64_t pgoff, char *err,
+			    size_t errlen);
+
+/* The function symbol containing va, or NULL. */
+const struct synth_sym *synth_image_sym_at(const struct synth_image *img,
+					   uint64_t va);
 
 /* Code bytes at va (up to *avail bytes), or NULL when unmapped. */
 const uint8_t *synth_image_code(const struct synth_image *img, uint64_t va,
@@ -217,6 +244,7 @@ struct synth_truth {
 	/* vCPU threads (--per-thread, --cpus): lines say where they ran */
 	int threaded;
 	int32_t tid, cpu;
+	FILE *gtruth;		/* guest recording: a line per instruction */
 };
 
 void synth_truth_insn(struct synth_truth *t, uint64_t ip);
@@ -232,6 +260,8 @@ const char *synth_flags_name(unsigned flags);
 /* ---- the walk ---- */
 
 #define SYNTH_MAX_VCPUS 16
+
+struct synth_grec;
 
 struct synth_vcpu {
 	uint64_t vmcs;		/* VMCS base (4 KiB aligned) */
@@ -278,6 +308,8 @@ struct synth_walk_config {
 	 * snapshots (one more at the end) */
 	size_t snapshot_size;
 	uint64_t snapshot_every;
+	/* a real guest recording as the guest (synth_guest.c) */
+	struct synth_grec *grec;
 };
 
 struct synth_stats {

@@ -8,10 +8,12 @@
  * --per-thread) or per CPU (perf record -a, with cpu-wide context switch
  * records).
  */
+#include "synth_guest.h"
 #include "synth_perf.h"
 #include "vmpt/error.h"
 #include "vmpt/perf_data.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,7 +145,8 @@ static int write_kernel_mmap(struct vmpt_perf_writer *pw,
 
 /* The VMM process and its vCPU threads, as perf record synthesizes an
  * existing process: COMM (exec) of the process, then FORK and COMM of
- * each thread.
+ * each thread, all with time 0 (perf delivers such records as it reads
+ * them, before anything it orders by time).
  */
 static int write_threads(struct vmpt_perf_writer *pw,
 			 const struct synth_perf_params *pp,
@@ -170,8 +173,7 @@ static int write_threads(struct vmpt_perf_writer *pw,
 		ev.fork.pid = ev.fork.ppid = pp->pid;
 		ev.fork.tid = tid;
 		ev.fork.ptid = pp->pid;
-		ev.fork.time = time + 10 * (i + 1);
-		sid(&ev, pp, ev.fork.time, ID_SB_BASE);
+		sid(&ev, pp, time, ID_SB_BASE);
 		ev.sid.tid = tid;
 		if ((ret = vmpt_perf_write_record(pw, &ev)))
 			return ret;
@@ -182,7 +184,7 @@ static int write_threads(struct vmpt_perf_writer *pw,
 		ev.comm.pid = pp->pid;
 		ev.comm.tid = tid;
 		ev.comm.comm = comm;
-		sid(&ev, pp, time + 10 * (i + 1) + 5, ID_SB_BASE);
+		sid(&ev, pp, time, ID_SB_BASE);
 		ev.sid.tid = tid;
 		if ((ret = vmpt_perf_write_record(pw, &ev)))
 			return ret;
@@ -301,7 +303,8 @@ static int write_attrs(struct vmpt_perf_writer *pw,
 	attr.exclude_user = !w->trace_user;
 	attr.exclude_guest = !w->vm;
 	attr.exclude_hv = 1;
-	ret = vmpt_perf_writer_add_attr(pw, &attr, w->vm ? "intel_pt//k" :
+	ret = vmpt_perf_writer_add_attr(pw, &attr, w->vm ? (w->trace_user ?
+					"intel_pt//" : "intel_pt//k") :
 					"intel_pt//u", ids, n);
 	if (!ret)
 		ret = vmpt_perf_writer_set_env(pw, &env);
@@ -309,7 +312,8 @@ static int write_attrs(struct vmpt_perf_writer *pw,
 	attr.exclude_kernel = !w->trace_kernel;
 	attr.exclude_user = !w->trace_user;
 	if (!ret)
-		ret = vmpt_perf_writer_add_attr(pw, &attr, w->vm ? "dummy:k" :
+		ret = vmpt_perf_writer_add_attr(pw, &attr, w->vm ? (w->trace_user ?
+						"dummy" : "dummy:k") :
 						"dummy:u", ids + n, n);
 	free(ids);
 	return ret;
@@ -466,9 +470,13 @@ static int write_threaded(struct vmpt_perf_writer *pw,
 			  struct synth_out *out,
 			  const struct vmpt_perf_time_conv *tc, uint64_t t0)
 {
+	static const struct perf_event_header finished_init = {
+		.type = VMPT_PERF_RECORD_FINISHED_INIT,
+		.size = sizeof(struct perf_event_header),
+	};
 	int ret;
 
-	if ((ret = write_threads(pw, pp, w, t0 - 3000)) ||
+	if ((ret = write_threads(pw, pp, w, 0)) ||
 	    (w->kernel &&
 	     (ret = write_kernel_mmap(pw, pp, w->kernel, t0 - 1500, 0,
 				      ID_SB_BASE))) ||
@@ -482,8 +490,13 @@ static int write_threaded(struct vmpt_perf_writer *pw,
 		if ((ret = write_itrace_start(pw, pp, &out->streams[i], i,
 					      t0 - 1000)))
 			return ret;
-	qsort(out->switches, out->n_switches, sizeof(*out->switches),
-	      cmp_switch);
+	/* perf record: the synthesized state is complete (perf inject
+	 * --guest-data sets up the guest's events there) */
+	if ((ret = vmpt_perf_write_event(pw, &finished_init)))
+		return ret;
+	if (out->n_switches)
+		qsort(out->switches, out->n_switches, sizeof(*out->switches),
+		      cmp_switch);
 	for (size_t i = 0; !w->per_thread && i < out->n_switches; i++)
 		if ((ret = write_switch(pw, pp, tc, &out->switches[i])))
 			return ret;
@@ -503,6 +516,50 @@ static int write_threaded(struct vmpt_perf_writer *pw,
 	return vmpt_perf_write_finished_round(pw);
 }
 
+/* perf record --kcore: the host kernel's text as kcore_dir/kcore (the
+ * model's ELF), its kallsyms and an empty module list. */
+static int write_kcore_dir(struct vmpt_perf_writer *pw,
+			   const struct synth_image *k, char *err, size_t errlen)
+{
+	const char *dir = vmpt_perf_writer_kcore_dir(pw);
+	char path[4096], buf[65536];
+	FILE *in, *out;
+	size_t n;
+	int ret = 0;
+
+	if (!dir) {
+		snprintf(err, errlen, "kcore_dir: %s", strerror(errno));
+		return -VMPT_ERR_IO;
+	}
+	snprintf(path, sizeof(path), "%s/kcore", dir);
+	in = fopen(k->path, "rb");
+	out = fopen(path, "wb");
+	while (in && out && (n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			ret = -1;
+	if (!in || !out || ferror(in))
+		ret = -1;
+	if (in)
+		fclose(in);
+	if ((out && fclose(out)) || ret)
+		goto fail;
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	out = fopen(path, "w");
+	for (size_t i = 0; out && i < k->n_syms; i++)
+		fprintf(out, "%016llx T %s\n", (unsigned long long)k->syms[i].addr,
+			k->syms[i].name);
+	if (!out || fclose(out))
+		goto fail;
+	snprintf(path, sizeof(path), "%s/modules", dir);
+	out = fopen(path, "w");
+	if (!out || fclose(out))
+		goto fail;
+	return 0;
+fail:
+	snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
+	return -VMPT_ERR_IO;
+}
+
 int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 		     const struct synth_pt_config *cfg,
 		     const struct synth_walk_config *w,
@@ -513,9 +570,15 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 	uint64_t t0;
 	int ret;
 
+	struct vmpt_perf_writer_opts opts = { .dir = pp->grec != NULL };
+
 	time_conv(cfg, &tc);
+	if (pp->time_mult) {
+		tc.time_mult = pp->time_mult;
+		tc.time_shift = pp->time_shift;
+	}
 	t0 = tsc_to_ns(&tc, pp->tsc0);
-	ret = vmpt_perf_writer_open(&pw, path, NULL);
+	ret = vmpt_perf_writer_open(&pw, path, &opts);
 	if (ret) {
 		snprintf(err, errlen, "%s: %s", path, vmpt_strerror(ret));
 		return ret;
@@ -523,6 +586,18 @@ int synth_perf_write(const char *path, const struct synth_perf_params *pp,
 	ret = write_attrs(pw, cfg, w, out->n_streams);
 	if (!ret)
 		ret = write_header_records(pw, cfg, w, out, &tc);
+	if (!ret && pp->grec) {
+		char gdir[4096];
+
+		ret = write_kcore_dir(pw, w->kernel, err, errlen);
+		snprintf(gdir, sizeof(gdir), "%s/guest", path);
+		if (!ret)
+			ret = synth_grec_copy(pp->grec, gdir, err, errlen);
+		if (ret) {
+			vmpt_perf_writer_close(pw);
+			return ret;
+		}
+	}
 	if (!ret && w->threads)
 		ret = write_threaded(pw, pp, w, out, &tc, t0);
 	else if (!ret)

@@ -9,6 +9,11 @@ struct synth_perf_params {
 	uint32_t pid;		/* the traced process (thread id = pid) */
 	uint64_t tsc0;		/* TSC when the trace starts */
 	int vm, guest_code;
+	/* guest recording: perf's directory form with the host kernel in
+	 * kcore_dir and the guest's side in guest/; TIME_CONV at the guest's
+	 * TSC rate (one TSC) */
+	const struct synth_grec *grec;
+	uint64_t time_mult, time_shift;
 };
 
 /* The PMU type perf record found for intel_pt: a dynamic type, here one

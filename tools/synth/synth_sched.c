@@ -13,6 +13,7 @@
  * CPUs at once.  The scheduler, the idle loop and the VMM's user space are
  * outside the model: nothing of them is traced.
  */
+#include "synth_guest.h"
 #include "synth_walk.h"
 #include "vmpt/error.h"
 
@@ -429,6 +430,85 @@ static int run_threads(struct machine *m, const struct synth_pt_config *ptc,
 	return 0;
 }
 
+/* A real guest recording as the guest (synth_guest.c): vCPU n runs what
+ * guest CPU n ran, and each vCPU thread has a host CPU of its own.  A
+ * thread sleeps (its event scheduled out: TraceEn 0) while its guest CPU
+ * is idle or the host does not run it; KVM_RUN never returns to the VMM.
+ */
+static int run_grec(struct machine *m, const struct synth_pt_config *ptc,
+		    uint64_t tsc0, struct synth_truth *truth)
+{
+	struct synth_walk_config *cfg = m->cfg;
+	struct synth_out *out = m->out;
+	uint64_t entry = synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL);
+	uint64_t ioctl_size = 0, sys_size = 0;
+	uint64_t ioctl = synth_image_symbol(cfg->kernel, "kvm_vcpu_ioctl", &ioctl_size);
+	uint64_t sys = synth_image_symbol(cfg->kernel, "do_syscall_64", &sys_size);
+	int ret, done[SYNTH_MAX_VCPUS] = { 0 };
+
+	m->n_thr = cfg->n_vcpus;
+	ret = alloc_streams(out, m->n_thr);
+	if (ret)
+		return ret;
+	for (unsigned i = 0; i < m->n_thr; i++) {
+		struct thr *t = &m->thr[i];
+		const struct gslice *next, *s;
+
+		stream_init(&out->streams[i], ptc, tsc0,
+			    (int32_t)(cfg->pid + 1 + i), -1, cfg);
+		cpu_init(m, &t->c, truth);
+		t->c.vcpu = i;
+		t->c.s = &out->streams[i];
+		t->c.pt = &t->c.s->pt;
+		t->c.hcpu = &m->hc[i];
+		t->c.ioctl_lo = ioctl;
+		t->c.ioctl_hi = ioctl + ioctl_size;
+		t->c.sys_lo = sys;
+		t->c.sys_hi = sys + sys_size;
+		t->c.vmx_vcpu_load = synth_image_symbol(cfg->kernel,
+			"vmx_vcpu_load", &t->c.vmx_vcpu_load_end);
+		t->c.vmx_vcpu_load_end += t->c.vmx_vcpu_load;
+		/* inside KVM_RUN from the first slice of its guest CPU on */
+		t->c.ctx = CTX_KERNEL;
+		t->c.ip = entry;
+		s = synth_grec_slice(cfg->grec, i, tsc0, &next);
+		s = s ? s : next;
+		m->clock[i] = s && s->from > tsc0 ? s->from : tsc0;
+		done[i] = !s;
+	}
+	for (;;) {
+		unsigned k = m->n_thr;
+		struct cpu *c;
+
+		for (unsigned i = 0; i < m->n_thr; i++)
+			if (!done[i] && (k == m->n_thr || m->clock[i] < m->clock[k]))
+				k = i;
+		if (k == m->n_thr)
+			break;
+		c = &m->thr[k].c;
+		truth->tid = (int32_t)(cfg->pid + 1 + k);
+		truth->cpu = (int32_t)k;
+		/* scheduled in: TraceEn 0 -> 1 */
+		synth_pt_resume(c->pt, m->clock[k], !c->s->started);
+		c->s->started = 1;
+		synth_cpu_enable(c, 0);
+		while (!c->block_until && budget_left(m, c))
+			synth_cpu_step(c);
+		if (c->oom || c->pt->oom)
+			return -VMPT_ERR_NOMEM;
+		/* scheduled out (or the recording ends): TraceEn 1 -> 0 */
+		if (c->pt->packet_en)
+			synth_cpu_disable(c);
+		synth_pt_flush_tnt(c->pt);
+		if (!budget_left(m, c))
+			break;
+		done[k] = c->block_until == UINT64_MAX;
+		m->clock[k] = c->block_until > c->pt->tsc ? c->block_until : c->pt->tsc;
+		c->block_until = 0;
+	}
+	return 0;
+}
+
 int synth_walk(struct synth_walk_config *cfg, const struct synth_pt_config *ptc,
 	       uint64_t tsc0, struct synth_out *out, struct synth_truth *truth,
 	       struct synth_stats *st, char *err, size_t errlen)
@@ -444,7 +524,10 @@ int synth_walk(struct synth_walk_config *cfg, const struct synth_pt_config *ptc,
 	m->out = out;
 	m->st = st;
 	ret = machine_init(m, err, errlen);
-	if (!ret && cfg->threads) {
+	if (!ret && cfg->grec) {
+		truth->threaded = 1;
+		ret = run_grec(m, ptc, tsc0, truth);
+	} else if (!ret && cfg->threads) {
 		truth->threaded = 1;
 		ret = run_threads(m, ptc, tsc0, truth);
 	} else if (!ret) {

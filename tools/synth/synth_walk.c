@@ -19,6 +19,7 @@
  *   VM exit             FUP(guest IP), PIP(NR=0), TIP(host RIP)
  *   vmptrld             VMCS
  */
+#include "synth_guest.h"
 #include "synth_walk.h"
 #include "vmpt/error.h"
 
@@ -72,7 +73,9 @@ static struct stack *arch_stack(struct cpu *c)
 	switch (c->ctx) {
 	case CTX_USER: return &c->ustack;
 	case CTX_KERNEL: return &c->kstack;
-	case CTX_GUEST: default: return &c->gstack[c->vcpu];
+	case CTX_GUEST_USER: return &c->gtask->ustack;
+	case CTX_GUEST: default:
+		return c->gtask ? &c->gtask->kstack : &c->gstack[c->vcpu];
 	}
 }
 
@@ -94,6 +97,14 @@ static struct synth_insn_cache *cur_cache(struct cpu *c)
 	}
 }
 
+/* The instruction at ip in the current context's code, or NULL. */
+static const struct synth_insn *insn_at(struct cpu *c, uint64_t ip)
+{
+	if (c->ctx == CTX_GUEST_USER)
+		return synth_grec_insn(c->cfg->grec, c->gtask, c->pt->tsc, ip);
+	return synth_insn_get(cur_cache(c), cur_image(c), ip);
+}
+
 int synth_cpu_in_filter(const struct cpu *c, uint64_t ip)
 {
 	return !c->cfg->filter_hi ||
@@ -104,13 +115,16 @@ int synth_cpu_in_filter(const struct cpu *c, uint64_t ip)
 
 static int guest(struct cpu *c)
 {
-	return c->ctx == CTX_GUEST;
+	return c->ctx == CTX_GUEST || c->ctx == CTX_GUEST_USER;
 }
 
 static uint64_t random_func(struct cpu *c)
 {
 	struct synth_image *img = cur_image(c);
 
+	if (c->ctx == CTX_GUEST_USER)
+		return synth_grec_random_func(c->cfg->grec, c->gtask, c->pt->tsc,
+					      c->ip, rnd(c));
 	return img->funcs[rnd(c) % img->n_funcs];
 }
 
@@ -188,6 +202,13 @@ static void vm_exit(struct cpu *c, uint64_t resume_ip)
 	uint64_t host_rip = synth_image_symbol(c->cfg->kernel, "vmx_vmexit", NULL);
 
 	v->guest_ip = resume_ip;
+	if (c->gtask) {
+		/* the guest task resumes there, in its ring */
+		c->gtask->ip = resume_ip;
+		c->gtask->user = c->ctx == CTX_GUEST_USER;
+		c->gtask->kexit_at = c->kernel_exit_at;
+		c->kernel_exit_at = 0;
+	}
 	needs_packet(c);
 	/* SDM compound packets: FUP, then PIP (CR3 and NR change), TIP;
 	 * no MODE.Exec, the host and guest both run 64-bit code. */
@@ -198,6 +219,28 @@ static void vm_exit(struct cpu *c, uint64_t resume_ip)
 	c->st->vmexits++;
 	c->ctx = CTX_KERNEL;
 	c->ip = host_rip;
+	c->gtask = NULL;
+}
+
+/* Guest recording: the task the guest CPU runs now enters, where it was
+ * (or, the first time, at a function of its code: user space when it has
+ * any). */
+static void grec_enter(struct cpu *c, struct synth_vcpu *v)
+{
+	struct synth_grec *g = c->cfg->grec;
+	struct gtask *t = c->slice->task;
+
+	if (!t->started) {
+		uint64_t f = synth_grec_random_func(g, t, c->pt->tsc, 0, rnd(c));
+
+		t->started = 1;
+		t->user = f != 0;
+		t->ip = f ? f : g->kernel.funcs[rnd(c) % g->kernel.n_funcs];
+	}
+	c->gtask = t;
+	v->guest_ip = t->ip;
+	v->guest_cr3 = synth_grec_cr3(g, t, c->pt->tsc);
+	c->kernel_exit_at = t->kexit_at;
 }
 
 static void vm_entry(struct cpu *c, const struct synth_insn *in)
@@ -211,6 +254,8 @@ static void vm_entry(struct cpu *c, const struct synth_insn *in)
 		return;
 	}
 	v->launched = 1;
+	if (c->cfg->grec)
+		grec_enter(c, v);
 	if (c->cfg->threads) {
 		/* the thread's VMCS is current: its offset (it may have
 		 * changed while another CPU or thread ran) */
@@ -223,7 +268,7 @@ static void vm_entry(struct cpu *c, const struct synth_insn *in)
 	branch(c, c->ip, v->guest_ip, SF_VMENTRY);
 	c->st->vmentries++;
 	c->entries_on_vcpu++;
-	c->ctx = CTX_GUEST;
+	c->ctx = c->gtask && c->gtask->user ? CTX_GUEST_USER : CTX_GUEST;
 	c->ip = v->guest_ip;
 	c->guest_exit_at = c->st->insns + rnd_period(c, c->cfg->guest_period);
 }
@@ -407,6 +452,12 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 		t = p ? *p : (struct synth_insn){ 0 };
 		if (f.kind == SK_VMENTRY && t.kind == SK_VMENTRY)
 			return t.vmlaunch != !cur_vcpu(c)->launched ? 0 : 1;
+		/* guest recording: the thread's system call is KVM_RUN, and
+		 * every exit is handled in the kernel */
+		if (c->cfg->grec && in->ip >= c->sys_lo && in->ip < c->sys_hi)
+			return 0;
+		if (c->cfg->grec && in->ip >= c->ioctl_lo && in->ip < c->ioctl_hi)
+			return 1;
 		/* vmx_vcpu_load: "already loaded on this CPU" */
 		if (c->cfg->threads && in->ip >= c->vmx_vcpu_load &&
 		    in->ip < c->vmx_vcpu_load_end)
@@ -433,7 +484,7 @@ static int endless_loop(struct cpu *c, const struct synth_insn *jmp)
 		for (size_t i = 0; i < n; i++)
 			if (seen[i] == ip)
 				return 1;
-		p = synth_insn_get(cur_cache(c), cur_image(c), ip);
+		p = insn_at(c, ip);
 		if (!p)
 			return 0;
 		seen[n++] = ip;
@@ -507,6 +558,19 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		break;
 	case SK_SYSCALL:
 		c->st->syscalls++;
+		if (c->ctx == CTX_GUEST_USER) {
+			/* the guest's system call: both rings traced */
+			c->gtask->user_ret = next;
+			c->ip = c->cfg->grec->k_syscall;
+			needs_packet(c);
+			synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
+			c->st->tips++;
+			branch(c, in->ip, c->ip, SF_SYSCALLRET | SF_CALL);
+			c->ctx = CTX_GUEST;
+			c->gtask->kstack.n = 0;
+			kernel_visit(c, 0);
+			break;
+		}
 		if (c->cfg->trace_kernel && c->pt->packet_en) {
 			/* user and kernel traced: a far branch, TIP */
 			c->user_ret = next;
@@ -540,6 +604,18 @@ static void step(struct cpu *c, const struct synth_insn *in)
 			enable(c, 0);
 		break;
 	case SK_SYSRET:
+		if (c->ctx == CTX_GUEST) {
+			/* back to the guest task's user space */
+			c->ip = c->gtask->user_ret;
+			c->gtask->user_ret = 0;
+			c->kernel_exit_at = 0;
+			needs_packet(c);
+			synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
+			c->st->tips++;
+			branch(c, in->ip, c->ip, SF_SYSCALLRET);
+			c->ctx = CTX_GUEST_USER;
+			break;
+		}
 		if (c->cfg->vm) {
 			kernel_to_user_and_back(c);
 			break;
@@ -609,7 +685,8 @@ static void cannot_execute(struct cpu *c)
  */
 static void kernel_exit(struct cpu *c)
 {
-	uint64_t to = synth_image_symbol(c->cfg->kernel, c->kernel_by_irq ?
+	uint64_t to = c->ctx == CTX_GUEST ? c->cfg->grec->k_sysret :
+		synth_image_symbol(c->cfg->kernel, c->kernel_by_irq ?
 		"swapgs_restore_regs_and_return_to_usermode" :
 		"syscall_return_via_sysret", NULL);
 
@@ -637,6 +714,41 @@ static void timed_events(struct cpu *c)
 		overflow_begin(c);
 	if (losing(c) && c->st->insns >= c->s->ovf_end)
 		synth_cpu_overflow_end(c);
+}
+
+/* In guest user space only CPUID exits: HLT, port I/O and MSR accesses
+ * fault there (#GP), which the guest kernel handles. */
+static int user_cpuid(struct cpu *c)
+{
+	size_t avail = 0;
+	const uint8_t *b = synth_grec_code(c->cfg->grec, c->gtask, c->pt->tsc,
+					   c->ip, &avail);
+
+	return b && avail >= 2 && b[0] == 0x0f && b[1] == 0xa2;
+}
+
+/* Guest recording, before a VM entry: the task the guest CPU runs now, or
+ * none (idle, or its slice had its share of guest instructions: the host
+ * does not run the vCPU for the rest of it), and then the vCPU thread
+ * sleeps until the next slice begins (forever when none does).
+ */
+static int grec_wait(struct cpu *c)
+{
+	const struct gslice *next, *s;
+
+	s = synth_grec_slice(c->cfg->grec, c->vcpu, c->pt->tsc, &next);
+	if (s && s == c->slice && c->slice_used >= c->slice_budget)
+		s = NULL;
+	if (s) {
+		if (s != c->slice) {
+			c->slice = s;
+			c->slice_used = 0;
+			c->slice_budget = rnd_period(c, c->cfg->grec->slice_insns);
+		}
+		return 0;
+	}
+	c->block_until = next ? next->from : UINT64_MAX;
+	return 1;
 }
 
 /* One step of the walk: an event, or the instruction at c->ip. */
@@ -671,35 +783,43 @@ void synth_cpu_step(struct cpu *c)
 		c->block_start = st->insns + 1;
 		return;
 	}
-	if (c->ctx == CTX_KERNEL && c->kernel_exit_at &&
+	if ((c->ctx == CTX_KERNEL || c->ctx == CTX_GUEST) && c->kernel_exit_at &&
 	    st->insns >= c->kernel_exit_at) {
 		kernel_exit(c);
 		c->block_start = st->insns + 1;
 		return;
 	}
-	if (guest(c) && st->insns >= c->guest_exit_at) {
+	if (guest(c) && (st->insns >= c->guest_exit_at ||
+			 (c->slice && (pt->tsc >= c->slice->to ||
+				       c->slice_used >= c->slice_budget)))) {
 		vm_exit(c, c->ip);	/* external interrupt */
 		c->block_start = st->insns + 1;
 		return;
 	}
 	/* a copy: looking up the target may move the cache's entries */
-	p = synth_insn_get(cur_cache(c), cur_image(c), c->ip);
+	p = insn_at(c, c->ip);
 	if (p)
 		insn = *p;
 	if (!p || in->kind == SK_STOP || (in->vmx && !cfg->vm) ||
 	    (in->kind == SK_EXITING && c->ctx == CTX_USER) ||
+	    (in->kind == SK_EXITING && c->ctx == CTX_GUEST_USER && !user_cpuid(c)) ||
 	    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
 	     c->ctx != CTX_KERNEL) ||
-	    (in->kind == SK_SYSCALL && c->ctx != CTX_USER) ||
-	    (in->kind == SK_SYSRET && c->ctx != CTX_KERNEL) ||
+	    (in->kind == SK_SYSCALL && c->ctx != CTX_USER &&
+	     c->ctx != CTX_GUEST_USER) ||
+	    (in->kind == SK_SYSRET && c->ctx != CTX_KERNEL &&
+	     !(c->ctx == CTX_GUEST && c->gtask && c->gtask->user_ret)) ||
 	    (in->kind == SK_SYSRET && !cfg->vm && !c->user_ret) ||
 	    (in->kind == SK_IRET && !c->irq_ret) ||
 	    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
-	     !synth_insn_get(cur_cache(c), cur_image(c), in->target))) {
+	     !insn_at(c, in->target))) {
 		cannot_execute(c);
 		c->block_start = st->insns + 1;
 		return;
 	}
+	if (in->kind == SK_VMENTRY && c->ctx == CTX_KERNEL && cfg->grec &&
+	    grec_wait(c))
+		return;	/* the vCPU thread sleeps until its guest CPU runs a task */
 	if (in->kind == SK_JMP && endless_loop(c, in)) {
 		cannot_execute(c);
 		c->block_start = st->insns + 1;
@@ -712,8 +832,13 @@ void synth_cpu_step(struct cpu *c)
 		c->block_start = st->insns + 1;
 		return;
 	}
-	if (pt->packet_en)
+	if (pt->packet_en) {
 		synth_truth_insn(c->truth, in->ip);
+		if (c->truth->gtruth)
+			synth_grec_truth(cfg->grec, c->truth->gtruth, c, in->ip);
+	}
+	if (guest(c))
+		c->slice_used++;
 	st->insns++;
 	synth_pt_tick(pt, 1 + (rnd(c) & 1));
 	step(c, in);

@@ -7,7 +7,8 @@
 
 #include "synth.h"
 
-enum ctx { CTX_USER, CTX_KERNEL, CTX_GUEST };
+/* host user, host kernel, guest kernel, guest user (guest recording) */
+enum ctx { CTX_USER, CTX_KERNEL, CTX_GUEST, CTX_GUEST_USER };
 
 struct stack {
 	uint64_t *v;
@@ -46,6 +47,14 @@ struct cpu {
 	int in_user;		/* threads: KVM_RUN returned to the VMM */
 	uint64_t vmx_vcpu_load;	/* threads: vmx_vcpu_load's extent, to decide */
 	uint64_t vmx_vcpu_load_end;	/* its "already loaded" branch */
+	/* guest recording: the guest task on the vCPU, its slice of the
+	 * guest CPU, and the host TSC the thread sleeps until (0: runs) */
+	struct gtask *gtask;
+	const struct gslice *slice;
+	uint64_t slice_used, slice_budget;
+	uint64_t block_until;
+	uint64_t ioctl_lo, ioctl_hi;	/* kvm_vcpu_ioctl: KVM_RUN never returns */
+	uint64_t sys_lo, sys_hi;	/* do_syscall_64: the system call is KVM_RUN */
 	/* first instruction after the last branch (1-based, as in the truth) */
 	uint64_t block_start;
 	int oom;

@@ -2,7 +2,7 @@
 /* vmpt-synth: synthesize an Intel PT trace of real code with its ground
  * truth.  See docs/synthesizer.md.
  */
-#include "synth.h"
+#include "synth_guest.h"
 #include "synth_perf.h"
 #include "vmpt/error.h"
 
@@ -49,6 +49,14 @@ static const char usage[] =
 "  --per-thread           a trace buffer per thread (perf record --per-thread)\n"
 "  --cpus N               threads scheduled on N host CPUs; without\n"
 "                         --per-thread, a buffer per CPU (perf record -a)\n"
+"A real guest as the guest (--vm, vCPU threads per thread, host traced u+k):\n"
+"  --guest-recording DIR  what vmpt guest collected (DIR/guest or DIR: perf.data,\n"
+"                         root/, kcore_dir/, vdso): vCPU n runs what guest CPU n\n"
+"                         ran; PREFIX.perf.data is a directory (data, kcore_dir/,\n"
+"                         guest/), PREFIX.gtruth says each instruction's task\n"
+"  --guest-from NS        guest perf time to start at (default: the first exec)\n"
+"  --guest-slice N        mean guest instructions the host runs of a task's time\n"
+"                         on a guest CPU (default 3000)\n"
 "Trace unit:\n"
 "  --noretcomp            no return compression\n"
 "  --no-timing            no TSC/MTC/CYC\n"
@@ -67,6 +75,8 @@ static const char usage[] =
 struct opts {
 	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
 	const char *offsets, *offset_change, *corrupt, *ovf, *filter, *snapshot;
+	const char *grec;
+	uint64_t guest_from, guest_slice;
 	int vm, guest_code, no_perf, no_truth, quiet, vcpus, per_thread, cpus;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, kernel_period, guest_period;
@@ -280,6 +290,50 @@ static int write_images(const char *prefix, const struct synth_walk_config *w)
 	return fclose(f);
 }
 
+/* --guest-recording: the guest, and where the host trace starts (the
+ * first exec in the guest, or --guest-from). */
+static int open_grec(struct synth_grec *g, struct synth_walk_config *w,
+		     struct opts *o)
+{
+	int64_t offsets[SYNTH_MAX_VCPUS];
+	const struct gslice *next;
+	char err[512];
+	int ret;
+
+	for (unsigned i = 0; i < w->n_vcpus; i++)
+		offsets[i] = w->vcpus[i].tsc_offset;
+	ret = synth_grec_open(g, o->grec, offsets, w->n_vcpus, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "vmpt-synth: %s\n", ret == -VMPT_ERR_NOMEM ?
+			vmpt_strerror(ret) : err);
+		return -1;
+	}
+	if (g->guest_cpus > w->n_vcpus) {
+		fprintf(stderr, "vmpt-synth: %s: the guest ran on %u CPUs: give "
+			"--vcpus %u\n", o->grec, g->guest_cpus, g->guest_cpus);
+		return -1;
+	}
+	g->slice_insns = o->guest_slice ? o->guest_slice : 3000;
+	w->grec = g;
+	w->guest = &g->kernel;
+	o->tsc0 = o->guest_from ? synth_grec_host_tsc(g, 0, o->guest_from) :
+				  g->first_exec;
+	/* before the first task the trace shows, if that comes later */
+	for (unsigned i = 0; i < w->n_vcpus; i++) {
+		const struct gslice *s = synth_grec_slice(g, i, o->tsc0, &next);
+
+		if (!s && next && (!o->tsc0 || next->from < o->tsc0))
+			o->tsc0 = next->from;
+	}
+	if (!o->tsc0) {
+		fprintf(stderr, "vmpt-synth: %s: no task ran on a guest CPU\n",
+			o->grec);
+		return -1;
+	}
+	o->tsc0 -= 1000;
+	return 0;
+}
+
 /* --snapshot SIZE:EVERY */
 static int parse_snapshot(struct synth_walk_config *w, const char *spec)
 {
@@ -366,7 +420,8 @@ int main(int argc, char **argv)
 		{ "tsc0", 1, 0, 't' }, { "pid", 1, 0, 'P' }, { "help", 0, 0, 'H' },
 		{ "filter", 1, 0, 'L' }, { "no-truth", 0, 0, 'R' },
 		{ "per-thread", 0, 0, 'W' }, { "cpus", 1, 0, 'U' },
-		{ "snapshot", 1, 0, 'Z' },
+		{ "snapshot", 1, 0, 'Z' }, { "guest-recording", 1, 0, 'Q' },
+		{ "guest-from", 1, 0, 'j' }, { "guest-slice", 1, 0, 'J' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -377,6 +432,7 @@ int main(int argc, char **argv)
 			.mtc_freq = 3, .tsc_ctc_n = 84, .tsc_ctc_d = 2, .cbr = 32 },
 	};
 	struct synth_image user = { 0 }, kernel = { 0 }, guest_img = { 0 };
+	struct synth_grec grec = { 0 };
 	struct synth_walk_config w = { 0 };
 	struct synth_truth truth = { 0 };
 	struct synth_stats st;
@@ -410,10 +466,12 @@ int main(int argc, char **argv)
 		case 'R': o.no_truth = 1; break;
 		case 'W': o.per_thread = 1; break;
 		case 'Z': o.snapshot = optarg; break;
+		case 'Q': o.grec = optarg; o.vm = 1; break;
 		case 'N': o.no_perf = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
 		case 'h': case 'f': case 'p': case 't': case 'P': case 'U':
+		case 'j': case 'J':
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
 				return 2;
@@ -432,6 +490,8 @@ int main(int argc, char **argv)
 			case 't': o.tsc0 = v; break;
 			case 'P': o.pid = v; break;
 			case 'U': o.cpus = (int)v; break;
+			case 'j': o.guest_from = v; break;
+			case 'J': o.guest_slice = v; break;
 			}
 			break;
 		default:
@@ -440,7 +500,9 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!o.out || optind != argc || (!o.elf && !o.vm) ||
-	    (o.vm && (!o.host_kernel || (!o.guest_elf && !o.guest_code))) ||
+	    (o.vm && (!o.host_kernel ||
+		      (!o.guest_elf && !o.guest_code && !o.grec))) ||
+	    (o.grec && (o.guest_elf || o.guest_code || o.cpus || o.snapshot)) ||
 	    (o.guest_code && !o.elf) || (o.filter && o.vm) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
 	    o.pt.psb_period < 256 || o.pt.mtc_freq > 15 ||
 	    o.pt.cyc_thresh > 15 || o.cpus < 0 || o.cpus > 64 ||
@@ -474,7 +536,16 @@ int main(int argc, char **argv)
 		w.ovf_at = strtoull(o.ovf, &colon, 0);
 		w.ovf_lost = *colon == ':' ? strtoull(colon + 1, NULL, 0) : 1000;
 	}
-	if (o.vm) {
+	if (o.grec) {
+		w.vm = 1;
+		w.trace_kernel = w.trace_user = 1;
+		w.threads = w.per_thread = 1;
+		w.n_cpus = (unsigned)o.vcpus;
+		w.guest_period = o.guest_period;
+		w.kernel_period = o.kernel_period ? o.kernel_period : 1500;
+		if (setup_vcpus(&w, &o) || open_grec(&grec, &w, &o))
+			goto out;
+	} else if (o.vm) {
 		w.vm = 1;
 		w.trace_kernel = 1;
 		w.guest = o.guest_code ? &user : &guest_img;
@@ -504,6 +575,8 @@ int main(int argc, char **argv)
 		truth.branch = open_out(o.out, ".branches");
 		if (!truth.insn || !truth.branch)
 			goto out;
+		if (o.grec && !(truth.gtruth = open_out(o.out, ".gtruth")))
+			goto out;
 	}
 
 	ret = synth_walk(&w, &o.pt, o.tsc0, &out, &truth, &st, err, sizeof(err));
@@ -527,6 +600,8 @@ int main(int argc, char **argv)
 		struct synth_perf_params pp = {
 			.pid = (uint32_t)o.pid, .tsc0 = o.tsc0, .vm = o.vm,
 			.guest_code = o.guest_code,
+			.grec = o.grec ? &grec : NULL,
+			.time_mult = grec.time_mult, .time_shift = grec.time_shift,
 		};
 		char path[4096];
 
@@ -559,6 +634,9 @@ out:
 		fclose(truth.insn);
 	if (truth.branch)
 		fclose(truth.branch);
+	if (truth.gtruth)
+		fclose(truth.gtruth);
+	synth_grec_close(&grec);
 	synth_image_free(&user);
 	synth_image_free(&kernel);
 	synth_image_free(&guest_img);
