@@ -49,7 +49,7 @@ struct synth_image {
 	struct synth_sym *syms;
 	size_t n_syms;
 	char *strtab;
-	size_t strtab_len;
+	size_t strtab_len, strtab_cap;
 };
 
 /* Load the executable PT_LOAD segments of an ELF.  base is where a PIE

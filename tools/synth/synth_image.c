@@ -152,13 +152,20 @@ static int add_sym(struct synth_image *img, size_t *cap, uint64_t addr,
 		img->syms = ns;
 		*cap = ncap;
 	}
-	char *nt = realloc(img->strtab, img->strtab_len + len + 1);
+	if (img->strtab_len + len + 1 > img->strtab_cap) {
+		size_t ncap = img->strtab_cap ? img->strtab_cap * 2 : 4096;
+		char *nt;
 
-	if (!nt)
-		return -VMPT_ERR_NOMEM;
-	img->strtab = nt;
-	memcpy(nt + img->strtab_len, name, len);
-	nt[img->strtab_len + len] = 0;
+		while (ncap < img->strtab_len + len + 1)
+			ncap *= 2;
+		nt = realloc(img->strtab, ncap);
+		if (!nt)
+			return -VMPT_ERR_NOMEM;
+		img->strtab = nt;
+		img->strtab_cap = ncap;
+	}
+	memcpy(img->strtab + img->strtab_len, name, len);
+	img->strtab[img->strtab_len + len] = 0;
 	img->syms[img->n_syms].addr = addr;
 	img->syms[img->n_syms].size = size;
 	img->syms[img->n_syms].bind = bind;
