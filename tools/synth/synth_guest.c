@@ -42,18 +42,31 @@ static int cmp_gev(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* perf's tsc_to_perf_time (u64 arithmetic wraps: time_zero may be
+ * "negative") */
+static uint64_t guest_time(const struct synth_grec *g, uint64_t tsc)
+{
+	uint64_t quot = tsc >> g->tc.shift;
+	uint64_t rem = tsc & ((1ull << g->tc.shift) - 1);
+
+	return g->tc.zero + quot * g->tc.mult + ((rem * g->tc.mult) >> g->tc.shift);
+}
+
 uint64_t synth_grec_host_tsc(const struct synth_grec *g, unsigned n, uint64_t ns)
 {
 	uint64_t t, quot, rem, tsc;
 	int64_t off = g->offset[n < SYNTH_MAX_VCPUS ? n : 0];
 
-	/* perf_time_to_tsc: the inverse of TIME_CONV's tsc -> ns */
-	if (ns <= g->tc.zero || !g->tc.mult)
+	/* perf_time_to_tsc, then up to the first TSC perf puts at ns or
+	 * later: an event at ns comes before everything from there on */
+	if (!g->tc.mult)
 		return 0;
 	t = ns - g->tc.zero;
 	quot = t / g->tc.mult;
 	rem = t % g->tc.mult;
 	tsc = (quot << g->tc.shift) + (rem << g->tc.shift) / g->tc.mult;
+	while ((int64_t)(guest_time(g, tsc) - ns) < 0)
+		tsc++;
 	/* records from before the host's time 0 (synthesized from /proc) */
 	if (off > 0 && tsc < (uint64_t)off)
 		return 0;

@@ -669,6 +669,17 @@ static void cannot_execute(struct cpu *c)
 	uint64_t to = random_func(c);
 
 	if (guest(c)) {
+		struct gtask *t = c->gtask;
+
+		if (!to) {
+			/* a guest task with no code to run in user space (no
+			 * binary): it goes on in its kernel */
+			struct synth_image *k = c->cfg->guest;
+
+			to = k->funcs[rnd(c) % k->n_funcs];
+			c->ctx = CTX_GUEST;
+			t->user_ret = 0;
+		}
 		vm_exit(c, to);
 		return;
 	}

@@ -263,7 +263,7 @@ static int write_raw(const char *prefix, const struct synth_stream *s,
 	f = open_out(prefix, ext);
 	if (!f)
 		return -1;
-	if (fwrite(pt->buf, 1, pt->len, f) != pt->len) {
+	if (pt->len && fwrite(pt->buf, 1, pt->len, f) != pt->len) {
 		fclose(f);
 		return -1;
 	}
