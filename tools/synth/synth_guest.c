@@ -29,7 +29,7 @@ struct gev {
 	uint32_t cpu, pid, tid, ppid;
 	int kind, exec;
 	uint64_t start, len, pgoff;
-	char comm[16];
+	char comm[64];
 	char *path;
 };
 
@@ -569,6 +569,62 @@ void synth_grec_truth(struct synth_grec *g, FILE *f, const struct cpu *c,
 		(unsigned long long)ip, (unsigned long long)t, c->vcpu,
 		c->gtask->pid, c->gtask->tid, comm_at(c->gtask, t), dso,
 		sym ? sym->name : "[unknown]");
+}
+
+/* Guest recording: the task the guest CPU runs now enters, where it was
+ * (or, the first time, at a function of its code: user space when it has
+ * any). */
+void synth_grec_enter(struct cpu *c, struct synth_vcpu *v)
+{
+	struct synth_grec *g = c->cfg->grec;
+	struct gtask *t = c->slice->task;
+
+	if (!t->started) {
+		uint64_t f = synth_grec_random_func(g, t, c->pt->tsc, 0, synth_rnd(c));
+
+		t->started = 1;
+		t->user = f != 0;
+		t->ip = f ? f : g->kernel.funcs[synth_rnd(c) % g->kernel.n_funcs];
+	}
+	c->gtask = t;
+	v->guest_ip = t->ip;
+	v->guest_cr3 = synth_grec_cr3(g, t, c->pt->tsc);
+	c->kernel_exit_at = t->kexit_at;
+}
+
+/* In guest user space only CPUID exits: HLT, port I/O and MSR accesses
+ * fault there (#GP), which the guest kernel handles. */
+int synth_grec_user_cpuid(struct cpu *c)
+{
+	size_t avail = 0;
+	const uint8_t *b = synth_grec_code(c->cfg->grec, c->gtask, c->pt->tsc,
+					   c->ip, &avail);
+
+	return b && avail >= 2 && b[0] == 0x0f && b[1] == 0xa2;
+}
+
+/* Guest recording, before a VM entry: the task the guest CPU runs now, or
+ * none (idle, or its slice had its share of guest instructions: the host
+ * does not run the vCPU for the rest of it), and then the vCPU thread
+ * sleeps until the next slice begins (forever when none does).
+ */
+int synth_grec_wait(struct cpu *c)
+{
+	const struct gslice *next, *s;
+
+	s = synth_grec_slice(c->cfg->grec, c->vcpu, c->pt->tsc, &next);
+	if (s && s == c->slice && c->slice_used >= c->slice_budget)
+		s = NULL;
+	if (s) {
+		if (s != c->slice) {
+			c->slice = s;
+			c->slice_used = 0;
+			c->slice_budget = synth_rnd_period(c, c->cfg->grec->slice_insns);
+		}
+		return 0;
+	}
+	c->block_until = next ? next->from : UINT64_MAX;
+	return 1;
 }
 
 /* Regular files and directories of src into dst (created). */

@@ -21,7 +21,7 @@ struct gmap {
 
 struct gcomm {
 	uint64_t from;			/* host TSC */
-	char comm[16];
+	char comm[64];
 };
 
 /* A guest thread: its names and, while off its vCPU, where it resumes. */
@@ -97,6 +97,14 @@ uint64_t synth_grec_random_func(struct synth_grec *g, const struct gtask *task,
 /* The process's CR3 as the model gives it (PIP): kernel threads share one. */
 uint64_t synth_grec_cr3(const struct synth_grec *g, const struct gtask *task,
 			uint64_t t);
+
+/* The walk's side (synth_walk.c calls them): before a VM entry, what the
+ * guest CPU runs (0) or until when the vCPU thread sleeps (1, in
+ * c->block_until); at the entry, that task's state; whether the exiting
+ * instruction at c->ip in guest user space is CPUID. */
+int synth_grec_wait(struct cpu *c);
+void synth_grec_enter(struct cpu *c, struct synth_vcpu *v);
+int synth_grec_user_cpuid(struct cpu *c);
 
 /* One line of PREFIX.gtruth for the instruction at ip. */
 void synth_grec_truth(struct synth_grec *g, FILE *f, const struct cpu *c,

@@ -222,27 +222,6 @@ static void vm_exit(struct cpu *c, uint64_t resume_ip)
 	c->gtask = NULL;
 }
 
-/* Guest recording: the task the guest CPU runs now enters, where it was
- * (or, the first time, at a function of its code: user space when it has
- * any). */
-static void grec_enter(struct cpu *c, struct synth_vcpu *v)
-{
-	struct synth_grec *g = c->cfg->grec;
-	struct gtask *t = c->slice->task;
-
-	if (!t->started) {
-		uint64_t f = synth_grec_random_func(g, t, c->pt->tsc, 0, rnd(c));
-
-		t->started = 1;
-		t->user = f != 0;
-		t->ip = f ? f : g->kernel.funcs[rnd(c) % g->kernel.n_funcs];
-	}
-	c->gtask = t;
-	v->guest_ip = t->ip;
-	v->guest_cr3 = synth_grec_cr3(g, t, c->pt->tsc);
-	c->kernel_exit_at = t->kexit_at;
-}
-
 static void vm_entry(struct cpu *c, const struct synth_insn *in)
 {
 	struct synth_vcpu *v = cur_vcpu(c);
@@ -255,7 +234,7 @@ static void vm_entry(struct cpu *c, const struct synth_insn *in)
 	}
 	v->launched = 1;
 	if (c->cfg->grec)
-		grec_enter(c, v);
+		synth_grec_enter(c, v);
 	if (c->cfg->threads) {
 		/* the thread's VMCS is current: its offset (it may have
 		 * changed while another CPU or thread ran) */
@@ -727,41 +706,6 @@ static void timed_events(struct cpu *c)
 		synth_cpu_overflow_end(c);
 }
 
-/* In guest user space only CPUID exits: HLT, port I/O and MSR accesses
- * fault there (#GP), which the guest kernel handles. */
-static int user_cpuid(struct cpu *c)
-{
-	size_t avail = 0;
-	const uint8_t *b = synth_grec_code(c->cfg->grec, c->gtask, c->pt->tsc,
-					   c->ip, &avail);
-
-	return b && avail >= 2 && b[0] == 0x0f && b[1] == 0xa2;
-}
-
-/* Guest recording, before a VM entry: the task the guest CPU runs now, or
- * none (idle, or its slice had its share of guest instructions: the host
- * does not run the vCPU for the rest of it), and then the vCPU thread
- * sleeps until the next slice begins (forever when none does).
- */
-static int grec_wait(struct cpu *c)
-{
-	const struct gslice *next, *s;
-
-	s = synth_grec_slice(c->cfg->grec, c->vcpu, c->pt->tsc, &next);
-	if (s && s == c->slice && c->slice_used >= c->slice_budget)
-		s = NULL;
-	if (s) {
-		if (s != c->slice) {
-			c->slice = s;
-			c->slice_used = 0;
-			c->slice_budget = rnd_period(c, c->cfg->grec->slice_insns);
-		}
-		return 0;
-	}
-	c->block_until = next ? next->from : UINT64_MAX;
-	return 1;
-}
-
 /* One step of the walk: an event, or the instruction at c->ip. */
 void synth_cpu_step(struct cpu *c)
 {
@@ -813,7 +757,7 @@ void synth_cpu_step(struct cpu *c)
 		insn = *p;
 	if (!p || in->kind == SK_STOP || (in->vmx && !cfg->vm) ||
 	    (in->kind == SK_EXITING && c->ctx == CTX_USER) ||
-	    (in->kind == SK_EXITING && c->ctx == CTX_GUEST_USER && !user_cpuid(c)) ||
+	    (in->kind == SK_EXITING && c->ctx == CTX_GUEST_USER && !synth_grec_user_cpuid(c)) ||
 	    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
 	     c->ctx != CTX_KERNEL) ||
 	    (in->kind == SK_SYSCALL && c->ctx != CTX_USER &&
@@ -829,7 +773,7 @@ void synth_cpu_step(struct cpu *c)
 		return;
 	}
 	if (in->kind == SK_VMENTRY && c->ctx == CTX_KERNEL && cfg->grec &&
-	    grec_wait(c))
+	    synth_grec_wait(c))
 		return;	/* the vCPU thread sleeps until its guest CPU runs a task */
 	if (in->kind == SK_JMP && endless_loop(c, in)) {
 		cannot_execute(c);
