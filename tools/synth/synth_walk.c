@@ -373,8 +373,12 @@ void synth_cpu_overflow_end(struct cpu *c)
 	synth_pt_ovf(c->pt);
 	vmpt_last_ip_init(&c->pt->lip);
 	c->pt->rcount = 0;
-	if (c->pt->packet_en)
+	if (c->pt->packet_en) {
+		/* tracing starts again here, as a decoder reports it */
 		synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+		synth_truth_branch(c->truth, 0, c->ip, SF_TRACE_BEGIN, c->pt->tsc,
+				   guest(c));
+	}
 }
 
 /* What a traced branch reports, unless it leaves the filter region. */

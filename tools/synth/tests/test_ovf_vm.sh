@@ -6,7 +6,8 @@
 # before it; after it:
 # - resumed in the machine it began in (inside a guest; guest to guest
 #   across an exit and an entry; host to host across an entry and an exit):
-#   exactly the truth from the FUP on;
+#   exactly the truth's instructions and branches from the FUP on (a trace
+#   start at its IP first);
 # - resumed in the other machine: the PIP that said so was lost (OVF is
 #   followed by FUP only), so perf decodes that code as the other machine's
 #   until a PIP tells it; from the next PSB+ on, exactly the truth.
@@ -61,6 +62,17 @@ for seed in 3 4; do
 				tail -n +$((line + 1)) ov.insn | grep -v '^#' > want.after
 				compare "instructions after the overflow ($what, $window)" \
 					want.after after.txt
+				# branches: from the trace start at the FUP on
+				perf script -i ov.perf.data --itrace=be -F flags,ip,addr \
+					"${KERNELS[@]}" 2>/dev/null > raw.b
+				bl=$(grep -n "instruction trace error" raw.b | tail -1 | cut -d: -f1)
+				tail -n +$((bl + 1)) raw.b | awk '{ to = $NF; from = $(NF-2); f = "";
+					for (i = 1; i <= NF-3; i++) f = f (f == "" ? "" : " ") $i;
+					if (f == "bcyh") f = "vmexit"; print f "|" from "|" to }' > got.b
+				mb=$(grep -n '^# overflow:' ov.branches | cut -d: -f1)
+				tail -n +$((mb + 1)) ov.branches > rest.b
+				truth_branches rest.b > want.b
+				compare "branches after the overflow ($what, $window)" want.b got.b
 				if [ "$3$4" = 00 ]; then class="inside the $1"
 				else class="$1 to $2 across $3 exits, $4 entries"; fi
 				class=${class/across*/across exits and entries}
