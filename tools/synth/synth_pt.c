@@ -31,7 +31,34 @@ void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
 void synth_pt_fini(struct synth_pt *pt)
 {
 	free(pt->buf);
+	free(pt->marks);
 	pt->buf = NULL;
+	pt->marks = NULL;
+}
+
+void synth_pt_truncate(struct synth_pt *pt, size_t len)
+{
+	pt->len = len;
+	while (pt->n_marks && pt->marks[pt->n_marks - 1].off >= len)
+		pt->n_marks--;
+}
+
+static void mark_psb(struct synth_pt *pt)
+{
+	if (pt->n_marks == pt->cap_marks) {
+		size_t ncap = pt->cap_marks ? pt->cap_marks * 2 : 64;
+		struct synth_psb_mark *m = realloc(pt->marks, ncap * sizeof(*m));
+
+		if (!m) {
+			pt->oom = 1;
+			return;
+		}
+		pt->marks = m;
+		pt->cap_marks = ncap;
+	}
+	pt->marks[pt->n_marks].off = pt->len;
+	pt->marks[pt->n_marks].next_line = *pt->lines + 1;
+	pt->marks[pt->n_marks++].next_bline = *pt->blines + 1;
 }
 
 static void put(struct synth_pt *pt, const struct vmpt_packet *pkt)
@@ -243,6 +270,8 @@ void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
 	if (pt->len < pt->next_psb)
 		return;
 	put_tnt(pt);
+	if (pt->lines)
+		mark_psb(pt);
 	memset(&p, 0, sizeof(p));
 	p.type = VMPT_PKT_PSB;
 	put(pt, &p);
@@ -257,7 +286,7 @@ void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
 	p.type = VMPT_PKT_CBR;
 	p.cbr = (uint8_t)pt->cfg.cbr;
 	put(pt, &p);
-	if (pt->vmx) {
+	if (pt->vmx && pt->vmcs) {
 		memset(&p, 0, sizeof(p));
 		p.type = VMPT_PKT_VMCS;
 		p.vmcs = pt->vmcs;
@@ -308,4 +337,30 @@ int synth_pt_ret(struct synth_pt *pt, uint64_t target)
 	pt->rtop = (pt->rtop + SYNTH_RETCOMP_DEPTH - 1) % SYNTH_RETCOMP_DEPTH;
 	pt->rcount--;
 	return match && pt->cfg.retcomp;
+}
+
+void synth_pt_resume(struct synth_pt *pt, uint64_t tsc, int first)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_CBR };
+
+	p.cbr = (uint8_t)pt->cfg.cbr;
+	/* Nothing was generated while TraceEn was 0: no MTC for the gap. */
+	pt->tsc = tsc;
+	pt->cyc_last = tsc;
+	pt->mtc_last = ctc_now(pt) >> pt->cfg.mtc_freq;
+	if (first) {
+		/* PacketByteCnt is 0 the first time: PSB+ */
+		pt->next_psb = 0;
+		synth_pt_maybe_psb(pt, 0);
+		return;
+	}
+	/* SDM "TraceEn 0 -> 1, PacketByteCnt > 0": TSC, TMA, CBR.  The last
+	 * IP and the return stack are another thread's: start afresh, so that
+	 * this stream decodes on its own (IPs are then never compressed
+	 * against history, RETs only against this thread's calls). */
+	if (pt->cfg.tsc)
+		tsc_tma(pt);
+	put(pt, &p);
+	vmpt_last_ip_init(&pt->lip);
+	pt->rcount = 0;
 }

@@ -3,14 +3,29 @@
  * (docs/synthesizer.md): OUT.insn has one hex IP per traced instruction
  * (as `perf script --itrace=i0ns -F ip` prints them); OUT.branches has
  * "FROM TO TSC MACHINE FLAGS" per taken branch and trace start/end, with
- * perf's flag names.
+ * perf's flag names.  With vCPU threads, each line also says the thread
+ * and the CPU: "IP TID CPU" and "FROM TO TSC MACHINE TID CPU FLAGS".
  */
 #include "synth.h"
 
 void synth_truth_insn(struct synth_truth *t, uint64_t ip)
 {
-	if (t->insn)
+	t->n_insn++;
+	if (!t->insn)
+		return;
+	if (t->threaded)
+		fprintf(t->insn, "%llx %d %d\n", (unsigned long long)ip,
+			(int)t->tid, (int)t->cpu);
+	else
 		fprintf(t->insn, "%llx\n", (unsigned long long)ip);
+}
+
+/* vCPU threads: where a marker's stream ran (its thread and CPU). */
+static void where(struct synth_truth *t, FILE *f)
+{
+	if (t->threaded)
+		fprintf(f, " tid %d cpu %d", (int)t->tid, (int)t->cpu);
+	fputc('\n', f);
 }
 
 const char *synth_flags_name(unsigned f)
@@ -54,11 +69,15 @@ const char *synth_flags_name(unsigned f)
 void synth_truth_branch(struct synth_truth *t, uint64_t from, uint64_t to,
 			unsigned flags, uint64_t tsc, int guest)
 {
-	if (t->branch)
-		fprintf(t->branch, "%llx %llx %llu %s %s\n",
-			(unsigned long long)from, (unsigned long long)to,
-			(unsigned long long)tsc, guest ? "guest" : "host",
-			synth_flags_name(flags));
+	t->n_branch++;
+	if (!t->branch)
+		return;
+	fprintf(t->branch, "%llx %llx %llu %s ", (unsigned long long)from,
+		(unsigned long long)to, (unsigned long long)tsc,
+		guest ? "guest" : "host");
+	if (t->threaded)
+		fprintf(t->branch, "%d %d ", (int)t->tid, (int)t->cpu);
+	fprintf(t->branch, "%s\n", synth_flags_name(flags));
 }
 
 void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block)
@@ -69,12 +88,31 @@ void synth_truth_lost(struct synth_truth *t, uint64_t from, uint64_t block)
 	 * basic block: a decoder that reports a block only once its branch
 	 * is decoded (perf) shows the instructions before it.
 	 */
-	if (t->insn)
-		fprintf(t->insn, "# overflow: lost from %llu block %llu\n",
+	if (t->insn) {
+		fprintf(t->insn, "# overflow: lost from %llu block %llu",
 			(unsigned long long)from, (unsigned long long)block);
-	if (t->branch)
-		fprintf(t->branch, "# overflow: lost from %llu block %llu\n",
+		where(t, t->insn);
+	}
+	if (t->branch) {
+		fprintf(t->branch, "# overflow: lost from %llu block %llu",
 			(unsigned long long)from, (unsigned long long)block);
+		where(t, t->branch);
+	}
+}
+
+void synth_truth_lost_vm(struct synth_truth *t, int began_guest,
+			 int resumed_guest, uint64_t exits, uint64_t entries)
+{
+	/* The lost window's VM transitions: a decoder that knows NR only from
+	 * PIP packets still has the one from before the window. */
+	if (t->insn) {
+		fprintf(t->insn, "# overflow window: began in %s, resumed in %s, "
+			"%llu VM exits and %llu VM entries lost",
+			began_guest ? "guest" : "host",
+			resumed_guest ? "guest" : "host",
+			(unsigned long long)exits, (unsigned long long)entries);
+		where(t, t->insn);
+	}
 }
 
 void synth_truth_psb(struct synth_truth *t, uint64_t offset,
@@ -82,8 +120,10 @@ void synth_truth_psb(struct synth_truth *t, uint64_t offset,
 {
 	/* A decoder that syncs at this PSB (at or after offset: pending TNT
 	 * goes first) starts with the next_insn-th instruction. */
-	if (t->insn)
-		fprintf(t->insn, "# psb+ at %llu next %llu\n",
+	if (t->insn) {
+		fprintf(t->insn, "# psb+ at %llu next %llu",
 			(unsigned long long)offset,
 			(unsigned long long)next_insn);
+		where(t, t->insn);
+	}
 }
