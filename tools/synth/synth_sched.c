@@ -186,9 +186,8 @@ static int budget_left(const struct machine *m, const struct cpu *c)
 {
 	/* an emulated PTWRITE is walked to its end: perf reports one
 	 * without all of its bits as broken */
-	int eptw = c->eptw_bits && c->ip >= c->eptw_lo && c->ip < c->eptw_hi;
-
-	return (m->st->branches < m->cfg->max_branches || eptw) && !c->oom &&
+	return (m->st->branches < m->cfg->max_branches || synth_cpu_in_eptw(c)) &&
+	       !c->oom &&
 	       !(c->pt && c->pt->oom);
 }
 

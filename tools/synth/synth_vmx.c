@@ -282,7 +282,8 @@ int synth_vmx_ept(struct cpu *c, const struct synth_insn *in)
 		.reason = SYNTH_EXIT_EPT_VIOLATION, .cfe = SYNTH_CFE_VMEXIT,
 	};
 
-	if (in->mem == SM_NONE || (c->cfg->ept_mapped & bit))
+	/* a guest recording's memory is mapped (a VM long past its boot) */
+	if (in->mem == SM_NONE || (c->cfg->ept_mapped & bit) || c->cfg->grec)
 		return 0;
 	c->cfg->ept_mapped |= bit;
 	/* SDM "Exit Qualification for EPT Violations": read (bit 0) or

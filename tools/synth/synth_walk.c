@@ -143,6 +143,11 @@ static uint64_t random_func(struct cpu *c)
 	return img->funcs[rnd(c) % img->n_funcs];
 }
 
+int synth_cpu_in_eptw(const struct cpu *c)
+{
+	return c->eptw_bits && c->ip >= c->eptw_lo && c->ip < c->eptw_hi;
+}
+
 int synth_cpu_losing(const struct cpu *c)
 {
 	return c->s->ovf_end != 0;
@@ -396,7 +401,7 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 	int taken;
 
 	/* perf's emulated PTWRITE: its jumps give the payload's bits */
-	if (c->eptw_bits && in->ip >= c->eptw_lo && in->ip < c->eptw_hi)
+	if (synth_cpu_in_eptw(c))
 		return (int)((c->eptw_payload >> --c->eptw_bits) & 1);
 	/* vmx_vmenter: VMRESUME once the VMCS is launched, else VMLAUNCH.
 	 * (Copies: a lookup may move the cache's entries.) */
@@ -449,10 +454,11 @@ static void emulated_ptwrite(struct cpu *c, const struct synth_insn *jmp)
 static void ptwrite(struct cpu *c, const struct synth_insn *in)
 {
 	struct synth_pt *pt = c->pt;
-	uint64_t v = rnd(c);
+	uint64_t v;
 
 	if (!pt->cfg.ptw || !pt->packet_en)
 		return;
+	v = rnd(c);
 	if (in->opsize != 8)
 		v = (uint32_t)v;
 	needs_packet(c);
@@ -809,6 +815,10 @@ void synth_cpu_step(struct cpu *c)
 	if (pt->psb_count != psbs && !losing(c))
 		synth_truth_psb(c->truth, before, st->insns + 1);
 	timed_events(c);
+	/* perf decodes an emulated PTWRITE only from its 64 bits in a row,
+	 * without a TIP between them: no interrupt in one */
+	if (synth_cpu_in_eptw(c))
+		goto insn;
 	if (c->ctx == CTX_USER && cfg->irq_period && st->insns >= c->next_irq) {
 		c->next_irq = st->insns + rnd_period(c, cfg->irq_period);
 		user_event(c, c->ip, VECTOR_TIMER);
@@ -828,6 +838,7 @@ void synth_cpu_step(struct cpu *c)
 		c->block_start = st->insns + 1;
 		return;
 	}
+insn:
 	/* a copy: looking up the target may move the cache's entries */
 	p = insn_at(c, c->ip);
 	if (p)

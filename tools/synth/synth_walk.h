@@ -112,6 +112,9 @@ void synth_cpu_overflow_end(struct cpu *c);
 
 int synth_cpu_losing(const struct cpu *c);
 
+/* In perf's emulated PTWRITE, with payload bits still to give. */
+int synth_cpu_in_eptw(const struct cpu *c);
+
 /* The instruction at ip in the current context's code, or NULL. */
 const struct synth_insn *synth_cpu_insn(struct cpu *c, uint64_t ip);
 

@@ -4,7 +4,7 @@
  * the instructions that exit to a hypervisor: CPUID, HLT, port I/O (to
  * devices KVM emulates and to the VMM's), RDMSR/WRMSR, VMCALL; an idle
  * loop with MONITOR/MWAIT (which a guest runs itself with KVM's cpu-pm);
- * PTWRITE and perf's emulated PTWRITE (trace points).  vmpt-synth runs it
+ * PTWRITE (trace points).  vmpt-synth runs it
  * as a guest kernel (VM scenario) or as the kernel under a traced user
  * program (entry_SYSCALL_64 and asm_common_interrupt below).  It is never
  * executed natively.
@@ -27,6 +27,8 @@ static struct task tasks[8];
 static struct task *runqueue;
 static volatile uint64_t jiffies;
 static volatile uint32_t shared_counter;
+/* device and timer state: each test is a branch of its own */
+static volatile uint32_t pic_pending, deadline_armed, deadline_due;
 
 static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b)
 {
@@ -86,27 +88,10 @@ static inline void ptwrite32(uint32_t v)
 	__asm__ volatile("ptwritel %0" : : "r"(v));
 }
 
-/* perf's emulated PTWRITE (man perf-intel-pt): the payload's 64 bits as
- * conditional jumps behind a magic perf recognizes. */
-#define EPTW_8_BITS "1: shl %rax\n jc 1f\n 1: shl %rax\n jc 1f\n" \
-		    "1: shl %rax\n jc 1f\n 1: shl %rax\n jc 1f\n" \
-		    "1: shl %rax\n jc 1f\n 1: shl %rax\n jc 1f\n" \
-		    "1: shl %rax\n jc 1f\n 1: shl %rax\n jc 1f\n"
-__attribute__((naked, noinline)) void perf_emulate_ptwrite(uint64_t x)
-{
-	(void)x;
-	__asm__ volatile("jmp 1f\n"
-			 ".byte 0x0f, 0x0b\n .ascii \"perf,ptwrite  \"\n"
-			 "1: mov %rdi, %rax\n"
-			 EPTW_8_BITS EPTW_8_BITS EPTW_8_BITS EPTW_8_BITS
-			 EPTW_8_BITS EPTW_8_BITS EPTW_8_BITS EPTW_8_BITS
-			 "1: ret\n");
-}
-
 static volatile uint64_t idle_flags;
 
 /* The idle loop: MWAIT in a C-state until an interrupt (mwait_idle). */
-__attribute__((noinline)) void mwait_idle(uint32_t hint)
+static inline void mwait_idle(uint32_t hint)
 {
 	__asm__ volatile("monitor" : : "a"(&idle_flags), "c"(0), "d"(0));
 	__asm__ volatile("mwait" : : "a"(hint), "c"(1));
@@ -169,19 +154,19 @@ __attribute__((noinline)) void timer_interrupt(void)
 {
 	jiffies++;
 	ptwrite64(jiffies);
-	if ((jiffies & 7) == 0)
+	if ((jiffies & 7) == 0 && pic_pending)
 		outb(0x20, 0x20);	/* EOI to the PIC: an I/O exit */
-	else if ((jiffies & 7) == 3)
+	else if (deadline_armed && deadline_due && (jiffies & 1))
 		wrmsr(0x6e0, jiffies << 10);	/* the next TSC deadline */
 }
 
-__attribute__((noinline)) uint8_t rtc_read(uint8_t reg)
+static inline uint8_t rtc_read(uint8_t reg)
 {
 	outb(0x70, reg);		/* the RTC: the VMM's device */
 	return inb(0x71);
 }
 
-__attribute__((noinline)) void idle(void)
+static inline void idle(void)
 {
 	ptwrite32((uint32_t)jiffies);
 	if (jiffies & 1)
@@ -217,7 +202,7 @@ __attribute__((noinline)) int handle_syscall(int nr, uint64_t arg)
 	case 3: timer_interrupt(); return 0;
 	case 4: idle(); return 0;
 	case 5: return (int)kvm_hypercall1(5, arg);	/* KVM_HC_KICK_CPU */
-	case 6: perf_emulate_ptwrite(arg * 0x9e3779b97f4a7c15ull); return rtc_read(0);
+	case 6: return arg & 1 ? rtc_read(0) : 0;
 	default: return -38;
 	}
 }

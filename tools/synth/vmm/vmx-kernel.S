@@ -179,7 +179,7 @@ handle_external_interrupt_irqoff:
 common_interrupt:
 	endbr64
 	pushq %rbx
-	movl $8, %ebx
+	movl $4, %ebx
 1:	incq irq_count(%rip)
 	testq $1, irq_count(%rip)
 	jz 2f
@@ -438,7 +438,7 @@ kvm_io_bus_find:
 kernel_pio:
 	endbr64
 	pushq %rbx
-	movl $4, %ebx
+	movl $2, %ebx
 1:	call pic_update_irq
 	decl %ebx
 	jnz 1b
