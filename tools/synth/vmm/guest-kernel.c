@@ -251,5 +251,8 @@ void start_kernel(void)
 		schedule(ops);
 		handle_syscall((int)(jiffies % 7), jiffies);
 		timer_interrupt();
+		/* nothing to run: the idle loop */
+		if (!runqueue && !pic_pending && !deadline_due)
+			idle();
 	}
 }
