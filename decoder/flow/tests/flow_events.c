@@ -79,7 +79,6 @@ static void print_event(const struct vmpt_flow_item *it, unsigned *cbr)
 	case VMPT_EV_EXSTOP:
 		fputs("exstop", stdout);
 		print_ip(it);
-		fputc(' ', stdout);
 		break;
 	case VMPT_EV_PWRX:
 		printf("pwrx - deepest cstate: %u last cstate: %u wake reason: %#x",
