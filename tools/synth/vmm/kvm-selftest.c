@@ -3,8 +3,9 @@
  * a VM and run guest_code, which is this program's own code loaded at the
  * same addresses in the guest.  vmpt-synth's --guest-code scenario runs
  * guest_code in VMX non-root operation; ucall() exits to the host with
- * port I/O, the way the selftests' ucall does.  Trace points: PTWRITE and
- * perf's emulated PTWRITE (also when the program runs as a user program).
+ * port I/O, the way the selftests' ucall does; RDMSR and VMCALL exit too.
+ * Trace points: PTWRITE and perf's emulated PTWRITE (also when the program
+ * runs as a user program).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -73,6 +74,22 @@ __attribute__((noinline)) void trace_point(uint64_t v)
 		perf_emulate_ptwrite(v);
 }
 
+__attribute__((noinline)) uint64_t guest_rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+__attribute__((noinline)) long guest_hypercall(uint64_t arg)
+{
+	long ret;
+
+	__asm__ volatile("vmcall" : "=a"(ret) : "a"(5ul), "b"(arg) : "memory");
+	return ret;
+}
+
 __attribute__((noinline)) void guest_cpuid(void)
 {
 	uint32_t a = 0x40000000, b, c = 0, d;
@@ -90,6 +107,10 @@ __attribute__((noinline)) void guest_code(void)
 		trace_point(t ^ stage);
 		if (stage & 1)
 			guest_cpuid();
+		else if (stage & 2)
+			guest_data[1] = guest_rdmsr(0x10);	/* the TSC */
+		else if (stage & 4)
+			guest_hypercall(t);
 		ucall(stage & 3, guest_sum((unsigned)(t & 63)));
 	}
 }
