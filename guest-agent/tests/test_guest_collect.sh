@@ -219,6 +219,9 @@ expect_fail "vmpt-agent pack: agent reply offset 8: /bin/ok is 1099511627776 byt
 	--max-file-size 1048576
 check "no partial file" test ! -e "$W/h4/guest/root/bin/ok"
 echo honest > "$H/mode"
+# and a symlink planted at a file's final name: replaced, not written through
+mkdir -p "$W/h5/guest/root/bin"
+ln -s "$W/outside/ok" "$W/h5/guest/root/bin/ok"
 "$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h5" -d 0.1 > "$W/h5.out" 2> "$W/h5.err"
 check "honest reply: only the sanitized names land" test \
 	"$(cd "$W/h5/guest" && find . -type f | sort | tr '\n' ' ')" = \
