@@ -25,7 +25,7 @@ def reason(r):
     out = [l.strip() for l in out if l.strip()]
     said = [l for l in out if re.match(r"(?i)^(\d+\.\.\d+ # )?skip(ped)?\b", l)]
     if said:
-        return re.sub(r"(?i)^(\d+\.\.\d+ # )?skip(ped)?\W*", "", said[-1]) or said[-1]
+        return re.sub(r"(?i)^(\d+\.\.\d+ # )?skip(ped)?\s*:?\s*", "", said[-1]) or said[-1]
     if out:
         return out[-1]
     return "no reason printed (exit status %s)" % r.get("returncode")
