@@ -36,6 +36,7 @@ struct vmpt_perf_writer {
 	uint64_t pos;		/* file offset of the next byte written */
 	uint64_t data_offset;
 	int started;
+	uint64_t nr_records;	/* records taken (buffered or written) */
 	int err;		/* sticky: the first write error */
 	size_t wlen;
 	uint8_t wbuf[WBUF_SIZE];

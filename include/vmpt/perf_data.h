@@ -440,6 +440,16 @@ const char *vmpt_perf_writer_kcore_dir(struct vmpt_perf_writer *w);
 /* Bytes of records written so far (for reports of what was kept). */
 uint64_t vmpt_perf_writer_data_size(const struct vmpt_perf_writer *w);
 
+/* Records taken so far (buffered or written). */
+uint64_t vmpt_perf_writer_records(const struct vmpt_perf_writer *w);
+
+/* Write out what is buffered and set the header's data size to it, so
+ * that a writer killed after this leaves a file perf reads up to here
+ * (without features: they are written at close).  Call it between
+ * records.  0 or -VMPT_ERR_IO (errno set), which sticks as any write error.
+ */
+int vmpt_perf_writer_sync(struct vmpt_perf_writer *w);
+
 /* Write the feature sections and the final header, close and free w.
  * On error, what was written stays (a file perf can still read as far as
  * the header allows) and the error is returned; w is freed either way.

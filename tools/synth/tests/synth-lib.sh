@@ -42,8 +42,10 @@ fail() {
 	exit 1
 }
 
-# compare WHAT EXPECTED ACTUAL: exact equality, with the first difference shown.
+# compare WHAT EXPECTED ACTUAL: exact equality, with the first difference
+# shown; an empty EXPECTED is a failure (two empty sides compare nothing).
 compare() {
+	[ -s "$2" ] || fail "$1: nothing to compare ($2 is empty)"
 	if ! cmp -s "$2" "$3"; then
 		echo "FAIL: $1 differ (truth < > perf):"
 		diff "$2" "$3" | head -10
