@@ -9,6 +9,7 @@
  * synth_walk.c   the CPU: branch outcomes, calls/returns, rings
  * synth_vmx.c    VMX: exit reasons, the host's way through KVM, exits truth
  * synth_power.c  power: C-states (MWAIT, HLT) and frequency changes
+ * synth_ptw.c    PTWRITE and perf's emulated PTWRITE
  * synth_sched.c  the machine: vCPU threads on host CPUs, trace streams
  * synth_truth.c  the ground truth files
  * synth_perf.c   perf.data output

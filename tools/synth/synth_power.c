@@ -67,3 +67,19 @@ void synth_power_freq(struct cpu *c)
 			  "cbr: %u", r);
 	c->st->freq_changes++;
 }
+
+/* MWAIT, or HLT in a guest that runs it (cpu-pm): a C-state at c->ip, the
+ * instruction after it.  The host idles until the vCPU thread is woken
+ * (the store to the monitored flags wakes it); a guest sleeps until an
+ * interrupt, which exits to the host.
+ */
+void synth_power_idle(struct cpu *c, int mwait)
+{
+	static const uint32_t hints[] = { 0x00, 0x01, 0x20 };	/* C1, C1E, C6 */
+	uint32_t h = mwait ? hints[synth_rnd(c) % 3] : 0;
+
+	synth_power_cstate(c, mwait, h, mwait, synth_rnd_period(c, 20000),
+			   synth_cpu_guest(c) ? 1 : 4);
+	if (synth_cpu_guest(c))
+		synth_vmx_async_exit(c, c->ip, 0);
+}

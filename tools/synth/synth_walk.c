@@ -18,7 +18,7 @@
  *   vmlaunch/vmresume   PIP(NR=1), TIP(guest IP)       (synth_vmx.c)
  *   VM exit             FUP(guest IP), PIP(NR=0), TIP(host RIP)
  *   vmptrld             VMCS
- *   ptwrite             PTW (PTWEn), FUP (FUPonPTW)
+ *   ptwrite             PTW (PTWEn), FUP (FUPonPTW)     (synth_ptw.c)
  *   mwait               a C-state                      (synth_power.c)
  *
  * With EventEn, interrupts and IRET have their CFE (Event Trace) too.
@@ -83,7 +83,7 @@ static struct stack *arch_stack(struct cpu *c)
 	}
 }
 
-static struct synth_image *cur_image(struct cpu *c)
+struct synth_image *synth_cpu_image(struct cpu *c)
 {
 	switch (c->ctx) {
 	case CTX_USER: return c->cfg->user;
@@ -105,17 +105,16 @@ const struct synth_insn *synth_cpu_insn(struct cpu *c, uint64_t ip)
 {
 	if (c->ctx == CTX_GUEST_USER)
 		return synth_grec_insn(c->cfg->grec, c->gtask, c->pt->tsc, ip);
-	return synth_insn_get(cur_cache(c), cur_image(c), ip);
+	return synth_insn_get(cur_cache(c), synth_cpu_image(c), ip);
 }
 
 #define insn_at synth_cpu_insn
 
-/* The code bytes at ip in the current context, or NULL. */
-static const uint8_t *code_at(struct cpu *c, uint64_t ip, size_t *avail)
+const uint8_t *synth_cpu_code(struct cpu *c, uint64_t ip, size_t *avail)
 {
 	if (c->ctx == CTX_GUEST_USER)
 		return synth_grec_code(c->cfg->grec, c->gtask, c->pt->tsc, ip, avail);
-	return synth_image_code(cur_image(c), ip, avail);
+	return synth_image_code(synth_cpu_image(c), ip, avail);
 }
 
 int synth_cpu_in_filter(const struct cpu *c, uint64_t ip)
@@ -135,7 +134,7 @@ int synth_cpu_guest(const struct cpu *c)
 
 static uint64_t random_func(struct cpu *c)
 {
-	struct synth_image *img = cur_image(c);
+	struct synth_image *img = synth_cpu_image(c);
 
 	if (c->ctx == CTX_GUEST_USER)
 		return synth_grec_random_func(c->cfg->grec, c->gtask, c->pt->tsc,
@@ -406,9 +405,9 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 	/* vmx_vmenter: VMRESUME once the VMCS is launched, else VMLAUNCH.
 	 * (Copies: a lookup may move the cache's entries.) */
 	if (c->ctx == CTX_KERNEL && c->cfg->vm) {
-		p = synth_insn_get(cur_cache(c), cur_image(c), in->ip + in->size);
+		p = synth_insn_get(cur_cache(c), synth_cpu_image(c), in->ip + in->size);
 		f = p ? *p : (struct synth_insn){ 0 };
-		p = synth_insn_get(cur_cache(c), cur_image(c), in->target);
+		p = synth_insn_get(cur_cache(c), synth_cpu_image(c), in->target);
 		t = p ? *p : (struct synth_insn){ 0 };
 		if (f.kind == SK_VMENTRY && t.kind == SK_VMENTRY)
 			return t.vmlaunch != !cur_vcpu(c)->launched ? 0 : 1;
@@ -417,58 +416,6 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 			return taken;
 	}
 	return (int)(rnd(c) & 1);
-}
-
-/* perf's emulated PTWRITE (man perf-intel-pt, "Emulated PTWRITE"): a
- * 16-byte jump over its magic; the 64 conditional jumps after it encode
- * the payload in TNT bits, most significant first.
- */
-static void emulated_ptwrite(struct cpu *c, const struct synth_insn *jmp)
-{
-	static const uint8_t magic[16] = "\x0f\x0bperf,ptwrite  ";
-	const struct synth_sym *fn;
-	const uint8_t *b;
-	size_t avail = 0;
-
-	if (jmp->target != jmp->ip + 2 + sizeof(magic) || c->ctx == CTX_GUEST_USER)
-		return;
-	b = code_at(c, jmp->ip + 2, &avail);
-	fn = synth_image_sym_at(cur_image(c), jmp->ip);
-	if (!b || avail < sizeof(magic) || memcmp(b, magic, sizeof(magic)) || !fn)
-		return;
-	c->eptw_lo = fn->addr;
-	c->eptw_hi = fn->addr + fn->size;
-	c->eptw_payload = rnd(c);
-	c->eptw_bits = 64;
-	if (!c->pt->packet_en)
-		return;
-	synth_truth_event(c->truth, c->pt->tsc, "ptw", 1, jmp->target, losing(c),
-			  "fup: 0 payload: %#llx emulated",
-			  (unsigned long long)c->eptw_payload);
-	c->st->ptwrites++;
-}
-
-/* PTWRITE: a PTW packet with the operand (the model has no registers:
- * a value from the seed), and with FUPonPTW a FUP naming the instruction.
- */
-static void ptwrite(struct cpu *c, const struct synth_insn *in)
-{
-	struct synth_pt *pt = c->pt;
-	uint64_t v;
-
-	if (!pt->cfg.ptw || !pt->packet_en)
-		return;
-	v = rnd(c);
-	if (in->opsize != 8)
-		v = (uint32_t)v;
-	needs_packet(c);
-	synth_pt_ptw(pt, v, in->opsize, pt->cfg.fup_on_ptw);
-	if (pt->cfg.fup_on_ptw)
-		synth_pt_ip(pt, VMPT_PKT_FUP, in->ip);
-	synth_truth_event(c->truth, pt->tsc, "ptw", 1, in->ip, losing(c),
-			  "fup: %u payload: %#llx", pt->cfg.fup_on_ptw,
-			  (unsigned long long)v);
-	c->st->ptwrites++;
 }
 
 /* Does this direct jump enter a loop that makes no packet (a kernel's
@@ -515,22 +462,6 @@ static int host_indirect(struct cpu *c, const struct synth_insn *in)
 	return 1;
 }
 
-/* MWAIT, or HLT in a guest that runs it (cpu-pm): a C-state at c->ip, the
- * instruction after it.  The host idles until the vCPU thread is woken
- * (the store to the monitored flags wakes it); a guest sleeps until an
- * interrupt, which exits to the host.
- */
-static void idle(struct cpu *c, int mwait)
-{
-	static const uint32_t hints[] = { 0x00, 0x01, 0x20 };	/* C1, C1E, C6 */
-	uint32_t h = mwait ? hints[rnd(c) % 3] : 0;
-
-	synth_power_cstate(c, mwait, h, mwait, rnd_period(c, 20000),
-			   guest(c) ? 1 : 4);
-	if (guest(c))
-		synth_vmx_async_exit(c, c->ip, 0);
-}
-
 /* Execute one instruction (c->ip is traced and mapped). */
 static void step(struct cpu *c, const struct synth_insn *in)
 {
@@ -549,7 +480,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		       SF_CONDITIONAL);
 		break;
 	case SK_JMP:
-		emulated_ptwrite(c, in);
+		synth_ptw_emulated(c, in);
 		c->ip = in->target;
 		report(c, in, c->ip, R_NONE, 0);
 		break;
@@ -690,15 +621,15 @@ static void step(struct cpu *c, const struct synth_insn *in)
 	case SK_EXITING:
 		c->ip = next;	/* the host runs it (ring 0 model code) */
 		if (guest(c))	/* HLT without HLT exiting (cpu-pm) */
-			idle(c, 0);
+			synth_power_idle(c, 0);
 		break;
 	case SK_PTWRITE:
-		ptwrite(c, in);
+		synth_ptw_exec(c, in);
 		c->ip = next;
 		break;
 	case SK_MWAIT:
 		c->ip = next;
-		idle(c, 1);
+		synth_power_idle(c, 1);
 		break;
 	default:
 		break;

@@ -115,8 +115,11 @@ int synth_cpu_losing(const struct cpu *c);
 /* In perf's emulated PTWRITE, with payload bits still to give. */
 int synth_cpu_in_eptw(const struct cpu *c);
 
-/* The instruction at ip in the current context's code, or NULL. */
+/* The instruction at ip in the current context's code, or NULL; its
+ * image; its bytes (up to *avail), or NULL. */
 const struct synth_insn *synth_cpu_insn(struct cpu *c, uint64_t ip);
+struct synth_image *synth_cpu_image(struct cpu *c);
+const uint8_t *synth_cpu_code(struct cpu *c, uint64_t ip, size_t *avail);
 
 /* A taken branch of the truth (and the statistics). */
 void synth_cpu_branch(struct cpu *c, uint64_t from, uint64_t to, unsigned flags);
@@ -155,7 +158,17 @@ int synth_vmx_host_indirect(struct cpu *c, const struct synth_insn *in,
 /* The trace ends: exits not followed by an entry go to the truth. */
 void synth_vmx_finish(struct synth_walk_config *cfg, struct synth_truth *t);
 
+/* ---- synth_ptw.c ---- */
+
+/* A PTWRITE executes (PTW, FUP); a direct jump that may start perf's
+ * emulated PTWRITE. */
+void synth_ptw_exec(struct cpu *c, const struct synth_insn *in);
+void synth_ptw_emulated(struct cpu *c, const struct synth_insn *jmp);
+
 /* ---- synth_power.c ---- */
+
+/* MWAIT executed (mwait), or HLT in a guest that runs it: a C-state. */
+void synth_power_idle(struct cpu *c, int mwait);
 
 /* MWAIT (hints, ext) or HLT at c->ip (the instruction after it): the core
  * sleeps ticks in a C-state, woken for wake (PWRX's reason bits). */
