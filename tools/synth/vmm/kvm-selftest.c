@@ -56,9 +56,8 @@ __attribute__((noinline)) uint64_t guest_sum(unsigned n)
 		    "1: shl %rax\n jc 1f\n 1: shl %rax\n jc 1f\n" \
 		    "1: shl %rax\n jc 1f\n 1: shl %rax\n jc 1f\n" \
 		    "1: shl %rax\n jc 1f\n 1: shl %rax\n jc 1f\n"
-__attribute__((naked, noinline)) void perf_emulate_ptwrite(uint64_t x)
+__attribute__((naked, noinline)) void perf_emulate_ptwrite(uint64_t x __attribute__((unused)))
 {
-	(void)x;
 	__asm__ volatile("jmp 1f\n"
 			 ".byte 0x0f, 0x0b\n .ascii \"perf,ptwrite  \"\n"
 			 "1: mov %rdi, %rax\n"
