@@ -657,6 +657,9 @@ static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
 				    vmpt_strerror(-VMPT_ERR_OVERFLOW));
 		break;
 	case VMPT_EV_PAGING:
+		/* the machine the walk left: a VM exit right at the entry's
+		 * target (no guest instruction ran) is still from the guest */
+		o->from_nr = o->nr;
 		o->nr = e->nr;
 		break;
 	case VMPT_EV_VMCS:

@@ -33,7 +33,7 @@ fails() {
 }
 errors=0
 
-vm_synth --branches 3000 --guest-period 500 --psb-period 1024 --seed 1 --vcpus 2 -o vm ||
+vm_synth --branches 5000 --guest-period 500 --psb-period 1024 --seed 1 --vcpus 2 -o vm ||
 	fail "vmpt-synth"
 cp vm.perf.data rec.data
 
@@ -44,8 +44,12 @@ grep -q "^vmpt correlate: notperf.data: .*" err || fail "not a perf.data: $(cat 
 perf record -q -e dummy -o nopt.data true 2>/dev/null || fail "perf record"
 fails "vmpt correlate: nopt.data: no Intel PT trace (no intel_pt AUXTRACE_INFO)" \
 	nopt.data -i nopt.data --force
-head -c 6000 rec.data > cut.data
-fails "vmpt correlate: cut.data: offset 0x30: data section (offset 0x198, size 7224) beyond end of file (6000 bytes)" \
+# cut in the middle of the data section (the header's offset and size)
+read -r doff dsize < <(python3 -c 'import struct, sys
+print(*struct.unpack_from("<QQ", open(sys.argv[1], "rb").read(56), 40))' rec.data)
+cut=$((doff + dsize / 2))
+head -c "$cut" rec.data > cut.data
+fails "vmpt correlate: cut.data: offset 0x30: data section (offset $(printf 0x%x "$doff"), size $dsize) beyond end of file ($cut bytes)" \
 	cut.data -i cut.data --force
 
 # No TSC, no MTC: perf's words (perf inject says the same).

@@ -6,7 +6,10 @@
  * synth_image.c  code images (ELF segments, function symbols)
  * synth_insn.c   instruction classes from capstone, cached per address
  * synth_pt.c     the trace unit: TNT, IP compression, PSB+, timing packets
- * synth_walk.c   the CPU: branch outcomes, calls/returns, rings, VMX
+ * synth_walk.c   the CPU: branch outcomes, calls/returns, rings
+ * synth_vmx.c    VMX: exit reasons, the host's way through KVM, exits truth
+ * synth_power.c  power: C-states (MWAIT, HLT) and frequency changes
+ * synth_ptw.c    PTWRITE and perf's emulated PTWRITE
  * synth_sched.c  the machine: vCPU threads on host CPUs, trace streams
  * synth_truth.c  the ground truth files
  * synth_perf.c   perf.data output
@@ -101,7 +104,26 @@ enum synth_kind {
 	SK_EXITING,	/* in a guest, exits to the host: cpuid, hlt, in/out, vmcall, rdmsr, wrmsr */
 	SK_STOP,	/* cannot be modelled (ud2, int3, far jumps, undecodable) */
 	SK_RETSLOT,	/* mov REG, [rsp]: a retpoline replaces the return address */
+	SK_PTWRITE,	/* ptwrite: a PTW packet (PTWEn) */
+	SK_MWAIT,	/* mwait: a C-state (PwrEvtEn: MWAIT, PWRE, EXSTOP, PWRX) */
 };
+
+/* SK_EXITING: the basic VM exit reason (SDM Vol. 3D, Appendix C). */
+enum synth_exit_reason {
+	SYNTH_EXIT_EXCEPTION_NMI = 0,
+	SYNTH_EXIT_EXTERNAL_INTERRUPT = 1,
+	SYNTH_EXIT_CPUID = 10,
+	SYNTH_EXIT_HLT = 12,
+	SYNTH_EXIT_VMCALL = 18,
+	SYNTH_EXIT_IO = 30,
+	SYNTH_EXIT_MSR_READ = 31,
+	SYNTH_EXIT_MSR_WRITE = 32,
+	SYNTH_EXIT_MWAIT = 36,
+	SYNTH_EXIT_EPT_VIOLATION = 48,
+};
+
+/* Memory access of an instruction (EPT violations): none, read, write. */
+enum synth_mem { SM_NONE, SM_READ, SM_WRITE };
 
 struct synth_insn {
 	uint64_t ip;
@@ -111,6 +133,12 @@ struct synth_insn {
 	uint8_t vmlaunch;	/* SK_VMENTRY: 1 = vmlaunch, 0 = vmresume */
 	uint8_t vmx;		/* a VMX instruction: #UD outside VMX operation */
 	uint8_t valid;
+	uint8_t exit_reason;	/* SK_EXITING: enum synth_exit_reason */
+	uint8_t mem;		/* enum synth_mem (explicit memory operand) */
+	uint8_t opsize;		/* SK_PTWRITE: payload bytes (4, 8); I/O: 1, 2, 4 */
+	/* I/O: the exit qualification's bits 6:0 (size - 1, IN, string,
+	 * REP, immediate port) and the port when immediate (bits 31:16) */
+	uint32_t io_qual;
 };
 
 struct synth_insn_cache;
@@ -138,6 +166,10 @@ struct synth_pt_config {
 	unsigned cyc_thresh;	/* CYC threshold (0: every packet) */
 	uint32_t tsc_ctc_n, tsc_ctc_d;	/* TSC/CTC ratio (CPUID.15H) */
 	unsigned cbr;		/* core:bus ratio, also max non-turbo */
+	unsigned event : 1;	/* EventEn: CFE and EVD packets */
+	unsigned ptw : 1;	/* PTWEn: PTW packets */
+	unsigned fup_on_ptw : 1;	/* FUPonPTW: a FUP after each PTW */
+	unsigned pwr_evt : 1;	/* PwrEvtEn: MWAIT, PWRE, EXSTOP, PWRX */
 };
 
 /* Hardware return-compression stack depth (the SDM leaves it to the
@@ -159,9 +191,14 @@ struct synth_pt {
 	uint64_t tnt_bits;	/* pending branches, oldest in the highest bit */
 	unsigned tnt_count;
 	uint64_t next_psb;	/* emit PSB+ once len reaches this */
-	/* time: TSC ticks (host) */
+	/* time: TSC ticks (host); the core runs cbr/max_non_turbo cycles
+	 * per tick (cycles are what CYC counts) */
 	uint64_t tsc;
-	uint64_t cyc_last;	/* TSC at the last CYC */
+	uint64_t cycles;	/* core cycles so far */
+	uint64_t cyc_last;	/* cycles at the last CYC */
+	uint64_t tick_rem;	/* cycles * max_non_turbo not yet a tick */
+	unsigned cbr;		/* the current core:bus ratio */
+	int asleep;		/* in a C-state: no packets, not even MTC */
 	uint64_t mtc_last;	/* CTC >> mtc_freq at the last MTC */
 	/* the hardware's return compression stack */
 	uint64_t rstack[SYNTH_RETCOMP_DEPTH];
@@ -187,8 +224,10 @@ void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
 		   uint64_t tsc0);
 void synth_pt_fini(struct synth_pt *pt);
 
-/* Advance time by cycles (1 cycle = max_non_turbo/cbr TSC ticks, here 1). */
+/* Advance time by core cycles (max_non_turbo/cbr TSC ticks each: one at
+ * the default ratio), or by TSC ticks when the core does not run code. */
 void synth_pt_tick(struct synth_pt *pt, uint64_t cycles);
+void synth_pt_idle(struct synth_pt *pt, uint64_t ticks);
 
 /* PSB+ if psb_period bytes have gone by; ip is the next instruction. */
 void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip);
@@ -202,6 +241,31 @@ void synth_pt_mode_exec(struct synth_pt *pt);
 void synth_pt_vmcs(struct synth_pt *pt, uint64_t vmcs);
 void synth_pt_tsc(struct synth_pt *pt);
 void synth_pt_ovf(struct synth_pt *pt);
+
+/* Event Trace (EventEn): EVD data, then CFE (ip: a FUP of its own follows). */
+void synth_pt_evd(struct synth_pt *pt, unsigned type, uint64_t payload);
+void synth_pt_cfe(struct synth_pt *pt, unsigned type, unsigned vector, int ip);
+/* PTWRITE (PTWEn): bytes 4 or 8; ip: FUPonPTW, the FUP follows. */
+void synth_pt_ptw(struct synth_pt *pt, uint64_t payload, unsigned bytes, int ip);
+/* Power events (PwrEvtEn). */
+void synth_pt_mwait(struct synth_pt *pt, uint32_t hints, uint32_t ext);
+void synth_pt_pwre(struct synth_pt *pt, unsigned state, unsigned sub, int hw);
+void synth_pt_exstop(struct synth_pt *pt, int ip);
+void synth_pt_pwrx(struct synth_pt *pt, unsigned last, unsigned deepest,
+		   unsigned wake);
+/* The core's frequency changes (or the core wakes from a C-state): CBR,
+ * then TSC and TMA (SDM: the time is resynchronized after both). */
+void synth_pt_set_cbr(struct synth_pt *pt, unsigned cbr);
+
+/* Event Trace types (CFE) and data (EVD), SDM "Event Trace". */
+enum synth_cfe {
+	SYNTH_CFE_INTR = 1,
+	SYNTH_CFE_IRET = 2,
+	SYNTH_CFE_VMENTRY = 7,
+	SYNTH_CFE_VMEXIT = 8,
+	SYNTH_CFE_VMEXIT_INTR = 9,
+};
+enum synth_evd { SYNTH_EVD_PFA = 0, SYNTH_EVD_VMXQ = 1, SYNTH_EVD_VMXR = 2 };
 
 /* Packets from len on are lost (an internal buffer overflow). */
 void synth_pt_truncate(struct synth_pt *pt, size_t len);
@@ -245,6 +309,10 @@ struct synth_truth {
 	int threaded;
 	int32_t tid, cpu;
 	FILE *gtruth;		/* guest recording: a line per instruction */
+	FILE *events;		/* Event Trace, PTWRITE and power events */
+	FILE *exits;		/* VM exits */
+	/* perf's TSC to time conversion (TIME_CONV), for the exits' ns */
+	uint64_t time_mult, time_shift;
 };
 
 void synth_truth_insn(struct synth_truth *t, uint64_t ip);
@@ -255,6 +323,12 @@ void synth_truth_lost_vm(struct synth_truth *t, int began_guest,
 			 int resumed_guest, uint64_t exits, uint64_t entries);
 void synth_truth_psb(struct synth_truth *t, uint64_t offset,
 		     uint64_t next_insn);
+/* One event: "TSC KIND IP DETAIL" (IP "-" when it binds to none), with
+ * " lost" when its packets were lost in an overflow. */
+void synth_truth_event(struct synth_truth *t, uint64_t tsc, const char *kind,
+		       int has_ip, uint64_t ip, int lost, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+const char *synth_cfe_name(unsigned type);
 const char *synth_flags_name(unsigned flags);
 
 /* ---- the walk ---- */
@@ -262,6 +336,22 @@ const char *synth_flags_name(unsigned flags);
 #define SYNTH_MAX_VCPUS 16
 
 struct synth_grec;
+
+/* A VM exit as the truth has it (docs/synthesizer.md, P.exits). */
+struct synth_exit {
+	uint64_t tsc;		/* host TSC of the exit (its FUP) */
+	uint64_t guest_ticks;	/* since the VM entry before it */
+	uint64_t rip, qual;
+	uint32_t tid;
+	uint8_t reason, vector, cfe;
+	uint8_t lost;		/* its packets were lost in an overflow */
+	uint8_t pending;	/* not yet followed by a VM entry */
+	uint8_t to_user;	/* handled by the VMM (KVM_RUN returns) */
+	const char *handler;	/* KVM's handler function */
+};
+
+void synth_truth_exit(struct synth_truth *t, unsigned vcpu,
+		      const struct synth_exit *x, int entered, uint64_t entry_tsc);
 
 struct synth_vcpu {
 	uint64_t vmcs;		/* VMCS base (4 KiB aligned) */
@@ -275,6 +365,8 @@ struct synth_vcpu {
 	uint64_t change_at_insn;
 	uint64_t changed_at_insn;	/* where it happened (truth) */
 	int64_t new_offset;
+	uint64_t entry_tsc;	/* host TSC of its last VM entry */
+	struct synth_exit exit;	/* the last exit */
 };
 
 struct synth_walk_config {
@@ -310,11 +402,20 @@ struct synth_walk_config {
 	uint64_t snapshot_every;
 	/* a real guest recording as the guest (synth_guest.c) */
 	struct synth_grec *grec;
+	/* EPT: the guest's data pages that are mapped (bit per page; an
+	 * access to another one is an EPT violation, which maps it) */
+	uint64_t ept_mapped;
+	/* power: C-states in the guest without HLT/MWAIT exiting (KVM's
+	 * disabled exits, "cpu-pm=on"), frequency changes every so many
+	 * instructions (mean, 0 none) */
+	int guest_pm;
+	uint64_t freq_period;
 };
 
 struct synth_stats {
 	uint64_t insns, branches, tnt_bits, tips, psbs, syscalls, irqs;
 	uint64_t vmentries, vmexits, lost, switches, migrations;
+	uint64_t events, ptwrites, cstates, freq_changes;
 };
 
 /* One trace buffer (a perf AUX area) and its trace unit.  tid/cpu are

@@ -26,13 +26,17 @@
 /* intel_pt format terms (sysfs .../intel_pt/format). */
 #define CFG_PT (1ull << 0)
 #define CFG_CYC (1ull << 1)
+#define CFG_PWR_EVT (1ull << 4)
+#define CFG_FUP_ON_PTW (1ull << 5)
 #define CFG_MTC (1ull << 9)
 #define CFG_TSC (1ull << 10)
 #define CFG_NORETCOMP (1ull << 11)
+#define CFG_PTW (1ull << 12)
 #define CFG_BRANCH (1ull << 13)
 #define CFG_MTC_PERIOD_SHIFT 14
 #define CFG_CYC_THRESH_SHIFT 19
 #define CFG_PSB_PERIOD_SHIFT 24
+#define CFG_EVENT (1ull << 31)
 
 static uint64_t pt_config(const struct synth_pt_config *c)
 {
@@ -47,6 +51,12 @@ static uint64_t pt_config(const struct synth_pt_config *c)
 		cfg |= CFG_MTC | ((uint64_t)c->mtc_freq << CFG_MTC_PERIOD_SHIFT);
 	if (c->cyc)
 		cfg |= CFG_CYC | ((uint64_t)c->cyc_thresh << CFG_CYC_THRESH_SHIFT);
+	if (c->pwr_evt)
+		cfg |= CFG_PWR_EVT;
+	if (c->ptw)
+		cfg |= CFG_PTW | (c->fup_on_ptw ? CFG_FUP_ON_PTW : 0);
+	if (c->event)
+		cfg |= CFG_EVENT;
 	/* psb_period=N means 2^(N+11) bytes */
 	while (code < 15 && (2048u << code) < c->psb_period)
 		code++;

@@ -44,6 +44,7 @@ struct machine {
 	uint64_t clock[SYNTH_MAX_CPUS];
 	int32_t on_cpu[SYNTH_MAX_CPUS];	/* tid, 0 idle */
 	struct synth_insn_cache *cache_user, *cache_kernel, *cache_guest;
+	struct synth_host host;
 	uint64_t rng;
 	int oom;
 };
@@ -83,11 +84,6 @@ static int check_config(struct synth_walk_config *cfg, char *err,
 			 "symbols (not a VMM model)", cfg->kernel->path);
 		return -VMPT_ERR_INVAL;
 	}
-	if (cfg->threads && !synth_image_symbol(cfg->kernel, "vmx_vcpu_load", NULL)) {
-		snprintf(err, errlen, "%s: no vmx_vcpu_load symbol (not a VMM "
-			 "model)", cfg->kernel->path);
-		return -VMPT_ERR_INVAL;
-	}
 	for (unsigned i = 0; i < cfg->n_vcpus; i++)
 		cfg->vcpus[i].guest_ip = cfg->guest_start ?
 			cfg->guest_start : cfg->guest->entry;
@@ -108,6 +104,8 @@ static int machine_init(struct machine *m, char *err, size_t errlen)
 	if (!m->cache_user || !m->cache_kernel || !m->cache_guest)
 		return -VMPT_ERR_NOMEM;
 	if ((ret = check_config(cfg, err, errlen)))
+		return ret;
+	if (cfg->vm && (ret = synth_host_init(&m->host, cfg->kernel, err, errlen)))
 		return ret;
 	if (cfg->vm && cfg->guest == cfg->user) {
 		synth_insn_cache_free(m->cache_guest);
@@ -142,6 +140,7 @@ static void cpu_init(struct machine *m, struct cpu *c,
 	c->cache_user = m->cache_user;
 	c->cache_kernel = m->cache_kernel;
 	c->cache_guest = m->cache_guest;
+	c->host = &m->host;
 	c->block_start = 1;
 }
 
@@ -185,7 +184,10 @@ void synth_out_free(struct synth_out *out)
 
 static int budget_left(const struct machine *m, const struct cpu *c)
 {
-	return m->st->branches < m->cfg->max_branches && !c->oom &&
+	/* an emulated PTWRITE is walked to its end: perf reports one
+	 * without all of its bits as broken */
+	return (m->st->branches < m->cfg->max_branches || synth_cpu_in_eptw(c)) &&
+	       !c->oom &&
 	       !(c->pt && c->pt->oom);
 }
 
@@ -310,7 +312,7 @@ static int idle(struct machine *m, unsigned k, uint64_t wake)
 	int ret = add_switch(m, k, 0);
 
 	if (!m->cfg->per_thread)
-		synth_pt_tick(&m->out->streams[k].pt, wake - m->clock[k]);
+		synth_pt_idle(&m->out->streams[k].pt, wake - m->clock[k]);
 	m->clock[k] = wake;
 	return ret;
 }
@@ -392,9 +394,6 @@ static int run_threads(struct machine *m, const struct synth_pt_config *ptc,
 
 		cpu_init(m, &t->c, truth);
 		t->c.vcpu = i;
-		t->c.vmx_vcpu_load = synth_image_symbol(cfg->kernel,
-			"vmx_vcpu_load", &t->c.vmx_vcpu_load_end);
-		t->c.vmx_vcpu_load_end += t->c.vmx_vcpu_load;
 		t->s = cfg->per_thread ? &out->streams[i] : NULL;
 		t->ready_at = tsc0;
 		t->last_cpu = -1;
@@ -441,9 +440,6 @@ static int run_grec(struct machine *m, const struct synth_pt_config *ptc,
 	struct synth_walk_config *cfg = m->cfg;
 	struct synth_out *out = m->out;
 	uint64_t entry = synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL);
-	uint64_t ioctl_size = 0, sys_size = 0;
-	uint64_t ioctl = synth_image_symbol(cfg->kernel, "kvm_vcpu_ioctl", &ioctl_size);
-	uint64_t sys = synth_image_symbol(cfg->kernel, "do_syscall_64", &sys_size);
 	int ret, done[SYNTH_MAX_VCPUS] = { 0 };
 
 	m->n_thr = cfg->n_vcpus;
@@ -461,13 +457,6 @@ static int run_grec(struct machine *m, const struct synth_pt_config *ptc,
 		t->c.s = &out->streams[i];
 		t->c.pt = &t->c.s->pt;
 		t->c.hcpu = &m->hc[i];
-		t->c.ioctl_lo = ioctl;
-		t->c.ioctl_hi = ioctl + ioctl_size;
-		t->c.sys_lo = sys;
-		t->c.sys_hi = sys + sys_size;
-		t->c.vmx_vcpu_load = synth_image_symbol(cfg->kernel,
-			"vmx_vcpu_load", &t->c.vmx_vcpu_load_end);
-		t->c.vmx_vcpu_load_end += t->c.vmx_vcpu_load;
 		/* inside KVM_RUN from the first slice of its guest CPU on */
 		t->c.ctx = CTX_KERNEL;
 		t->c.ip = entry;
@@ -565,6 +554,8 @@ int synth_walk(struct synth_walk_config *cfg, const struct synth_pt_config *ptc,
 		if (pt->oom)
 			ret = -VMPT_ERR_NOMEM;
 	}
+	if (!ret && cfg->vm)
+		synth_vmx_finish(cfg, truth);
 	/* perf record -S: a last snapshot when recording ends */
 	if (!ret && cfg->snapshot_size)
 		ret = synth_snapshot_take(&out->snap, &out->streams[0].pt,

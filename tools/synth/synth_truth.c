@@ -8,6 +8,8 @@
  */
 #include "synth.h"
 
+#include <stdarg.h>
+
 void synth_truth_insn(struct synth_truth *t, uint64_t ip)
 {
 	t->n_insn++;
@@ -126,4 +128,65 @@ void synth_truth_psb(struct synth_truth *t, uint64_t offset,
 			(unsigned long long)next_insn);
 		where(t, t->insn);
 	}
+}
+
+const char *synth_cfe_name(unsigned type)
+{
+	/* perf's names (builtin-script.c) */
+	static const char *const names[] = {
+		[1] = "INTR", [2] = "IRET", [3] = "SMI", [4] = "RSM",
+		[5] = "SIPI", [6] = "INIT", [7] = "VMENTRY", [8] = "VMEXIT",
+		[9] = "VMEXIT_INTR", [10] = "SHUTDOWN",
+	};
+
+	return type < sizeof(names) / sizeof(names[0]) && names[type] ?
+	       names[type] : "?";
+}
+
+void synth_truth_event(struct synth_truth *t, uint64_t tsc, const char *kind,
+		       int has_ip, uint64_t ip, int lost, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!t->events)
+		return;
+	fprintf(t->events, "%llu ", (unsigned long long)tsc);
+	if (t->threaded)
+		fprintf(t->events, "%d %d ", (int)t->tid, (int)t->cpu);
+	if (has_ip)
+		fprintf(t->events, "%s %llx ", kind, (unsigned long long)ip);
+	else
+		fprintf(t->events, "%s - ", kind);
+	va_start(ap, fmt);
+	vfprintf(t->events, fmt, ap);
+	va_end(ap);
+	fputs(lost ? " lost\n" : "\n", t->events);
+}
+
+static uint64_t ns(const struct synth_truth *t, uint64_t tsc)
+{
+	/* perf's tsc_to_perf_time() with time_zero 0 */
+	uint64_t quot = tsc >> t->time_shift;
+	uint64_t rem = tsc & ((1ull << t->time_shift) - 1);
+
+	return quot * t->time_mult + ((rem * t->time_mult) >> t->time_shift);
+}
+
+void synth_truth_exit(struct synth_truth *t, unsigned vcpu,
+		      const struct synth_exit *x, int entered, uint64_t entry_tsc)
+{
+	if (!t->exits)
+		return;
+	fprintf(t->exits, "%llu %u %u %llx %u %#llx %u %s ",
+		(unsigned long long)x->tsc, vcpu, (unsigned)x->tid,
+		(unsigned long long)x->rip, (unsigned)x->reason,
+		(unsigned long long)x->qual, (unsigned)x->vector, x->handler);
+	if (entered)
+		fprintf(t->exits, "%llu %llu ",
+			(unsigned long long)(entry_tsc - x->tsc),
+			(unsigned long long)(ns(t, entry_tsc) - ns(t, x->tsc)));
+	else
+		fputs("- - ", t->exits);
+	fprintf(t->exits, "%llu%s\n", (unsigned long long)x->guest_ticks,
+		x->lost ? " lost" : "");
 }

@@ -15,9 +15,13 @@
  *                       FUP + TIP.PGD ... MODE.Exec + TIP.PGE
  *   leaving/entering    TIP.PGD(target) instead of the branch's packet /
  *   the IP filter       TIP.PGE(target)
- *   vmlaunch/vmresume   PIP(NR=1), TIP(guest IP)
+ *   vmlaunch/vmresume   PIP(NR=1), TIP(guest IP)       (synth_vmx.c)
  *   VM exit             FUP(guest IP), PIP(NR=0), TIP(host RIP)
  *   vmptrld             VMCS
+ *   ptwrite             PTW (PTWEn), FUP (FUPonPTW)     (synth_ptw.c)
+ *   mwait               a C-state                      (synth_power.c)
+ *
+ * With EventEn, interrupts and IRET have their CFE (Event Trace) too.
  */
 #include "synth_guest.h"
 #include "synth_walk.h"
@@ -79,7 +83,7 @@ static struct stack *arch_stack(struct cpu *c)
 	}
 }
 
-static struct synth_image *cur_image(struct cpu *c)
+struct synth_image *synth_cpu_image(struct cpu *c)
 {
 	switch (c->ctx) {
 	case CTX_USER: return c->cfg->user;
@@ -97,12 +101,20 @@ static struct synth_insn_cache *cur_cache(struct cpu *c)
 	}
 }
 
-/* The instruction at ip in the current context's code, or NULL. */
-static const struct synth_insn *insn_at(struct cpu *c, uint64_t ip)
+const struct synth_insn *synth_cpu_insn(struct cpu *c, uint64_t ip)
 {
 	if (c->ctx == CTX_GUEST_USER)
 		return synth_grec_insn(c->cfg->grec, c->gtask, c->pt->tsc, ip);
-	return synth_insn_get(cur_cache(c), cur_image(c), ip);
+	return synth_insn_get(cur_cache(c), synth_cpu_image(c), ip);
+}
+
+#define insn_at synth_cpu_insn
+
+const uint8_t *synth_cpu_code(struct cpu *c, uint64_t ip, size_t *avail)
+{
+	if (c->ctx == CTX_GUEST_USER)
+		return synth_grec_code(c->cfg->grec, c->gtask, c->pt->tsc, ip, avail);
+	return synth_image_code(synth_cpu_image(c), ip, avail);
 }
 
 int synth_cpu_in_filter(const struct cpu *c, uint64_t ip)
@@ -113,19 +125,26 @@ int synth_cpu_in_filter(const struct cpu *c, uint64_t ip)
 
 #define in_filter synth_cpu_in_filter
 
-static int guest(struct cpu *c)
+int synth_cpu_guest(const struct cpu *c)
 {
 	return c->ctx == CTX_GUEST || c->ctx == CTX_GUEST_USER;
 }
 
+#define guest(c) synth_cpu_guest(c)
+
 static uint64_t random_func(struct cpu *c)
 {
-	struct synth_image *img = cur_image(c);
+	struct synth_image *img = synth_cpu_image(c);
 
 	if (c->ctx == CTX_GUEST_USER)
 		return synth_grec_random_func(c->cfg->grec, c->gtask, c->pt->tsc,
 					      c->ip, rnd(c));
 	return img->funcs[rnd(c) % img->n_funcs];
+}
+
+int synth_cpu_in_eptw(const struct cpu *c)
+{
+	return c->eptw_bits && c->ip >= c->eptw_lo && c->ip < c->eptw_hi;
 }
 
 int synth_cpu_losing(const struct cpu *c)
@@ -135,21 +154,37 @@ int synth_cpu_losing(const struct cpu *c)
 
 #define losing synth_cpu_losing
 
-static void branch(struct cpu *c, uint64_t from, uint64_t to, unsigned flags)
+void synth_cpu_branch(struct cpu *c, uint64_t from, uint64_t to, unsigned flags)
 {
 	c->st->branches++;
 	synth_truth_branch(c->truth, from, to, flags, c->pt->tsc, guest(c));
 }
 
+#define branch synth_cpu_branch
+
 /* The instruction being executed needs a packet; while the buffer is
  * overflowing, the first such one is where decoding must stop.
  */
-static void needs_packet(struct cpu *c)
+void synth_cpu_needs_packet(struct cpu *c)
 {
 	if (losing(c) && !c->s->lost_from) {
 		c->s->lost_from = c->st->insns;
 		c->s->lost_block = c->block_start;
 	}
+}
+
+#define needs_packet synth_cpu_needs_packet
+
+/* Event Trace: an interrupt or exception (vector) at c->ip, whose CFE
+ * binds to the FUP of its compound packet. */
+static void cfe_intr(struct cpu *c, unsigned vector)
+{
+	if (!c->pt->cfg.event)
+		return;
+	synth_pt_cfe(c->pt, SYNTH_CFE_INTR, vector, 0);
+	synth_truth_event(c->truth, c->pt->tsc, "cfe", 1, c->ip, losing(c),
+			  "INTR vector: %u", vector);
+	c->st->events++;
 }
 
 static void tnt(struct cpu *c, int taken)
@@ -189,82 +224,12 @@ void synth_cpu_enable(struct cpu *c, unsigned flags)
 /* Time in an untraced context: only the clock moves. */
 void synth_cpu_untraced(struct cpu *c, uint64_t mean)
 {
-	synth_pt_tick(c->pt, rnd_period(c, mean));
+	synth_pt_idle(c->pt, rnd_period(c, mean));
 }
 
 #define disable_async synth_cpu_disable
 #define enable synth_cpu_enable
 #define untraced_time synth_cpu_untraced
-
-static void vm_exit(struct cpu *c, uint64_t resume_ip)
-{
-	struct synth_vcpu *v = cur_vcpu(c);
-	uint64_t host_rip = synth_image_symbol(c->cfg->kernel, "vmx_vmexit", NULL);
-
-	v->guest_ip = resume_ip;
-	if (c->gtask) {
-		/* the guest task resumes there, in its ring */
-		c->gtask->ip = resume_ip;
-		c->gtask->user = c->ctx == CTX_GUEST_USER;
-		c->gtask->kexit_at = c->kernel_exit_at;
-		c->kernel_exit_at = 0;
-	}
-	needs_packet(c);
-	/* SDM compound packets: FUP, then PIP (CR3 and NR change), TIP;
-	 * no MODE.Exec, the host and guest both run 64-bit code. */
-	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
-	synth_pt_pip(c->pt, c->cfg->kernel_cr3, 0);
-	synth_pt_ip(c->pt, VMPT_PKT_TIP, host_rip);
-	branch(c, c->ip, host_rip, SF_VMEXIT);
-	c->st->vmexits++;
-	c->ctx = CTX_KERNEL;
-	c->ip = host_rip;
-	c->gtask = NULL;
-}
-
-static void vm_entry(struct cpu *c, const struct synth_insn *in)
-{
-	struct synth_vcpu *v = cur_vcpu(c);
-
-	if (in->vmlaunch == v->launched) {
-		/* VMfailValid: VMLAUNCH of a launched VMCS (or the reverse)
-		 * falls through to the next instruction. */
-		c->ip += in->size;
-		return;
-	}
-	v->launched = 1;
-	if (c->cfg->grec)
-		synth_grec_enter(c, v);
-	if (c->cfg->threads) {
-		/* the thread's VMCS is current: its offset (it may have
-		 * changed while another CPU or thread ran) */
-		c->pt->tsc_offset = v->tsc_offset;
-		c->pt->tsc_mult = v->tsc_mult;
-	}
-	needs_packet(c);
-	synth_pt_pip(c->pt, v->guest_cr3, 1);
-	synth_pt_ip(c->pt, VMPT_PKT_TIP, v->guest_ip);
-	branch(c, c->ip, v->guest_ip, SF_VMENTRY);
-	c->st->vmentries++;
-	c->entries_on_vcpu++;
-	c->ctx = c->gtask && c->gtask->user ? CTX_GUEST_USER : CTX_GUEST;
-	c->ip = v->guest_ip;
-	c->guest_exit_at = c->st->insns + rnd_period(c, c->cfg->guest_period);
-}
-
-static void vmptrld(struct cpu *c)
-{
-	if (c->cfg->threads) {
-		/* a vCPU thread loads its own VMCS on this CPU */
-		c->hcpu->loaded_vmcs = cur_vcpu(c)->vmcs;
-	} else if (c->entries_on_vcpu >= c->cfg->entries_per_vcpu) {
-		c->vcpu = (c->vcpu + 1) % c->cfg->n_vcpus;
-		c->entries_on_vcpu = 0;
-	}
-	synth_pt_vmcs(c->pt, cur_vcpu(c)->vmcs);
-	c->pt->tsc_offset = cur_vcpu(c)->tsc_offset;
-	c->pt->tsc_mult = cur_vcpu(c)->tsc_mult;
-}
 
 /* User space entered the traced kernel: --kernel-period sets when an
  * interrupt takes it back (a random walk's call depth never unwinds).
@@ -276,11 +241,18 @@ static void kernel_visit(struct cpu *c, int by_irq)
 		c->kernel_exit_at = c->st->insns + rnd_period(c, c->cfg->kernel_period);
 }
 
+/* Vectors of the model's events: an interrupt (the local timer), and an
+ * instruction it cannot execute (taken for an invalid opcode). */
+#define VECTOR_TIMER 0xec
+#define VECTOR_UD 6
+
 /* A user-mode interrupt or an instruction the model cannot execute: the
  * kernel runs (untraced) and user code resumes at resume_ip.
  */
-static void user_event(struct cpu *c, uint64_t resume_ip)
+static void user_event(struct cpu *c, uint64_t resume_ip, unsigned vector)
 {
+	if (c->pt->packet_en)
+		cfe_intr(c, vector);
 	if (c->cfg->trace_kernel && c->pt->packet_en) {
 		/* the kernel is traced: FUP + TIP to the handler, IRET back */
 		uint64_t handler = synth_image_symbol(c->cfg->kernel,
@@ -425,26 +397,23 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 {
 	const struct synth_insn *p;
 	struct synth_insn t, f;
+	int taken;
 
+	/* perf's emulated PTWRITE: its jumps give the payload's bits */
+	if (synth_cpu_in_eptw(c))
+		return (int)((c->eptw_payload >> --c->eptw_bits) & 1);
 	/* vmx_vmenter: VMRESUME once the VMCS is launched, else VMLAUNCH.
 	 * (Copies: a lookup may move the cache's entries.) */
 	if (c->ctx == CTX_KERNEL && c->cfg->vm) {
-		p = synth_insn_get(cur_cache(c), cur_image(c), in->ip + in->size);
+		p = synth_insn_get(cur_cache(c), synth_cpu_image(c), in->ip + in->size);
 		f = p ? *p : (struct synth_insn){ 0 };
-		p = synth_insn_get(cur_cache(c), cur_image(c), in->target);
+		p = synth_insn_get(cur_cache(c), synth_cpu_image(c), in->target);
 		t = p ? *p : (struct synth_insn){ 0 };
 		if (f.kind == SK_VMENTRY && t.kind == SK_VMENTRY)
 			return t.vmlaunch != !cur_vcpu(c)->launched ? 0 : 1;
-		/* guest recording: the thread's system call is KVM_RUN, and
-		 * every exit is handled in the kernel */
-		if (c->cfg->grec && in->ip >= c->sys_lo && in->ip < c->sys_hi)
-			return 0;
-		if (c->cfg->grec && in->ip >= c->ioctl_lo && in->ip < c->ioctl_hi)
-			return 1;
-		/* vmx_vcpu_load: "already loaded on this CPU" */
-		if (c->cfg->threads && in->ip >= c->vmx_vcpu_load &&
-		    in->ip < c->vmx_vcpu_load_end)
-			return c->hcpu->loaded_vmcs == cur_vcpu(c)->vmcs;
+		/* KVM's way after an exit follows its reason */
+		if (synth_vmx_host_jcc(c, in, &taken))
+			return taken;
 	}
 	return (int)(rnd(c) & 1);
 }
@@ -482,6 +451,17 @@ static int endless_loop(struct cpu *c, const struct synth_insn *jmp)
 	return 0;
 }
 
+/* kvm_vmx_exit_handlers[reason](vcpu): the exit's handler. */
+static int host_indirect(struct cpu *c, const struct synth_insn *in)
+{
+	uint64_t to;
+
+	if (c->ctx != CTX_KERNEL || !c->cfg->vm || !synth_vmx_host_indirect(c, in, &to))
+		return 0;
+	c->ip = to;
+	return 1;
+}
+
 /* Execute one instruction (c->ip is traced and mapped). */
 static void step(struct cpu *c, const struct synth_insn *in)
 {
@@ -500,6 +480,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		       SF_CONDITIONAL);
 		break;
 	case SK_JMP:
+		synth_ptw_emulated(c, in);
 		c->ip = in->target;
 		report(c, in, c->ip, R_NONE, 0);
 		break;
@@ -518,11 +499,13 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		push(c, s, next);
 		if (c->pt->packet_en)
 			synth_pt_call(c->pt, next);
-		c->ip = random_func(c);
+		if (!host_indirect(c, in))
+			c->ip = random_func(c);
 		report(c, in, c->ip, R_TIP, SF_CALL);
 		break;
 	case SK_JMP_IND:
-		c->ip = random_func(c);
+		if (!host_indirect(c, in))
+			c->ip = random_func(c);
 		report(c, in, c->ip, R_TIP, 0);
 		break;
 	case SK_RETSLOT:
@@ -611,23 +594,42 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		c->ctx = CTX_USER;
 		break;
 	case SK_IRET:
+		needs_packet(c);
+		if (c->pt->cfg.event) {
+			/* a far branch without a FUP of its own: the CFE has
+			 * the IP bit and a FUP naming the IRET */
+			synth_pt_cfe(c->pt, SYNTH_CFE_IRET, 0, 1);
+			synth_pt_ip(c->pt, VMPT_PKT_FUP, in->ip);
+			synth_truth_event(c->truth, c->pt->tsc, "cfe", 1, in->ip,
+					  losing(c), "IRET vector: 0");
+			c->st->events++;
+		}
 		c->ip = c->irq_ret;
 		c->irq_ret = 0;
-		needs_packet(c);
 		synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
 		c->st->tips++;
 		branch(c, in->ip, c->ip, SF_RETURN | SF_INTERRUPT);
 		c->ctx = CTX_USER;
 		break;
 	case SK_VMENTRY:
-		vm_entry(c, in);
+		synth_vmx_entry(c, in);
 		break;
 	case SK_VMPTRLD:
-		vmptrld(c);
+		synth_vmx_vmptrld(c);
 		c->ip = next;
 		break;
 	case SK_EXITING:
 		c->ip = next;	/* the host runs it (ring 0 model code) */
+		if (guest(c))	/* HLT without HLT exiting (cpu-pm) */
+			synth_power_idle(c, 0);
+		break;
+	case SK_PTWRITE:
+		synth_ptw_exec(c, in);
+		c->ip = next;
+		break;
+	case SK_MWAIT:
+		c->ip = next;
+		synth_power_idle(c, 1);
 		break;
 	default:
 		break;
@@ -635,8 +637,9 @@ static void step(struct cpu *c, const struct synth_insn *in)
 }
 
 /* ring 0: an interrupt whose handler is traced */
-static void kernel_async(struct cpu *c, uint64_t to)
+static void kernel_async(struct cpu *c, uint64_t to, unsigned vector)
 {
+	cfe_intr(c, vector);
 	needs_packet(c);
 	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
 	synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
@@ -644,10 +647,11 @@ static void kernel_async(struct cpu *c, uint64_t to)
 	c->ip = to;
 }
 
-/* Instructions the model cannot execute end up here: an asynchronous event
- * that leaves for a real function entry.
+/* Instructions the model cannot execute end up here (fault: taken for an
+ * invalid opcode; else an interrupt): an asynchronous event that leaves for
+ * a real function entry.
  */
-static void cannot_execute(struct cpu *c)
+static void cannot_execute(struct cpu *c, int fault)
 {
 	uint64_t to = random_func(c);
 
@@ -663,14 +667,14 @@ static void cannot_execute(struct cpu *c)
 			c->ctx = CTX_GUEST;
 			t->user_ret = 0;
 		}
-		vm_exit(c, to);
+		synth_vmx_async_exit(c, to, fault);
 		return;
 	}
 	if (c->ctx == CTX_USER) {
-		user_event(c, to);
+		user_event(c, to, fault ? VECTOR_UD : VECTOR_TIMER);
 		return;
 	}
-	kernel_async(c, to);
+	kernel_async(c, to, fault ? VECTOR_UD : VECTOR_TIMER);
 }
 
 /* The kernel's time is up: an interrupt whose handler is the kernel's own
@@ -686,7 +690,7 @@ static void kernel_exit(struct cpu *c)
 
 	c->kernel_exit_at = 0;
 	if (to)
-		kernel_async(c, to);
+		kernel_async(c, to, VECTOR_TIMER);
 }
 
 static void timed_events(struct cpu *c)
@@ -704,6 +708,11 @@ static void timed_events(struct cpu *c)
 				c->pt->tsc_offset = v->tsc_offset;
 		}
 	}
+	if (cfg->freq_period && c->st->insns >= c->next_freq) {
+		if (c->next_freq)
+			synth_power_freq(c);
+		c->next_freq = c->st->insns + rnd_period(c, cfg->freq_period);
+	}
 	if (cfg->ovf_at && c->st->insns == cfg->ovf_at && !losing(c))
 		overflow_begin(c);
 	if (losing(c) && c->st->insns >= c->s->ovf_end)
@@ -720,6 +729,7 @@ void synth_cpu_step(struct cpu *c)
 	struct synth_insn insn, *in = &insn;
 	uint64_t psbs = pt->psb_count;
 	size_t before = pt->len;
+	int was_guest;
 
 	if (c->ctx == CTX_USER && cfg->filter_hi &&
 	    pt->packet_en != in_filter(c, c->ip)) {
@@ -736,9 +746,13 @@ void synth_cpu_step(struct cpu *c)
 	if (pt->psb_count != psbs && !losing(c))
 		synth_truth_psb(c->truth, before, st->insns + 1);
 	timed_events(c);
+	/* perf decodes an emulated PTWRITE only from its 64 bits in a row,
+	 * without a TIP between them: no interrupt in one */
+	if (synth_cpu_in_eptw(c))
+		goto insn;
 	if (c->ctx == CTX_USER && cfg->irq_period && st->insns >= c->next_irq) {
 		c->next_irq = st->insns + rnd_period(c, cfg->irq_period);
-		user_event(c, c->ip);
+		user_event(c, c->ip, VECTOR_TIMER);
 		c->block_start = st->insns + 1;
 		return;
 	}
@@ -751,16 +765,18 @@ void synth_cpu_step(struct cpu *c)
 	if (guest(c) && (st->insns >= c->guest_exit_at ||
 			 (c->slice && (pt->tsc >= c->slice->to ||
 				       c->slice_used >= c->slice_budget)))) {
-		vm_exit(c, c->ip);	/* external interrupt */
+		synth_vmx_async_exit(c, c->ip, 0);	/* external interrupt */
 		c->block_start = st->insns + 1;
 		return;
 	}
+insn:
 	/* a copy: looking up the target may move the cache's entries */
 	p = insn_at(c, c->ip);
 	if (p)
 		insn = *p;
 	if (!p || in->kind == SK_STOP || (in->vmx && !cfg->vm) ||
 	    (in->kind == SK_EXITING && c->ctx == CTX_USER) ||
+	    (in->kind == SK_MWAIT && (c->ctx == CTX_USER || c->ctx == CTX_GUEST_USER)) ||
 	    (in->kind == SK_EXITING && c->ctx == CTX_GUEST_USER && !synth_grec_user_cpuid(c)) ||
 	    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
 	     c->ctx != CTX_KERNEL) ||
@@ -772,7 +788,7 @@ void synth_cpu_step(struct cpu *c)
 	    (in->kind == SK_IRET && !c->irq_ret) ||
 	    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
 	     !insn_at(c, in->target))) {
-		cannot_execute(c);
+		cannot_execute(c, 1);
 		c->block_start = st->insns + 1;
 		return;
 	}
@@ -780,14 +796,19 @@ void synth_cpu_step(struct cpu *c)
 	    synth_grec_wait(c))
 		return;	/* the vCPU thread sleeps until its guest CPU runs a task */
 	if (in->kind == SK_JMP && endless_loop(c, in)) {
-		cannot_execute(c);
+		cannot_execute(c, 0);
 		c->block_start = st->insns + 1;
 		return;
 	}
-	if (in->kind == SK_EXITING && guest(c)) {
-		/* an instruction that exits does not complete in the
-		 * guest: the FUP names it, the host resumes after it */
-		vm_exit(c, in->ip + in->size);
+	if (guest(c) && (in->kind == SK_EXITING || in->kind == SK_MWAIT) &&
+	    !(cfg->guest_pm && (in->kind == SK_MWAIT || in->exit_reason == SYNTH_EXIT_HLT))) {
+		/* an instruction that exits (HLT and MWAIT run in a guest
+		 * with cpu-pm) */
+		synth_vmx_insn_exit(c, in);
+		c->block_start = st->insns + 1;
+		return;
+	}
+	if (guest(c) && synth_vmx_ept(c, in)) {
 		c->block_start = st->insns + 1;
 		return;
 	}
@@ -796,13 +817,18 @@ void synth_cpu_step(struct cpu *c)
 		if (c->truth->gtruth)
 			synth_grec_truth(cfg->grec, c->truth->gtruth, c, in->ip);
 	}
-	if (guest(c))
+	was_guest = guest(c);
+	if (was_guest)
 		c->slice_used++;
 	st->insns++;
 	synth_pt_tick(pt, 1 + (rnd(c) & 1));
 	step(c, in);
-	if (in->kind != SK_OTHER && in->kind != SK_VMPTRLD &&
-	    in->kind != SK_EXITING && in->kind != SK_RETSLOT)
+	/* a block ends at a branch, and where a guest stopped (cpu-pm's
+	 * HLT or MWAIT, then an interrupt) */
+	if ((in->kind != SK_OTHER && in->kind != SK_VMPTRLD &&
+	     in->kind != SK_EXITING && in->kind != SK_RETSLOT &&
+	     in->kind != SK_PTWRITE && in->kind != SK_MWAIT) ||
+	    (was_guest && (in->kind == SK_EXITING || in->kind == SK_MWAIT)))
 		c->block_start = st->insns + 1;
 	/* the retpoline pattern: store, direct jumps, RET */
 	if (in->kind != SK_RETSLOT && in->kind != SK_JMP)

@@ -18,8 +18,9 @@
 static const char usage[] =
 "usage: vmpt-synth [options] -o PREFIX\n"
 "Writes PREFIX.pt (raw Intel PT), PREFIX.images (code image list),\n"
-"PREFIX.insn and PREFIX.branches (ground truth), PREFIX.tsc (VM TSC offsets)\n"
-"and PREFIX.perf.data (unless --no-perf).\n"
+"PREFIX.insn, PREFIX.branches and PREFIX.events (ground truth), with --vm\n"
+"PREFIX.exits (VM exits) and PREFIX.tsc (VM TSC offsets), and\n"
+"PREFIX.perf.data (unless --no-perf).\n"
 "\n"
 "Code:\n"
 "  --elf FILE[@BASE]      user program (a PIE goes at BASE, default 0x555555554000)\n"
@@ -63,6 +64,11 @@ static const char usage[] =
 "  --cyc / --no-mtc       cycle-accurate mode / no MTC\n"
 "  --cyc-thresh N  --mtc-freq N  --psb-period BYTES\n"
 "  --tnt64                pack branches into TNT-64 packets\n"
+"  --event                Event Trace: CFE/EVD (VM exits and entries, interrupts)\n"
+"  --ptw  --fup-on-ptw    PTWRITE packets, with a FUP each\n"
+"  --pwr-evt              power events: MWAIT, PWRE, EXSTOP, PWRX\n"
+"  --freq-period N        mean instructions between frequency changes (CBR)\n"
+"  --guest-pm             HLT and MWAIT run in the guest (KVM's cpu-pm=on)\n"
 "  --ovf-at INSN[:LOST]   internal buffer overflow at an instruction\n"
 "  --snapshot SIZE:EVERY  snapshot mode (perf record -S -m,SIZE): an AUX area of\n"
 "                         SIZE bytes (power of 2, 4096-65536), a snapshot every\n"
@@ -78,6 +84,8 @@ struct opts {
 	const char *grec;
 	uint64_t guest_from, guest_slice;
 	int vm, guest_code, no_perf, no_truth, quiet, vcpus, per_thread, cpus;
+	int guest_pm;
+	uint64_t freq_period;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, kernel_period, guest_period;
 	uint64_t entries_per_vcpu;
@@ -422,6 +430,9 @@ int main(int argc, char **argv)
 		{ "per-thread", 0, 0, 'W' }, { "cpus", 1, 0, 'U' },
 		{ "snapshot", 1, 0, 'Z' }, { "guest-recording", 1, 0, 'Q' },
 		{ "guest-from", 1, 0, 'j' }, { "guest-slice", 1, 0, 'J' },
+		{ "event", 0, 0, 'a' }, { "ptw", 0, 0, 'w' },
+		{ "fup-on-ptw", 0, 0, 'u' }, { "pwr-evt", 0, 0, 'y' },
+		{ "freq-period", 1, 0, 'z' }, { "guest-pm", 0, 0, 'i' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -468,10 +479,15 @@ int main(int argc, char **argv)
 		case 'Z': o.snapshot = optarg; break;
 		case 'Q': o.grec = optarg; o.vm = 1; break;
 		case 'N': o.no_perf = 1; break;
+		case 'a': o.pt.event = 1; break;
+		case 'w': o.pt.ptw = 1; break;
+		case 'u': o.pt.ptw = o.pt.fup_on_ptw = 1; break;
+		case 'y': o.pt.pwr_evt = 1; break;
+		case 'i': o.guest_pm = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
 		case 'h': case 'f': case 'p': case 't': case 'P': case 'U':
-		case 'j': case 'J':
+		case 'j': case 'J': case 'z':
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
 				return 2;
@@ -492,6 +508,7 @@ int main(int argc, char **argv)
 			case 'U': o.cpus = (int)v; break;
 			case 'j': o.guest_from = v; break;
 			case 'J': o.guest_slice = v; break;
+			case 'z': o.freq_period = v; break;
 			}
 			break;
 		default:
@@ -506,7 +523,7 @@ int main(int argc, char **argv)
 	    (o.guest_code && !o.elf) || (o.filter && o.vm) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
 	    o.pt.psb_period < 256 || o.pt.mtc_freq > 15 ||
 	    o.pt.cyc_thresh > 15 || o.cpus < 0 || o.cpus > 64 ||
-	    ((o.per_thread || o.cpus) && !o.vm)) {
+	    ((o.per_thread || o.cpus || o.guest_pm) && !o.vm)) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -528,6 +545,8 @@ int main(int argc, char **argv)
 	w.threads = o.vm && (o.per_thread || o.cpus);
 	w.per_thread = o.per_thread;
 	w.n_cpus = o.cpus ? (unsigned)o.cpus : 1;
+	w.guest_pm = o.guest_pm;
+	w.freq_period = o.freq_period;
 	if (o.snapshot && parse_snapshot(&w, o.snapshot))
 		goto out;
 	if (o.ovf) {
@@ -577,7 +596,14 @@ int main(int argc, char **argv)
 			goto out;
 		if (o.grec && !(truth.gtruth = open_out(o.out, ".gtruth")))
 			goto out;
+		if (!(truth.events = open_out(o.out, ".events")) ||
+		    (o.vm && !(truth.exits = open_out(o.out, ".exits"))))
+			goto out;
 	}
+	/* the exits' ns as perf converts the trace's TSC (TIME_CONV) */
+	truth.time_shift = grec.time_mult ? grec.time_shift : SYNTH_PERF_TIME_SHIFT;
+	truth.time_mult = grec.time_mult ? grec.time_mult :
+			  (10ull << SYNTH_PERF_TIME_SHIFT) / o.pt.cbr;
 
 	ret = synth_walk(&w, &o.pt, o.tsc0, &out, &truth, &st, err, sizeof(err));
 	if (ret) {
@@ -622,6 +648,10 @@ int main(int argc, char **argv)
 		       "%" PRIu64 " VM entries, %" PRIu64 " VM exits, %zu bytes",
 		       st.insns, st.branches, st.tnt_bits, st.tips, st.psbs,
 		       st.syscalls, st.irqs, st.vmentries, st.vmexits, bytes);
+		if (st.events || st.ptwrites || st.cstates || st.freq_changes)
+			printf(", %" PRIu64 " events, %" PRIu64 " PTWRITEs, %" PRIu64
+			       " C-states, %" PRIu64 " frequency changes", st.events,
+			       st.ptwrites, st.cstates, st.freq_changes);
 		if (w.threads)
 			printf(" in %zu buffers, %" PRIu64 " context switches, %"
 			       PRIu64 " migrations", out.n_streams, st.switches,
@@ -636,6 +666,10 @@ out:
 		fclose(truth.branch);
 	if (truth.gtruth)
 		fclose(truth.gtruth);
+	if (truth.events)
+		fclose(truth.events);
+	if (truth.exits)
+		fclose(truth.exits);
 	synth_grec_close(&grec);
 	synth_image_free(&user);
 	synth_image_free(&kernel);

@@ -38,7 +38,7 @@ for seed in 3 4; do
 	for at in $(seq 2000 1500 17000); do
 		for lost in 20 300; do
 			"$SYNTH" --vm --host-kernel "$VMX_KERNEL" --guest-elf "$GUEST_KERNEL" \
-				--guest-start start_kernel --branches 7000 --guest-period 500 \
+				--guest-start start_kernel --branches 8000 --guest-period 500 \
 				--vcpus 2 --psb-period 1024 --seed "$seed" --ovf-at "$at:$lost" \
 				-o ov -q || fail "vmpt-synth --ovf-at $at:$lost"
 			what="seed $seed, --ovf-at $at:$lost"

@@ -18,7 +18,7 @@ trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
 TSC0=0x2a00000000
-CROSS=$(printf '0x%x' $(( (1 << 56) - TSC0 - 0x200000 )))	# wraps 2M ticks in
+CROSS=$(printf '0x%x' $(( (1 << 56) - TSC0 - 0x80000 )))	# wraps 512K ticks in
 
 synth() {
 	"$SYNTH" --vm --host-kernel "$VMX_KERNEL" --guest-elf "$GUEST_KERNEL" \
