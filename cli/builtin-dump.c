@@ -27,7 +27,8 @@ static int dump_perf_data(const char *path, struct vmpt_file *file,
 	int ret;
 
 	/* A pipe was read already: parse what came. */
-	ret = file ? vmpt_perf_open_mapped(&pd, file) : vmpt_perf_open(&pd, path);
+	ret = file ? vmpt_perf_open_mapped(&pd, file, VMPT_PERF_READ_CUT) :
+		     vmpt_perf_open_flags(&pd, path, VMPT_PERF_READ_CUT);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt dump: %s\n", pd.errmsg);
 		vmpt_perf_close(&pd);

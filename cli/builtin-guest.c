@@ -46,6 +46,8 @@ static void usage(FILE *out)
 		"      --agent PATH          the vmpt-agent to deploy\n"
 		"      --remote-dir DIR      where it goes in the guest (default .cache/vmpt)\n"
 		"      --max-file-size BYTES largest file taken from the guest (default 1 GiB)\n"
+		"      --max-total-size BYTES all files taken from the guest together\n"
+		"                            (default 4 GiB; 64 MiB are always left free)\n"
 		"      --timeout SEC         longest silence from the guest (default 120)\n");
 }
 
@@ -109,7 +111,7 @@ static int parse_options(int argc, char **argv, struct args *a)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int c;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "+o:d:i:h", longopts, NULL)) != -1) {
 		switch (c) {
@@ -120,8 +122,11 @@ static int parse_options(int argc, char **argv, struct args *a)
 		case OPT_NO_BIN: a->what &= ~(unsigned)VMPT_GUEST_FETCH_BINARIES; break;
 		case 'h': usage(stdout); return 0;
 		default:
-			if (guest_option(&a->o, c, optarg))
+			ret = guest_option(&a->o, c, optarg);
+			if (ret > 0)
 				break;
+			if (ret < 0)
+				return 2;
 			usage(stderr);
 			return 2;
 		}

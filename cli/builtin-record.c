@@ -62,7 +62,8 @@ static void usage(FILE *out)
 		"                         with --kcore)\n"
 		"      --guest-identity FILE, --guest-known-hosts FILE,\n"
 		"      --guest-accept-new-host-key, --guest-agent PATH, --guest-remote-dir DIR,\n"
-		"      --guest-max-file-size BYTES, --guest-timeout SEC  (vmpt guest's options)\n"
+		"      --guest-max-file-size BYTES, --guest-max-total-size BYTES,\n"
+		"      --guest-timeout SEC  (vmpt guest's options)\n"
 		"      --sysfs-root DIR, --procfs-root DIR, --debugfs-root DIR\n"
 		"  -q, --quiet\n\n"
 		"A COMMAND with --pid, --domain, -a or -C only times the recording (as\n"
@@ -145,7 +146,7 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c;
+	int c, ret;
 	/* '+': stop at the first non-option, the COMMAND */
 	while ((c = getopt_long(argc, argv, "+o:e:p:c:aC:m:S::qh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -210,8 +211,11 @@ int cmd_record(int argc, char **argv)
 		case 'q': o.log = NULL; break;
 		case 'h': usage(stdout); return 0;
 		default:
-			if (guest_option(&guest_opts, c, optarg))
+			ret = guest_option(&guest_opts, c, optarg);
+			if (ret > 0)
 				break;
+			if (ret < 0)
+				return 2;
 			usage(stderr);
 			return 2;
 		}

@@ -7,6 +7,7 @@
 #include "progress.h"
 #include "script_images.h"
 #include "script_filter.h"
+#include "vmpt/correlate.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
@@ -119,6 +120,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr };
 	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
 
+	if (ret == 0 && s.corr)
+		vmpt_corr_summary(s.corr, stderr, "vmpt script");
 	if (ret == 0 && op->guest_code)
 		ret = vmpt_session_add_guest_code(&s);
 	if (ret < 0) {

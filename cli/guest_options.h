@@ -17,6 +17,7 @@ enum {
 	GUEST_OPT_AGENT,
 	GUEST_OPT_REMOTE_DIR,
 	GUEST_OPT_MAX_FILE_SIZE,
+	GUEST_OPT_MAX_TOTAL_SIZE,
 	GUEST_OPT_TIMEOUT,
 };
 
@@ -28,10 +29,12 @@ enum {
 	{ prefix "agent", required_argument, NULL, GUEST_OPT_AGENT }, \
 	{ prefix "remote-dir", required_argument, NULL, GUEST_OPT_REMOTE_DIR }, \
 	{ prefix "max-file-size", required_argument, NULL, GUEST_OPT_MAX_FILE_SIZE }, \
+	{ prefix "max-total-size", required_argument, NULL, GUEST_OPT_MAX_TOTAL_SIZE }, \
 	{ prefix "timeout", required_argument, NULL, GUEST_OPT_TIMEOUT }
 
 /* Store getopt's result c (a GUEST_OPT_*) and its argument in o.
- * Returns 1 when c is one of these options, else 0.
+ * Returns 1 when c is one of these options, else 0; -1 (said on stderr)
+ * for a size that is none.
  */
 int guest_option(struct vmpt_guest_opts *o, int c, const char *arg);
 

@@ -682,6 +682,9 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		error_line(c, e, -VMPT_ERR_OVERFLOW);
 		break;
 	case VMPT_EV_PAGING:
+		/* the machine the walk left: a VM exit right at the entry's
+		 * target (no guest instruction ran) is still from the guest */
+		c->from_nr = c->nr;
 		c->nr = e->nr;
 		break;
 	case VMPT_EV_VMCS:
@@ -703,8 +706,11 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		break;
 	}
 	case VMPT_EV_CBR:
-		cbr_sample(c, e, (unsigned)e->payload, e->ip,
-			   state_time(c, e->time));
+		/* perf's decoder makes a state (and a time) of a new ratio
+		 * only.
+		 */
+		if ((unsigned)e->payload != c->cbr_seen)
+			cbr_sample(c, e, (unsigned)e->payload, e->ip, state_time(c, e->time));
 		break;
 	case VMPT_EV_PTWRITE:
 		if (it->ptwrites) {

@@ -47,7 +47,7 @@ int pd_step(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur)
 	/* The file cut in its data: a cut record ends the walk; of a cut
 	 * AUXTRACE the trace that is there is read (its size clamped).
 	 */
-	if ((pd->truncated || pd->pipe) && !cur->part) {
+	if ((pd->truncated || (pd->pipe && pd->read_cut)) && !cur->part) {
 		if (left < 8 || pd_u16(d + pos + 6) > left) {
 			pd_warn(pd, pos, "the file ends in a record: read up to the one before");
 			cur->pos = cur->end;

@@ -145,9 +145,22 @@ static int read_features(struct vmpt_perf_data *pd, uint64_t feat_offset)
 		/* A file cut in its feature section: the features before the
 		 * cut stand (perf reads what is there).
 		 */
-		if (pos > fsize || fsize - pos < 16 ||
-		    (off = pd_u64(d + pos)) > fsize ||
-		    (size = pd_u64(d + pos + 8)) > fsize - off) {
+		if (!pd->read_cut) {
+			if (pos > fsize || fsize - pos < 16)
+				return pd_error(pd, pos, VMPT_ERR_FORMAT,
+						"feature section table truncated (feature %u)",
+						feat);
+			off = pd_u64(d + pos);
+			size = pd_u64(d + pos + 8);
+			if (off > fsize || size > fsize - off)
+				return pd_error(pd, pos, VMPT_ERR_FORMAT,
+						"feature %u (offset %#llx, size %llu) beyond end "
+						"of file (%llu bytes)", feat,
+						(unsigned long long)off, (unsigned long long)size,
+						(unsigned long long)fsize);
+		} else if (pos > fsize || fsize - pos < 16 ||
+			   (off = pd_u64(d + pos)) > fsize ||
+			   (size = pd_u64(d + pos + 8)) > fsize - off) {
 			pd_warn(pd, pos, "the file ends (at %llu bytes) in its feature section: "
 				"feature %u and later ones lost", (unsigned long long)fsize, feat);
 			for (unsigned f = feat; f < VMPT_PERF_FEAT_BITS; f++)
@@ -217,6 +230,12 @@ static int read_file_header(struct vmpt_perf_data *pd)
 		return pd_error(pd, 40, VMPT_ERR_FORMAT,
 				"data offset %#llx outside the file (%llu bytes)",
 				(unsigned long long)pd->data_offset,
+				(unsigned long long)fsize);
+	if (pd->data_size > fsize - pd->data_offset && !pd->read_cut)
+		return pd_error(pd, 48, VMPT_ERR_FORMAT,
+				"data section (offset %#llx, size %llu) beyond end of file (%llu bytes)",
+				(unsigned long long)pd->data_offset,
+				(unsigned long long)pd->data_size,
 				(unsigned long long)fsize);
 	if (pd->data_size > fsize - pd->data_offset) {
 		/* Cut in its data: the records up to the last whole one. */
@@ -337,12 +356,18 @@ static int parse_mapped(struct vmpt_perf_data *pd);
 
 int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 {
+	return vmpt_perf_open_flags(pd, path, 0);
+}
+
+int vmpt_perf_open_flags(struct vmpt_perf_data *pd, const char *path, unsigned flags)
+{
 	char *data_path = NULL;
 	struct stat st;
 	int err, is_dir;
 
 	memset(pd, 0, sizeof(*pd));
 	pd->env.clockid = -1;
+	pd->read_cut = !!(flags & VMPT_PERF_READ_CUT);
 	pd->path = strdup(path);
 	if (!pd->path)
 		return -VMPT_ERR_NOMEM;
@@ -382,12 +407,14 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 	return is_dir ? map_parts(pd, path) : 0;
 }
 
-int vmpt_perf_open_mapped(struct vmpt_perf_data *pd, struct vmpt_file *file)
+int vmpt_perf_open_mapped(struct vmpt_perf_data *pd, struct vmpt_file *file,
+			  unsigned flags)
 {
 	int err;
 
 	memset(pd, 0, sizeof(*pd));
 	pd->env.clockid = -1;
+	pd->read_cut = !!(flags & VMPT_PERF_READ_CUT);
 	pd->map = *file;
 	memset(file, 0, sizeof(*file));
 	pd->path = strdup(pd->map.path ? pd->map.path : "-");

@@ -132,6 +132,27 @@ uint64_t vmpt_perf_writer_data_size(const struct vmpt_perf_writer *w)
 	return w->started ? w->pos - w->data_offset : 0;
 }
 
+uint64_t vmpt_perf_writer_records(const struct vmpt_perf_writer *w)
+{
+	return w->nr_records;
+}
+
+int vmpt_perf_writer_sync(struct vmpt_perf_writer *w)
+{
+	int err;
+
+	if (w->err || !w->started)
+		return w->err;
+	if ((err = pw_flush(w)) < 0)
+		return err;
+	/* perf takes a data size of 0 for a file whose writer did not end
+	 * ("Was the 'perf record' command properly terminated?"): give it the
+	 * data written so far.  The feature sections come at close. */
+	if ((err = pd_write_header(w, w->pos - w->data_offset, NULL)) < 0)
+		w->err = err;
+	return err;
+}
+
 int vmpt_perf_writer_add_attr(struct vmpt_perf_writer *w,
 			      const struct perf_event_attr *attr,
 			      const char *name, const uint64_t *ids, size_t nr_ids)
@@ -287,7 +308,10 @@ int vmpt_perf_write_event(struct vmpt_perf_writer *w, const void *record)
 		return err;
 	if (w->want_build_ids)
 		pw_note_mapping(w, r, size);
-	return pw_write(w, record, size);
+	if ((err = pw_write(w, record, size)) < 0)
+		return err;
+	w->nr_records++;
+	return 0;
 }
 
 /* ---- records from struct vmpt_perf_event ---- */
@@ -601,7 +625,10 @@ int vmpt_perf_write_auxtrace_iov(struct vmpt_perf_writer *w,
 	for (int i = 0; i < iovcnt; i++)
 		if ((err = pw_write(w, iov[i].iov_base, iov[i].iov_len)) < 0)
 			return err;
-	return pw_zero(w, padded - size);
+	if ((err = pw_zero(w, padded - size)) < 0)
+		return err;
+	w->nr_records++;
+	return 0;
 }
 
 int vmpt_perf_write_intel_pt_info(struct vmpt_perf_writer *w,

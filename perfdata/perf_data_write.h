@@ -44,6 +44,7 @@ struct vmpt_perf_writer {
 	uint64_t pos;		/* file offset of the next byte written */
 	uint64_t data_offset;
 	int started;
+	uint64_t nr_records;	/* records taken (buffered or written) */
 	int err;		/* sticky: the first write error */
 	int want_build_ids;	/* opts.build_ids */
 	struct pw_mapped *mapped;

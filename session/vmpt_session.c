@@ -4,6 +4,7 @@
  */
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
+#include "vmpt/correlate.h"
 #include "vmpt/error.h"
 
 #include <stdlib.h>
@@ -434,6 +435,47 @@ static int shown_record(uint32_t type)
 	}
 }
 
+/* A VM recording: its guest TSC packets read as the host TSCs the
+ * correlator finds (the same computation as vmpt correlate's).  A
+ * recording it cannot correlate (no TSC or MTC) decodes as it is; with
+ * guest TSCs in it, s->corr stays to say so.
+ */
+static int correlate(struct vmpt_session *s, const char *path)
+{
+	struct vmpt_corr_config cfg = { 0 };
+	uint64_t guest, patched;
+	int vmx = 0, ret;
+
+	/* A recording read from a pipe cannot be read again by the
+	 * correlator: it decodes as it is.
+	 */
+	if (s->pd.map.read_in)
+		return 0;
+	/* No VMCS packet (02 c8) anywhere: no VMX, nothing to correlate. */
+	for (size_t i = 0; i < s->n_bufs && !vmx; i++)
+		vmx = memmem(s->bufs[i].data, s->bufs[i].size, "\x02\xc8", 2) != NULL;
+	if (!vmx)
+		return 0;
+	ret = vmpt_corr_open(&s->corr, path, &cfg);
+
+	if (ret == 0)
+		ret = vmpt_corr_run(s->corr);
+	if (ret == -VMPT_ERR_NOMEM)
+		return ret;
+	vmpt_corr_counts(s->corr, &guest, &patched);
+	/* Nothing to say but for a VM recording it cannot correlate. */
+	if (!guest || (ret < 0 && ret != -VMPT_ERR_UNSUPPORTED)) {
+		vmpt_corr_free(s->corr);
+		s->corr = NULL;
+		return 0;
+	}
+	if (ret < 0)
+		return 0;
+	for (size_t i = 0; i < s->n_bufs; i++)
+		s->bufs[i].tsc_patches = vmpt_corr_patches(s->corr, i);
+	return 0;
+}
+
 int vmpt_session_open(struct vmpt_session *s, const char *path,
 		      struct vmpt_image *img)
 {
@@ -460,7 +502,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 		return -VMPT_ERR_NOMEM;
 	}
 	s->cfg.image = s->image;
-	ret = vmpt_perf_open(&s->pd, path);
+	ret = vmpt_perf_open_flags(&s->pd, path, VMPT_PERF_READ_CUT);
 	if (ret < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", s->pd.errmsg);
 		return ret;
@@ -542,6 +584,8 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	if (s->n_switches)
 		qsort(s->switches, s->n_switches, sizeof(*s->switches), cmp_by_cpu);
 	ret = inherit_comms(s);
+	if (ret == 0)
+		ret = correlate(s, path);
 	if (ret < 0)
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
 	if (s->pd.warnmsg[0] && s->opts.warn)
@@ -551,6 +595,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 
 void vmpt_session_close(struct vmpt_session *s)
 {
+	vmpt_corr_free(s->corr);
 	vmpt_perf_close(&s->pd);
 	if (s->own_image)
 		vmpt_image_free(s->image);

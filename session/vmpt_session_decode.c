@@ -151,6 +151,9 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->buf = &s->bufs[q->bufs[q->next++]];
 			cfg.begin = q->buf->data;
 			cfg.end = q->buf->data + q->buf->size;
+			/* A VM recording's guest TSCs, as host TSCs. */
+			if (q->buf->tsc_patches.n)
+				cfg.tsc_patches = &q->buf->tsc_patches;
 			vmpt_jobs_free(q->jobs);
 			q->jobs = NULL;
 			/* Cycle counts (IPC) go on over the buffers: one decoder. */

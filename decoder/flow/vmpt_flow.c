@@ -14,6 +14,7 @@
 #include "../packet/vmpt_packet_fast.h"
 #include "vmpt_block_cache.h"
 #include "vmpt_cycles.h"
+#include "vmpt_evd_store.h"
 #include "vmpt_time.h"
 #include "vmpt_tnt_memo.h"
 
@@ -28,6 +29,20 @@
 
 enum want { W_TNT, W_TIP, W_PGD, W_FUP };
 enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
+
+/* Events bound to the IP of the next FUP (perf's set_fup_*): a FUP with
+ * any of them is theirs, no TIP follows (but after a TSX abort). */
+enum fup_bound {
+	FUP_CFE = 1 << 0,	/* a CFE with the IP bit */
+	FUP_MWAIT = 1 << 1,	/* MWAIT: the FUP of its EXSTOP */
+	FUP_PWRE = 1 << 2,	/* a PWRE after an MWAIT */
+	FUP_EXSTOP = 1 << 3,	/* EXSTOP with the IP bit */
+	FUP_TSX = 1 << 4,	/* MODE.TSX */
+	FUP_PTW = 1 << 5,	/* PTW with the IP bit */
+};
+
+/* EVD packets before one CFE (perf's INTEL_PT_MAX_EVDS: one per type). */
+#define MAX_EVDS 64
 
 /* Where a call returns to, and the call's block: its fall-through link
  * (never taken by the call itself) leads to the block there, so a return
@@ -77,9 +92,21 @@ struct vmpt_flow {
 	 * host code is looked up under it instead of PIP's CR3; 0: unset.
 	 */
 	uint64_t host_space;
-	/* An event that waits for its FUP (MODE.TSX, PTW, EXSTOP). */
-	int fup_event;
-	uint64_t fup_payload;
+	/* Events that wait for their FUP (enum fup_bound) and their
+	 * payloads; want_fup: the packet right after must be that FUP.
+	 */
+	uint8_t fup_bound, want_fup;
+	uint64_t fup_tsx, fup_ptw, fup_mwait, fup_pwre;
+	/* Event Trace: a CFE waiting for the FUP of its event's compound
+	 * packet (the IP bit clear, tracing on) or its own (FUP_CFE), with
+	 * its EVDs; the EVDs read since the last CFE.
+	 */
+	uint8_t cfe_wait;
+	uint64_t cfe_payload;
+	const struct vmpt_evd *cfe_evd;
+	unsigned cfe_n_evd, n_evd;
+	struct vmpt_evd evd[MAX_EVDS];
+	struct vmpt_evd_store *evd_store;
 	uint64_t walked;
 	/* Blocks get perf's sample time: the time as of the flow packet
 	 * (TNT, TIP) that decided their branch; direct branches before a
@@ -123,6 +150,7 @@ static const char *const event_names[VMPT_EV_COUNT] = {
 	[VMPT_EV_MWAIT] = "mwait",
 	[VMPT_EV_ERROR] = "error",
 	[VMPT_EV_PSB] = "psb",
+	[VMPT_EV_CFE] = "cfe",
 };
 
 const char *vmpt_event_name(unsigned ev)
@@ -145,7 +173,8 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 	}
 	dec->disasm = vmpt_bdisasm_new(config->cache ? config->cache : dec->own_cache);
 	dec->memo = vmpt_tnt_memo_new();
-	if (!dec->disasm || !dec->memo) {
+	dec->evd_store = vmpt_evd_store_new();
+	if (!dec->disasm || !dec->memo || !dec->evd_store) {
 		vmpt_flow_free(dec);
 		return NULL;
 	}
@@ -161,7 +190,6 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 	 * trace may run a while before any PIP. */
 	dec->asid = vmpt_asid_any();
 	dec->asid.machine = VMPT_MACHINE_HOST;
-	dec->fup_event = -1;
 	return dec;
 }
 
@@ -172,6 +200,7 @@ void vmpt_flow_free(struct vmpt_flow *dec)
 	vmpt_bdisasm_free(dec->disasm);
 	vmpt_bcache_free(dec->own_cache);
 	vmpt_tnt_memo_free(dec->memo);
+	vmpt_evd_store_free(dec->evd_store);
 	free(dec->q);
 	free(dec);
 }
@@ -247,7 +276,8 @@ static void reset_flow_state(struct vmpt_flow *dec)
 	dec->have_pkt = 0;
 	dec->depth = 0;
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
-	dec->fup_event = -1;
+	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
+	dec->n_evd = 0;
 	dec->walked = 0;
 	dec->after_ovf = 0;
 	dec->prev = NULL;
@@ -353,6 +383,16 @@ static int apply_pending(struct vmpt_flow *dec)
 	return ret;
 }
 
+/* A guest's TSC packet read as the host TSC the correlator found for it
+ * (its patch list, looked up by the packet's offset).
+ */
+static inline void tsc_patch(const struct vmpt_flow *dec, uint64_t off,
+			     struct vmpt_packet *pkt)
+{
+	if (dec->cfg.tsc_patches)
+		vmpt_tsc_patch_find(dec->cfg.tsc_patches, off, &pkt->tsc);
+}
+
 /* The PSB+ header: status, not flow.  The FUP in it (if any) is the IP
  * of the next instruction when tracing is on.
  */
@@ -400,6 +440,8 @@ static int psb_plus(struct vmpt_flow *dec)
 			ret = set_vmcs(dec, pkt.vmcs);
 			break;
 		case VMPT_PKT_TSC:
+			tsc_patch(dec, off, &pkt);
+			/* fall through */
 		case VMPT_PKT_TMA:
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
@@ -471,13 +513,107 @@ static int stop_at_psb(struct vmpt_flow *dec)
 	dec->stopping = 1;
 	ret = psb_plus(dec);
 	dec->block_time = dec->time.tsc;
+	/* Tracing off: the next piece says where it comes on (vmpt/jobs.h
+	 * keeps that, as one decoder going on says it).
+	 */
 	if (ret <= 0 || !was_enabled)
 		return -VMPT_ERR_EOS;
 	dec->pkt.type = VMPT_PKT_FUP;
 	dec->pkt_ip_valid = 1;
 	dec->have_pkt = 1;
-	dec->fup_event = -1;
+	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
 	return 0;
+}
+
+/* A CFE item (Event Trace) with its EVDs: at the IP its FUP gives
+ * (ip_valid), else where the walk is. */
+static int emit_cfe(struct vmpt_flow *dec, uint64_t ip, int ip_valid, int ipc)
+{
+	struct vmpt_flow_item *it = event(dec, VMPT_EV_CFE, ip, ip_valid, dec->cfe_payload);
+
+	if (!it)
+		return -VMPT_ERR_NOMEM;
+	it->evd = dec->cfe_evd;
+	it->ninsn = dec->cfe_n_evd;
+	if (ipc)
+		it->cyc = vmpt_cycles_point(&dec->cyc);
+	dec->cfe_wait = 0;
+	return 0;
+}
+
+/* The events bound to a FUP, at its IP (or, when it did not come, where
+ * the walk is), in the order perf samples them: the CFE, MWAIT, PWRE,
+ * EXSTOP, MODE.TSX, PTW.  perf returns them as one state: one IPC point,
+ * the first item's (a TSX abort's is its branch, which follows).  A CFE
+ * waiting for the FUP of its compound packet goes first too, without it:
+ * the event's branch is the IPC point.  Returns 1 when a TIP follows.
+ */
+static int emit_bound(struct vmpt_flow *dec, uint64_t at, int ip_valid)
+{
+	static const struct { uint8_t bit, ev; } order[] = {
+		{ FUP_MWAIT, VMPT_EV_MWAIT }, { FUP_PWRE, VMPT_EV_PWRE },
+		{ FUP_EXSTOP, VMPT_EV_EXSTOP }, { FUP_TSX, VMPT_EV_TSX },
+		{ FUP_PTW, VMPT_EV_PTWRITE },
+	};
+	const uint64_t payload[] = { dec->fup_mwait, dec->fup_pwre, 0, dec->fup_tsx,
+				     dec->fup_ptw };
+	unsigned bound = dec->fup_bound;
+	int abort = (bound & FUP_TSX) && (dec->fup_tsx & 2), ipc = !abort && bound;
+	int ret = 0;
+
+	dec->fup_bound = dec->want_fup = 0;
+	if (dec->cfe_wait) {
+		ret = emit_cfe(dec, at, ip_valid, ipc);
+		ipc = 0;
+	}
+	for (unsigned i = 0; !ret && i < sizeof(order) / sizeof(order[0]); i++) {
+		struct vmpt_flow_item *it;
+
+		if (!(bound & order[i].bit))
+			continue;
+		it = event(dec, order[i].ev, at, ip_valid, payload[i]);
+		if (!it)
+			return -VMPT_ERR_NOMEM;
+		if (ipc)
+			it->cyc = vmpt_cycles_point(&dec->cyc);
+		ipc = 0;
+	}
+	if (ret < 0)
+		return ret;
+	return !bound || abort;
+}
+
+/* A CFE packet, with the EVDs read before it.  With the IP bit a FUP of
+ * its own follows; without it, with tracing on, it binds to the FUP of
+ * its event's compound packet; with tracing off it binds to none (perf:
+ * "the IP flag indicates if the event binds to an IP").
+ */
+static int cfe(struct vmpt_flow *dec, const struct vmpt_packet *pkt)
+{
+	int ret;
+
+	/* one that never saw its FUP goes out where the walk is */
+	if (dec->cfe_wait && (ret = emit_cfe(dec, dec->ip, 0, 0)) < 0)
+		return ret;
+	dec->fup_bound &= (uint8_t)~FUP_CFE;
+	dec->cfe_payload = pkt->cfe.type | (uint64_t)pkt->cfe.vector << 8 |
+			   (uint64_t)pkt->cfe.ip << 16;
+	dec->cfe_evd = NULL;
+	dec->cfe_n_evd = dec->n_evd;
+	if (dec->n_evd) {
+		dec->cfe_evd = vmpt_evd_store_intern(dec->evd_store, dec->evd, dec->n_evd);
+		if (!dec->cfe_evd)
+			return -VMPT_ERR_NOMEM;
+	}
+	dec->n_evd = 0;
+	dec->cfe_wait = 1;
+	if (pkt->cfe.ip) {
+		dec->fup_bound |= FUP_CFE;
+		dec->want_fup = 1;
+		return 0;
+	}
+	/* perf returns a state for it: an IPC point */
+	return dec->enabled ? 0 : emit_cfe(dec, dec->ip, 0, 1);
 }
 
 /* Read packets up to the next one that steers the flow: TNT (bits loaded),
@@ -495,7 +631,7 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		/* PAD and TNT-8, most of a trace, straight from the fast
 		 * table (which holds only what the full decoder gives).
 		 */
-		if (dec->pd.ctx == VMPT_CTX_NONE) {
+		if (dec->pd.ctx == VMPT_CTX_NONE && !dec->want_fup) {
 			const uint8_t *p = dec->pd.pos, *end = dec->pd.end;
 			uint32_t e = 0;
 
@@ -524,6 +660,14 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		dec->pkt_off = off;
 		if (!after_fup)
 			vmpt_cycles_seen(&dec->cyc, pkt.type);
+		if (dec->want_fup && pkt.type != VMPT_PKT_PAD) {
+			/* PTW, EXSTOP, CFE with the IP bit, MODE.TSX: the FUP
+			 * comes right after them; without it, they bind to no
+			 * IP (perf drops them, vmpt loses nothing) */
+			dec->want_fup = 0;
+			if (pkt.type != VMPT_PKT_FUP && (ret = emit_bound(dec, dec->ip, 0)) < 0)
+				return ret;
+		}
 		if (pkt.type == VMPT_PKT_PSB && dec->cfg.stop_offset &&
 		    off >= dec->cfg.stop_offset)
 			return stop_at_psb(dec);
@@ -587,16 +731,21 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 			dec->pend_vmcs = pkt.vmcs;
 			break;
 		case VMPT_PKT_MODE_TSX:
-			dec->fup_event = VMPT_EV_TSX;
-			dec->fup_payload = (uint64_t)(pkt.tsx.intx | (pkt.tsx.abrt << 1));
+			/* with tracing off it is status only (perf) */
+			if (!dec->enabled)
+				break;
+			dec->fup_bound |= FUP_TSX;
+			dec->want_fup = 1;
+			dec->fup_tsx = (uint64_t)(pkt.tsx.intx | (pkt.tsx.abrt << 1));
 			break;
 		/* perf's decoder returns a state at PTW, EXSTOP, PWRE and
-		 * PWRX (MWAIT waits for its FUP): IPC points.
+		 * PWRX (the IP bit and MWAIT wait for the FUP): IPC points.
 		 */
 		case VMPT_PKT_PTW:
 			if (pkt.ptw.ip) {
-				dec->fup_event = VMPT_EV_PTWRITE;
-				dec->fup_payload = pkt.ptw.payload;
+				dec->fup_bound |= FUP_PTW;
+				dec->want_fup = 1;
+				dec->fup_ptw = pkt.ptw.payload;
 			} else {
 				ret = emit_ipc_event(dec, VMPT_EV_PTWRITE, dec->ip, 0,
 						     pkt.ptw.payload);
@@ -604,23 +753,43 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 			break;
 		case VMPT_PKT_EXSTOP:
 			if (pkt.exstop.ip) {
-				dec->fup_event = VMPT_EV_EXSTOP;
-				dec->fup_payload = 0;
+				dec->fup_bound |= FUP_EXSTOP;
+				dec->want_fup = 1;
 			} else {
 				ret = emit_ipc_event(dec, VMPT_EV_EXSTOP, dec->ip, 0, 0);
 			}
 			break;
 		case VMPT_PKT_MWAIT:
-			ret = emit_event(dec, VMPT_EV_MWAIT, dec->ip, 0,
-					 pkt.mwait.hints | (uint64_t)pkt.mwait.ext << 32);
+			/* at the FUP of the EXSTOP that follows (perf) */
+			dec->fup_bound |= FUP_MWAIT;
+			dec->fup_mwait = pkt.mwait.hints | (uint64_t)pkt.mwait.ext << 32;
 			break;
-		case VMPT_PKT_PWRE:
-			ret = emit_ipc_event(dec, VMPT_EV_PWRE, dec->ip, 0,
-					     pkt.pwre.state | (uint64_t)pkt.pwre.sub_state << 8);
+		case VMPT_PKT_PWRE: {
+			uint64_t pwre = pkt.pwre.state | (uint64_t)pkt.pwre.sub_state << 8 |
+					(uint64_t)pkt.pwre.hw << 16;
+
+			/* after an MWAIT it is the MWAIT's, at its FUP */
+			if (dec->fup_bound & FUP_MWAIT) {
+				dec->fup_bound |= FUP_PWRE;
+				dec->fup_pwre = pwre;
+			} else {
+				ret = emit_ipc_event(dec, VMPT_EV_PWRE, dec->ip, 0, pwre);
+			}
 			break;
+		}
 		case VMPT_PKT_PWRX:
 			ret = emit_ipc_event(dec, VMPT_EV_PWRX, dec->ip, 0,
-					     pkt.pwrx.last | (uint64_t)pkt.pwrx.deepest << 8);
+					     pkt.pwrx.last | (uint64_t)pkt.pwrx.deepest << 8 |
+					     (uint64_t)pkt.pwrx.wake << 16);
+			break;
+		case VMPT_PKT_EVD:
+			if (dec->n_evd == MAX_EVDS)
+				return -VMPT_ERR_BAD_PACKET;
+			dec->evd[dec->n_evd].type = pkt.evd.type;
+			dec->evd[dec->n_evd++].payload = pkt.evd.payload;
+			break;
+		case VMPT_PKT_CFE:
+			ret = cfe(dec, &pkt);
 			break;
 		case VMPT_PKT_CBR:
 			vmpt_time_update(&dec->time, &pkt);
@@ -631,6 +800,8 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 				ret = emit_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
 			break;
 		case VMPT_PKT_TSC:
+			tsc_patch(dec, off, &pkt);
+			/* fall through */
 		case VMPT_PKT_TMA:
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
@@ -786,23 +957,18 @@ static struct vmpt_flow_item *emit_block(struct vmpt_flow *dec,
 static int fup_reached(struct vmpt_flow *dec)
 {
 	uint64_t at = dec->ip;
-	int ev = dec->fup_event, ret;
+	int ret;
 
 	dec->have_pkt = 0;
 	dec->walked = 0;
 	dec->prev = NULL;
 	if (dec->stopping)
 		return -VMPT_ERR_EOS;
-	if (ev >= 0) {
-		int abort = ev == VMPT_EV_TSX && (dec->fup_payload & 2);
-
-		/* perf's state (and IPC point) for an abort is its branch. */
-		dec->fup_event = -1;
-		ret = abort ? emit_event(dec, (unsigned)ev, at, 1, dec->fup_payload) :
-			      emit_ipc_event(dec, (unsigned)ev, at, 1, dec->fup_payload);
-		if (ret < 0 || !abort)
-			return ret;
-	}
+	/* Events bound to this FUP: no TIP follows but after a TSX abort.
+	 * A CFE of the compound packet's goes before its branch. */
+	ret = emit_bound(dec, at, 1);
+	if (ret <= 0)
+		return ret;
 	/* An asynchronous event: a TIP says where it went, a TIP.PGD that
 	 * tracing stopped here.
 	 */
@@ -1015,7 +1181,9 @@ static int overflow(struct vmpt_flow *dec)
 	dec->have_pkt = 0;
 	dec->tnt_n = 0;
 	dec->depth = 0;
-	dec->fup_event = -1;
+	/* what waited for a FUP is lost with the trace (perf) */
+	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
+	dec->n_evd = 0;
 	dec->enabled = 0;
 	dec->after_ovf = 1;
 	/* perf resynchronizes after an overflow as after an error. */
@@ -1053,6 +1221,8 @@ static int step_resync(struct vmpt_flow *dec)
 /* Handle the pending flow packet while tracing is off. */
 static int step_disabled(struct vmpt_flow *dec)
 {
+	int ret;
+
 	if (dec->tnt_n) {
 		dec->tnt_n = 0;
 		return -VMPT_ERR_NO_MATCH;
@@ -1067,8 +1237,9 @@ static int step_disabled(struct vmpt_flow *dec)
 		if (dec->after_ovf && dec->pkt_ip_valid)
 			return enable_at(dec, dec->pkt_ip);
 		dec->have_pkt = 0;
-		dec->fup_event = -1;
-		return 0;
+		/* with tracing off, what is bound to it is at its IP (perf) */
+		ret = emit_bound(dec, dec->pkt_ip, dec->pkt_ip_valid);
+		return ret < 0 ? ret : 0;
 	case VMPT_PKT_TIP_PGD:
 		dec->have_pkt = 0;
 		return 0;
@@ -1161,6 +1332,16 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;
 	reset_flow_state(dec);
+	/* What the trace said before belongs to another piece: start as a
+	 * new decoder does, in the host.
+	 */
+	dec->have_nr = dec->nr = dec->have_vmcs = 0;
+	dec->cr3 = dec->vmcs = 0;
+	dec->mode = VMPT_MODE_64;
+	dec->asid = vmpt_asid_any();
+	dec->asid.machine = VMPT_MACHINE_HOST;
+	update_asid(dec);
+	dec->sec = NULL;
 	return 0;
 }
 

@@ -38,8 +38,12 @@ void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 
 		if (t->have_tsc && tsc < t->tsc && t->tsc - tsc < TSC_SLIP)
 			tsc = t->tsc;
+		/* Wrapped when it went back by more than half the 56-bit
+		 * range; less is an estimate (CYC) that ran past it: keep
+		 * that, as perf does ("Suppressing bad timestamp").
+		 */
 		if (t->have_tsc && tsc < t->tsc)
-			tsc += 1ull << 56;	/* wrapped */
+			tsc = t->tsc - tsc > 1ull << 55 ? tsc + (1ull << 56) : t->tsc;
 		t->have_tsc = 1;
 		t->have_tma = 0;
 		t->tsc_pkt = t->base = t->tsc = tsc;

@@ -6,9 +6,16 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
+
+/* Free space is looked at again after each this many bytes of a file:
+ * something else on the host may be filling the disk too.
+ */
+#define RECHECK_BYTES (1u << 20)
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -31,11 +38,18 @@ static int src_read(struct guest_pack_source *src, void *buf, size_t n)
 }
 
 static int fail(struct guest_pack_source *src, uint64_t at, char *err,
-		size_t errlen, int ret, const char *fmt, const char *name)
-{
-	char what[256];
+		size_t errlen, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
 
-	snprintf(what, sizeof(what), fmt, name ? name : "");
+static int fail(struct guest_pack_source *src, uint64_t at, char *err,
+		size_t errlen, int ret, const char *fmt, ...)
+{
+	char what[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
 	snprintf(err, errlen, "agent reply offset %" PRIu64 ": %s%s", at, what,
 		 ret == -VMPT_ERR_TRUNCATED && src->offset == at ? " (reply ends here)" : "");
 	return ret;
@@ -56,12 +70,31 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+uint64_t guest_pack_free_space(int fd)
+{
+	struct statvfs vfs;
+
+	if (fstatvfs(fd, &vfs))
+		return UINT64_MAX;
+	return (uint64_t)vfs.f_bavail * vfs.f_frsize;
+}
+
+/* Do need more bytes fit on fd's file system with min_free left over? */
+static int fits(int fd, const struct guest_pack_limits *lim, uint64_t need,
+		uint64_t *avail)
+{
+	*avail = guest_pack_free_space(fd);
+	return *avail >= need && *avail - need >= lim->min_free;
+}
+
 /* Copy size bytes of data into the request's destination. */
 static int receive_data(struct guest_pack_source *src, struct guest_pack_request *req,
-			uint64_t size, char *err, size_t errlen)
+			uint64_t size, struct guest_pack_limits *lim, char *err,
+			size_t errlen)
 {
 	struct guest_sysroot_file f;
 	uint8_t buf[65536];
+	uint64_t since_check = 0, avail;
 	int ret = guest_sysroot_open(req->dirfd, req->dest, &f);
 
 	if (ret) {
@@ -88,6 +121,19 @@ static int receive_data(struct guest_pack_source *src, struct guest_pack_request
 			return ret;
 		}
 		left -= n;
+		since_check += n;
+		if (left && since_check >= RECHECK_BYTES) {
+			since_check = 0;
+			if (!fits(f.fd, lim, left, &avail)) {
+				guest_sysroot_abort(&f);
+				snprintf(err, errlen, "%s: %s has %" PRIu64 " bytes free now, "
+					 "too few for the %" PRIu64 " bytes still to come with "
+					 "%" PRIu64 " kept free: stopped, the partial file "
+					 "removed", req->name, lim->dir, avail, left,
+					 lim->min_free);
+				return -VMPT_ERR_IO;
+			}
+		}
 	}
 	ret = guest_sysroot_commit(&f);
 	if (ret) {
@@ -96,12 +142,13 @@ static int receive_data(struct guest_pack_source *src, struct guest_pack_request
 		return ret;
 	}
 	req->size = size;
+	lim->taken += size;
 	return 0;
 }
 
 int guest_pack_receive(struct guest_pack_source *src,
 		       struct guest_pack_request *reqs, size_t nr,
-		       uint64_t max_size, char *err, size_t errlen)
+		       struct guest_pack_limits *lim, char *err, size_t errlen)
 {
 	uint8_t magic[GUEST_PACK_MAGIC_LEN];
 	uint8_t hdr[GUEST_PACK_HDR_LEN];
@@ -110,24 +157,24 @@ int guest_pack_receive(struct guest_pack_source *src,
 
 	ret = src_read(src, magic, sizeof(magic));
 	if (ret)
-		return fail(src, 0, err, errlen, ret, "no reply stream%s", NULL);
+		return fail(src, 0, err, errlen, ret, "no reply stream");
 	if (memcmp(magic, GUEST_PACK_MAGIC, sizeof(magic)))
 		return fail(src, 0, err, errlen, -VMPT_ERR_FORMAT,
-			    "not a vmpt-agent reply (bad magic)%s", NULL);
+			    "not a vmpt-agent reply (bad magic)");
 	for (size_t i = 0; i <= nr; i++) {
-		uint64_t at = src->offset, size;
+		uint64_t at = src->offset, size, avail;
 		uint32_t kind, len;
 
 		ret = src_read(src, hdr, sizeof(hdr));
 		if (ret)
-			return fail(src, at, err, errlen, ret, "frame header cut short%s", NULL);
+			return fail(src, at, err, errlen, ret, "frame header cut short");
 		kind = le32(hdr);
 		len = le32(hdr + 4);
 		size = le64(hdr + 16);
 		if (i == nr) {
 			if (kind != GUEST_PACK_END || len || size)
 				return fail(src, at, err, errlen, -VMPT_ERR_FORMAT,
-					    "more frames than files asked for%s", NULL);
+					    "more frames than files asked for");
 			return 0;
 		}
 		if (kind != GUEST_PACK_FILE && kind != GUEST_PACK_MISSING)
@@ -138,7 +185,7 @@ int guest_pack_receive(struct guest_pack_source *src,
 				    "frame names another file than %s", reqs[i].name);
 		ret = src_read(src, path, len);
 		if (ret)
-			return fail(src, at, err, errlen, ret, "frame name cut short%s", NULL);
+			return fail(src, at, err, errlen, ret, "frame name cut short");
 		path[len] = 0;
 		if (memcmp(path, reqs[i].name, len))
 			return fail(src, at, err, errlen, -VMPT_ERR_FORMAT,
@@ -152,15 +199,21 @@ int guest_pack_receive(struct guest_pack_source *src,
 				reqs[i].missing_errno = ENOENT;
 			continue;
 		}
-		if (size > max_size) {
-			char what[128];
-
-			snprintf(what, sizeof(what), "%%s is %" PRIu64
-				 " bytes, over the limit of %" PRIu64, size, max_size);
-			return fail(src, at, err, errlen, -VMPT_ERR_FORMAT, what,
-				    reqs[i].name);
-		}
-		ret = receive_data(src, &reqs[i], size, err, errlen);
+		if (size > lim->max_file)
+			return fail(src, at, err, errlen, -VMPT_ERR_FORMAT, "%s is %" PRIu64
+				    " bytes, over the limit of %" PRIu64, reqs[i].name, size,
+				    lim->max_file);
+		if (lim->taken > lim->max_total || size > lim->max_total - lim->taken)
+			return fail(src, at, err, errlen, -VMPT_ERR_FORMAT, "%s is %" PRIu64
+				    " bytes: with the %" PRIu64 " taken from the guest "
+				    "before, over the budget of %" PRIu64 " for all its "
+				    "files", reqs[i].name, size, lim->taken, lim->max_total);
+		if (!fits(reqs[i].dirfd, lim, size, &avail))
+			return fail(src, at, err, errlen, -VMPT_ERR_IO, "%s is %" PRIu64
+				    " bytes, more than %s can take: %" PRIu64 " bytes free, %"
+				    PRIu64 " of them kept free", reqs[i].name, size, lim->dir,
+				    avail, lim->min_free);
+		ret = receive_data(src, &reqs[i], size, lim, err, errlen);
 		if (ret)
 			return ret;
 	}

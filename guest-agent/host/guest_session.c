@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <libgen.h>
 #include <libssh/libssh.h>
 #include <limits.h>
@@ -26,6 +27,9 @@
 #include <unistd.h>
 
 #define STDERR_KEEP 4096
+/* What a fetch leaves free on the host's file system: a guest must not
+ * fill the host's disk, however small its files. */
+#define GUEST_MIN_FREE (64ull << 20)
 
 struct vmpt_guest {
 	struct vmpt_guest_opts o;
@@ -40,6 +44,7 @@ struct vmpt_guest {
 	int rec_has_cmd;
 	char stderr_tail[STDERR_KEEP];
 	size_t stderr_len;
+	struct guest_pack_limits lim;	/* over every reply of the session */
 	char err[2048];
 };
 
@@ -645,6 +650,11 @@ int vmpt_guest_open(struct vmpt_guest **gp, const struct vmpt_guest_opts *opts)
 		g->o.remote_dir = ".cache/vmpt";
 	if (!g->o.max_file_size)
 		g->o.max_file_size = 1ull << 30;
+	if (!g->o.max_total_size)
+		g->o.max_total_size = 4ull << 30;
+	g->lim.max_file = g->o.max_file_size;
+	g->lim.max_total = g->o.max_total_size;
+	g->lim.min_free = GUEST_MIN_FREE;
 	if (!g->o.timeout_sec)
 		g->o.timeout_sec = 120;
 	g->known_hosts = strdup(opts->known_hosts ? opts->known_hosts : "~/.ssh/known_hosts");
@@ -790,7 +800,7 @@ static int receive(struct vmpt_guest *g, ssh_channel ch, struct guest_pack_reque
 	char why[1024], link[sizeof(g->err)];
 	int ret, status;
 
-	ret = guest_pack_receive(&src, reqs, nr, g->o.max_file_size, why, sizeof(why));
+	ret = guest_pack_receive(&src, reqs, nr, &g->lim, why, sizeof(why));
 	if (ret == -VMPT_ERR_TRUNCATED) {
 		/* The agent ended early: its exit status and stderr say why. */
 		status = chan_finish(g, ch);
@@ -829,6 +839,7 @@ int vmpt_guest_stop(struct vmpt_guest *g, const char *gdir)
 		ssh_channel_free(ch);
 		return req.dirfd;
 	}
+	g->lim.dir = gdir;
 	ret = receive(g, ch, &req, 1, g->rec_has_cmd, "vmpt-agent record");
 	close(req.dirfd);
 	if (!ret && req.missing_errno)
@@ -967,9 +978,32 @@ static int binaries_from_sideband(struct vmpt_guest *g, const char *gdir,
 	return 0;
 }
 
+/* After a fetch that stopped: what it kept, whole, is said with the error. */
+static void kept_files(struct vmpt_guest *g, const struct fetch_list *l, const char *gdir)
+{
+	uint64_t bytes = 0;
+	unsigned files = 0;
+	size_t len = strlen(g->err);
+
+	for (size_t i = 0; i < l->nr; i++) {
+		if (l->reqs[i].size) {
+			files++;
+			bytes += l->reqs[i].size;
+		}
+	}
+	if (files)
+		snprintf(g->err + len, sizeof(g->err) - len, "; %s keeps the %u file%s (%"
+			 PRIu64 " bytes) fetched before", gdir, files, files == 1 ? "" : "s",
+			 bytes);
+	else
+		snprintf(g->err + len, sizeof(g->err) - len, "; no file of this fetch "
+			 "is kept");
+}
+
 int vmpt_guest_fetch(struct vmpt_guest *g, const char *gdir, unsigned what,
 		     struct vmpt_guest_fetch_stats *stats)
 {
+	uint64_t avail;
 	struct fetch_list l = { 0 };
 	char *cmd = NULL, *names = NULL;
 	size_t names_len = 0;
@@ -996,6 +1030,13 @@ int vmpt_guest_fetch(struct vmpt_guest *g, const char *gdir, unsigned what,
 		ret = dirfd;
 		goto out;
 	}
+	avail = guest_pack_free_space(dirfd);
+	if (avail < g->lim.min_free) {
+		ret = set_err(g, -VMPT_ERR_IO, "%s has %" PRIu64 " bytes free, less than "
+			      "the %" PRIu64 " kept free: no guest files fetched", gdir,
+			      avail, g->lim.min_free);
+		goto out;
+	}
 	nf = open_memstream(&names, &names_len);
 	for (size_t i = 0; nf && i < l.nr; i++) {
 		l.reqs[i].dirfd = dirfd;
@@ -1016,8 +1057,13 @@ int vmpt_guest_fetch(struct vmpt_guest *g, const char *gdir, unsigned what,
 		goto out;
 	}
 	ssh_channel_send_eof(ch);
+	g->lim.dir = gdir;
 	ret = receive(g, ch, l.reqs, l.nr, 0, "vmpt-agent pack");
-	for (size_t i = 0; !ret && i < l.nr; i++) {
+	if (ret) {
+		kept_files(g, &l, gdir);
+		goto out;
+	}
+	for (size_t i = 0; i < l.nr; i++) {
 		if (!l.reqs[i].missing_errno) {
 			stats->files++;
 			stats->bytes += l.reqs[i].size;

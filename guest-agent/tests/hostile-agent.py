@@ -3,7 +3,9 @@
 # the right version and then misbehaves as the file "mode" beside it says.
 # "version" beside it holds the version to claim (its hash it computes as
 # the real agent does); "sideband" the perf.data
-# it sends for `record`.
+# it sends for `record`; "size" the bytes of each file in the modes that
+# send big files; "fill" a path and a byte count: the file the modes that
+# fill the host's disk write there (this "guest" is the host).
 import os
 import struct
 import sys
@@ -15,6 +17,12 @@ here = os.path.dirname(os.path.abspath(sys.argv[0]))
 def read(name):
     with open(os.path.join(here, name), 'rb') as f:
         return f.read()
+
+
+def fill():
+    path, size = read('fill').decode().split()
+    with open(path, 'wb') as f:
+        f.write(b'\0' * int(size))
 
 
 def frame(kind, name, data=b'', size=None, err=0):
@@ -50,6 +58,10 @@ if cmd == 'record':
         out.write(b'VMPTPAK1' + frame(1, '[perf.data]', b'PERFILE2' + b'\xff' * 200) + frame(3, ''))
     else:
         out.write(b'VMPTPAK1' + frame(1, '[perf.data]', read('sideband')) + frame(3, ''))
+    if mode == 'fillafterrecord':
+        # The disk fills after the sideband came: before the binaries.
+        out.flush()
+        fill()
     sys.exit(0)
 if cmd == 'pack':
     names = [n for n in sys.stdin.buffer.read().decode().split('\n') if n]
@@ -61,6 +73,16 @@ if cmd == 'pack':
         elif mode == 'oversize' and i == 0:
             reply += frame(1, name, b'x' * 64, size=1 << 40)
             break
+        elif mode == 'big':
+            reply += frame(1, name, b'x' * int(read('size')))
+        elif mode == 'fillwhile' and i == 0:
+            # A quarter of the file, then the disk fills, then the rest.
+            size = int(read('size'))
+            out.write(reply + frame(1, name, b'x' * (size // 4), size=size))
+            out.flush()
+            fill()
+            out.write(b'x' * (size - size // 4))
+            reply = b''
         else:
             reply += frame(1, name, b'guest copy of ' + name.encode())
     out.write(reply + frame(3, ''))

@@ -3,7 +3,7 @@
 # machine as the guest: host key checks, key refusal, agent deployment,
 # guest sideband of a real command, the binaries it maps, the compact
 # kcore, and a hostile agent that must not get anything written outside
-# the recording's sysroot.
+# the recording's sysroot nor fill the host's disk.
 set -euo pipefail
 : "${VMPT:?}" "${BUILDDIR:?}" "${SRCDIR:?}"
 AGENT=$BUILDDIR/guest-agent/vmpt-agent
@@ -15,6 +15,12 @@ fi
 for p in /usr/sbin/sshd /usr/lib/openssh/sftp-server ssh-keygen perf python3; do
 	command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps.sh)"; exit 77; }
 done
+
+# A private mount namespace (sshd and so the "guest" in it too) for the
+# small file systems of the disk-space checks; they go with it.
+if [ -z "${VMPT_GUEST_TEST_NS:-}" ] && unshare -m true 2>/dev/null; then
+	VMPT_GUEST_TEST_NS=1 exec unshare -m --propagation private "$0" "$@"
+fi
 
 W=$(mktemp -d /tmp/vmpt-guest-test.XXXXXX)
 # shellcheck source=sshd_fixture.sh
@@ -213,17 +219,85 @@ expect_fail "vmpt-agent pack: agent reply offset 8: /bin/ok is 1099511627776 byt
 	--max-file-size 1048576
 check "no partial file" test ! -e "$W/h4/guest/root/bin/ok"
 echo honest > "$H/mode"
+# and a symlink planted at a file's final name: replaced, not written through
+mkdir -p "$W/h5/guest/root/bin"
+ln -s "$W/outside/ok" "$W/h5/guest/root/bin/ok"
 "$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h5" -d 0.1 > "$W/h5.out" 2> "$W/h5.err"
 check "honest reply: only the sanitized names land" test \
 	"$(cd "$W/h5/guest" && find . -type f | sort | tr '\n' ' ')" = \
 	"./perf.data ./root/bin/ok ./root/lib/evil.so ./vdso "
 check "honest reply: 2 rejected" grep -q "3 files .* 0 missing, 2 rejected" "$W/h5.out"
+# After a run that writes, with traversal names in its sideband.
+check "honest reply: files were written" test -s "$W/h5/guest/root/bin/ok"
+check "honest reply: nothing outside the sysroot" test -z "$(ls -A "$W/outside")"
 "$VMPT" guest maps "$W/h5" > "$W/maps.out"
 check "maps: a traversal name is shown rejected" grep -qxF \
 	"1002/1002     ?                0000000000400000-0000000000401000 /../../../../..$W/outside/escape ('.' or '..' component)" \
 	"$W/maps.out"
 check "maps: a fetched file" grep -qE " /bin/ok \(in sysroot\)$" "$W/maps.out"
 check "maps: a relative name" grep -qE " relative/path \(no file\)$" "$W/maps.out"
+
+# --- A guest that would fill the host's disk ---
+# no_partial DIR: no temporary (half-received) file anywhere in DIR
+no_partial() { test -z "$(find "$1" -name '.vmpt-tmp.*')"; }
+MiB=1048576
+sb=$(stat -c %s "$H/sideband")
+echo big > "$H/mode"
+echo $MiB > "$H/size"
+expect_fail "vmpt guest: vmpt-agent pack: agent reply offset $((8 + 24 + 7 + MiB)): /lib/evil.so is $MiB bytes: with the $((sb + MiB)) taken from the guest before, over the budget of 1572864 for all its files; $W/h6/guest keeps the 1 file ($MiB bytes) fetched before" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h6" -d 0.1 \
+	--max-total-size 1536K
+check "budget: the file before is whole" test "$(stat -c %s "$W/h6/guest/root/bin/ok")" = $MiB
+check "budget: the file over it is not there" test ! -e "$W/h6/guest/root/lib/evil.so"
+check "budget: no partial file" no_partial "$W/h6"
+check "budget: nothing outside the sysroot" test -z "$(ls -A "$W/outside")"
+expect_fail "vmpt: '1.5G': expected a size in bytes (or with K, M, G)" \
+	"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$W/h6" --max-total-size 1.5G
+# The same budget through vmpt record --guest.
+mkdir -p "$W/h7"
+expect_fail "vmpt record: guest: vmpt-agent pack: agent reply offset $((8 + 24 + 7 + MiB)): /lib/evil.so is $MiB bytes: with the $((sb + MiB)) taken from the guest before, over the budget of 1572864 for all its files; $W/h7/p.data.guest keeps the 1 file ($MiB bytes) fetched before" \
+	"$VMPT" record -q --event dummy -o "$W/h7/p.data" --guest "$URL" \
+	--guest-identity "$W/client_key" --guest-known-hosts "$W/known_hosts" --guest-timeout 30 \
+	--guest-remote-dir "$H" --guest-agent "$SRCDIR/guest-agent/tests/hostile-agent.py" \
+	--guest-max-total-size 1536K -- /bin/true
+check "record --guest budget: the recording is kept" test -s "$W/h7/p.data"
+check "record --guest budget: no partial file" no_partial "$W/h7"
+
+# A small file system for the guest directory: 80 MiB, of which vmpt
+# keeps 64 MiB free (it is a private mount, gone with the test).
+if [ -n "${VMPT_GUEST_TEST_NS:-}" ]; then
+	S=$W/small
+	mkdir "$S"
+	mount -t tmpfs -o size=80m none "$S"
+	# The disk fills while a file comes: an 8 MiB file fits when it
+	# starts (80 MiB free), then 10 MiB of something else arrive after
+	# its first 2 MiB.
+	echo fillwhile > "$H/mode"
+	echo $((8 * MiB)) > "$H/size"
+	echo "$S/filler $((10 * MiB))" > "$H/fill"
+	expect_fail "vmpt guest: vmpt-agent pack: /bin/ok: $S/h8/guest has " \
+		"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$S/h8" -d 0.1
+	check "disk filling: the reason and what was kept" grep -qE \
+		"^vmpt guest: vmpt-agent pack: /bin/ok: $S/h8/guest has [0-9]+ bytes free now, too few for the [0-9]+ bytes still to come with 67108864 kept free: stopped, the partial file removed; no file of this fetch is kept\$" "$W/err"
+	check "disk filling: no partial file" no_partial "$S/h8"
+	check "disk filling: the file is not there" test ! -e "$S/h8/guest/root/bin/ok"
+	check "disk filling: the sideband is kept" test -s "$S/h8/guest/perf.data"
+	rm -rf "$S/filler" "$S/h8"
+	# The disk fills after the sideband came: nothing is asked for.
+	echo fillafterrecord > "$H/mode"
+	echo "$S/filler $((20 * MiB))" > "$H/fill"
+	expect_fail "vmpt guest: $S/h9/guest has " \
+		"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$S/h9" -d 0.1
+	check "disk full before the fetch: the reason" grep -qE \
+		"^vmpt guest: $S/h9/guest has [0-9]+ bytes free, less than the 67108864 kept free: no guest files fetched\$" "$W/err"
+	check "disk full before the fetch: no root" test ! -e "$S/h9/guest/root"
+	# Already too full for the sideband: refused before it is written.
+	echo honest > "$H/mode"
+	expect_fail "vmpt guest: vmpt-agent record: agent reply offset 8: [perf.data] is $sb bytes, more than $S/h10/guest can take: " \
+		"$VMPT" guest collect "$URL" "${CONN[@]}" "${HOSTILE[@]}" -o "$S/h10" -d 0.1
+	check "disk full: no sideband written" test -z "$(ls -A "$S/h10/guest")"
+	umount "$S"
+fi
 
 if [ "$fails" -ne 0 ]; then
 	echo "$fails checks failed"

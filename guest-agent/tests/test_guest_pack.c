@@ -161,15 +161,24 @@ static void test_sysroot_path(void **state)
 	}
 }
 
-static int receive(struct fixture *f, struct mem *m, struct guest_pack_request *reqs,
-		   size_t nr, uint64_t max, char *err, size_t errlen)
+static int receive_lim(struct fixture *f, struct mem *m, struct guest_pack_request *reqs,
+		       size_t nr, struct guest_pack_limits *lim, char *err, size_t errlen)
 {
 	struct guest_pack_source src = { mem_read, m, 0 };
 
 	for (size_t i = 0; i < nr; i++)
 		reqs[i].dirfd = f->rootfd;
 	err[0] = 0;
-	return guest_pack_receive(&src, reqs, nr, max, err, errlen);
+	lim->dir = f->base;
+	return guest_pack_receive(&src, reqs, nr, lim, err, errlen);
+}
+
+static int receive(struct fixture *f, struct mem *m, struct guest_pack_request *reqs,
+		   size_t nr, uint64_t max, char *err, size_t errlen)
+{
+	struct guest_pack_limits lim = { .max_file = max, .max_total = UINT64_MAX };
+
+	return receive_lim(f, m, reqs, nr, &lim, err, errlen);
 }
 
 static void test_receive(void **state)
@@ -320,6 +329,64 @@ static void test_extra_frame(void **state)
 	assert_string_equal(err, "agent reply offset 41: more frames than files asked for");
 }
 
+/* The budget is over all files: the one that would pass it is not
+ * written, those before it stay whole.
+ */
+static void test_budget(void **state)
+{
+	struct fixture *f = *state;
+	static struct mem m;
+	struct guest_pack_request reqs[] = {
+		{ .name = "/bin/a", .dest = "bin/a" },
+		{ .name = "/bin/b", .dest = "bin/b" },
+	};
+	struct guest_pack_limits lim = { .max_file = 1 << 20, .max_total = 12, .taken = 3 };
+	char err[256], files[256], root[96];
+
+	memset(&m, 0, sizeof(m));
+	put(&m, GUEST_PACK_MAGIC, 8);
+	put_frame(&m, GUEST_PACK_FILE, "/bin/a", 0, 5, "hello");
+	put_frame(&m, GUEST_PACK_FILE, "/bin/b", 0, 6, "world!");
+	put_frame(&m, GUEST_PACK_END, NULL, 0, 0, NULL);
+	assert_int_equal(receive_lim(f, &m, reqs, 2, &lim, err, sizeof(err)),
+			 -VMPT_ERR_FORMAT);
+	assert_string_equal(err, "agent reply offset 43: /bin/b is 6 bytes: with the 8 "
+			    "taken from the guest before, over the budget of 12 for all "
+			    "its files");
+	assert_int_equal(lim.taken, 8);
+	snprintf(root, sizeof(root), "%s/root", f->base);
+	list_files(root, files, sizeof(files));
+	assert_string_equal(files, "bin/a ");
+	assert_file(f->rootfd, "bin/a", "hello");
+}
+
+/* Too little space on the destination: refused from the frame header,
+ * nothing written.
+ */
+static void test_no_space(void **state)
+{
+	struct fixture *f = *state;
+	static struct mem m;
+	struct guest_pack_request req = { .name = "/bin/ls", .dest = "bin/ls" };
+	struct guest_pack_limits lim = { .max_file = 1 << 20, .max_total = UINT64_MAX,
+					 .min_free = UINT64_MAX - 4 };
+	char err[512], want[256], files[256];
+
+	memset(&m, 0, sizeof(m));
+	put(&m, GUEST_PACK_MAGIC, 8);
+	put_frame(&m, GUEST_PACK_FILE, "/bin/ls", 0, 5, "hello");
+	put_frame(&m, GUEST_PACK_END, NULL, 0, 0, NULL);
+	assert_int_equal(receive_lim(f, &m, &req, 1, &lim, err, sizeof(err)), -VMPT_ERR_IO);
+	snprintf(want, sizeof(want), "agent reply offset 8: /bin/ls is 5 bytes, more than "
+		 "%s can take: ", f->base);
+	assert_memory_equal(err, want, strlen(want));
+	snprintf(want, sizeof(want), " bytes free, %llu of them kept free",
+		 (unsigned long long)(UINT64_MAX - 4));
+	assert_string_equal(err + strlen(err) - strlen(want), want);
+	list_files(f->base, files, sizeof(files));
+	assert_string_equal(files, "");
+}
+
 /* A symlink in the sysroot pointing out of it is never followed. */
 static void test_symlink_dir(void **state)
 {
@@ -426,6 +493,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bad_kind, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing_with_data, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extra_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_budget, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_space, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mutations, setup, teardown),

@@ -87,7 +87,7 @@ fi
 # A write error is reported with what was kept.
 "$VMPT" record --event dummy -o /dev/full -- true >"$T/out" 2>"$T/err"
 rc=$?
-if [ $rc -ne 1 ] || ! grep -q "^vmpt record: writing /dev/full: No space left on device; /dev/full could not be repaired: nothing in it is usable. Read: 0 records and 0 AUX bytes (0 bytes); dropped after the error: 0 records and 0 AUX bytes$" "$T/err"; then
+if [ $rc -ne 1 ] || ! grep -qx "vmpt record: writing /dev/full: No space left on device; /dev/full could not be repaired: nothing in it is usable; lost: all 0 records (0 bytes), and 0 records and 0 AUX bytes read after the error" "$T/err"; then
 	echo "FAIL: -o /dev/full: exit $rc"
 	cat "$T/err"
 	status=1

@@ -49,14 +49,16 @@ vcpu_tids() {
 	done | sort -n | awk '{ printf "%s%s", sep, $2; sep = " " }'
 }
 
-record_for() {	# record_for SECONDS OUT ARGS...: SIGINT after SECONDS
-	secs=$1
+# record_until PATTERN OUT ARGS...: SIGINT once perf script reads a
+# switch record matching PATTERN in OUT (written while recording)
+record_until() {
+	pat=$1
 	out=$2
 	shift 2
 	"$VMPT" record --event dummy -o "$out" "$@" >"$out.out" 2>"$out.err" &
 	rec=$!
-	wait_recording $rec
-	sleep "$secs"
+	wait_recording $rec || fail "$out: the recorder did not start"
+	wait_for_record "$out" "$pat" --show-switch-events || fail "$out: no '$pat' while recording"
 	kill -INT $rec
 	wait $rec
 }
@@ -64,7 +66,7 @@ record_for() {	# record_for SECONDS OUT ARGS...: SIGINT after SECONDS
 # 1. QMP
 start_qemu qmp -name vmpt-qmp,debug-threads=on -qmp "unix:$T/qmp.sock,server=on,wait=off" || exit 1
 want=$(vcpu_tids $QPID)
-record_for 1 "$T/qmp.data" --pid $QPID
+record_until "^ *CPU 0/TCG .*PERF_RECORD_SWITCH" "$T/qmp.data" --pid $QPID
 rc=$?
 cat "$T/qmp.data.err"
 [ $rc -eq 0 ] || fail "record --pid (QMP): exit $rc"
@@ -94,11 +96,11 @@ others=$(grep "PERF_RECORD_SWITCH" "$T/qmp.script" |
 [ "$others" -eq 0 ] && ok "only the vCPU threads are traced" || fail "$others switches of other threads"
 
 # 2. per-CPU: -a follows every CPU (CPU-wide switch records), -C 0 one
-record_for 0.5 "$T/all.data" -a --pid $QPID
+record_until "PERF_RECORD_SWITCH_CPU_WIDE" "$T/all.data" -a --pid $QPID
 perf script -i "$T/all.data" --show-switch-events >"$T/all.script" 2>&1
 grep -q "PERF_RECORD_SWITCH_CPU_WIDE" "$T/all.script" &&
 	ok "-a: CPU-wide switch records" || fail "-a: no SWITCH_CPU_WIDE: $(cat "$T/all.data.err")"
-record_for 0.5 "$T/cpu0.data" -C 0 --pid $QPID
+record_until "PERF_RECORD_SWITCH" "$T/cpu0.data" -C 0 --pid $QPID
 perf script -i "$T/cpu0.data" --show-switch-events >"$T/cpu0.script" 2>&1
 cpus=$(grep -o ' \[[0-9]*\] ' "$T/cpu0.script" | sort -u | tr -d ' \n')
 [ "$cpus" = "[000]" ] && ok "-C 0: records of CPU 0 only" || fail "-C 0: CPUs $cpus"
@@ -106,7 +108,7 @@ cpus=$(grep -o ' \[[0-9]*\] ' "$T/cpu0.script" | sort -u | tr -d ' \n')
 # 3. no QMP: /proc thread names
 start_qemu named -name vmpt-named,debug-threads=on || exit 1
 want=$(vcpu_tids $QPID)
-record_for 0.3 "$T/named.data" --pid $QPID
+record_until "PERF_RECORD_SWITCH" "$T/named.data" --pid $QPID
 grep -q "^vmpt record: 2 vCPU threads of process $QPID (/proc thread names): $want\$" "$T/named.data.err" &&
 	ok "/proc thread names found $want" || fail "/proc fallback: $(cat "$T/named.data.err")"
 grep -q "source thread-names" "$T/named.data.vcpus" && ok "vCPU map source: thread-names" ||

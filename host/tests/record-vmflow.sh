@@ -174,7 +174,9 @@ echo -2000 >"$D/kvm/$SQ-11/vcpu1/tsc-offset"
 	>"$T/tsc.out" 2>"$T/tsc.err" &
 R=$!
 wait_recording $R
-sleep 0.7
+# changed once the events are on (the first values were read before them)
+wait_for_record "$T/tsc.data" "PERF_RECORD_SWITCH" --show-switch-events ||
+	fail "tsc-offset: no switch written while recording"
 echo -5000 >"$D/kvm/$SQ-11/vcpu0/tsc-offset.new"
 mv "$D/kvm/$SQ-11/vcpu0/tsc-offset.new" "$D/kvm/$SQ-11/vcpu0/tsc-offset"
 wait $R

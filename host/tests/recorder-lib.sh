@@ -12,3 +12,25 @@ wait_recording() {
 	done
 	return 1
 }
+
+# wait_for_record REC PATTERN [PERF-SCRIPT-OPTIONS]: until perf script
+# reads a line matching PATTERN (grep -E) in the recording REC while it is
+# being written (the recorder brings its header up to date every 100 ms),
+# for at most 30 s: readiness, instead of a sleep before a signal.
+wait_for_record() {
+	wf_rec=$1
+	wf_pat=$2
+	shift 2
+	for _ in $(seq 300); do
+		perf script -i "$wf_rec" "$@" 2>/dev/null | grep -qE -- "$wf_pat" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# perf_count REC TYPE: how many TYPE records (MMAP2, TOTAL, ...) perf
+# report --stats counts in REC (0 when it lists none).
+perf_count() {
+	perf report --stats -i "$1" 2>/dev/null |
+		awk -v t="$2" '$1 == t && $2 == "events:" { n = $3 } END { print n + 0 }'
+}

@@ -11,6 +11,7 @@
 #define VMPT_FLOW_H
 
 #include "vmpt/image.h"
+#include "vmpt/tsc_patch.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -63,14 +64,16 @@ enum vmpt_event {
 	VMPT_EV_TSX,		/* payload: bit 0 in transaction, bit 1 abort */
 	VMPT_EV_PTWRITE,	/* payload: the value written */
 	VMPT_EV_CBR,		/* payload: core:bus ratio */
-	VMPT_EV_PWRE,
-	VMPT_EV_PWRX,
+	VMPT_EV_PWRE,		/* payload: C-state, sub-state << 8, HW << 16 */
+	VMPT_EV_PWRX,		/* payload: last C-state, deepest << 8, wake reason << 16 */
 	VMPT_EV_EXSTOP,
-	VMPT_EV_MWAIT,
+	VMPT_EV_MWAIT,		/* payload: hints, extensions << 32 */
 	VMPT_EV_ERROR,		/* err; decoding resumes at the next PSB */
 	VMPT_EV_PSB,		/* a PSB+ (status) was read: payload its offset,
 				 * ip the FUP in it (ip_valid), to the core:bus
 				 * ratio as of its end (0: none seen yet) */
+	VMPT_EV_CFE,		/* Event Trace (below): payload type, vector << 8,
+				 * the packet's IP bit << 16; evd: its ninsn EVDs */
 	VMPT_EV_COUNT
 };
 
@@ -84,6 +87,41 @@ enum vmpt_enabled_cause {
 	VMPT_ENABLED_RESYNC_END,/* after an error, a TIP.PGD naming where
 				 * tracing was: it starts and ends there */
 };
+
+/* Event Trace (Intel SDM Vol. 3C, "Event Trace"): a CFE packet names an
+ * asynchronous event, EVD packets before it give its data.  A CFE binds to
+ * an IP (ip_valid) when its IP bit is set (a FUP of its own follows), or
+ * when packet generation is on (the FUP of the event's compound packet, as
+ * a VM exit's); an event item at that IP, before the event's branch.
+ */
+enum vmpt_cfe_type {
+	VMPT_CFE_INTR = 1,	/* interrupt, exception, NMI */
+	VMPT_CFE_IRET,
+	VMPT_CFE_SMI,
+	VMPT_CFE_RSM,
+	VMPT_CFE_SIPI,
+	VMPT_CFE_INIT,
+	VMPT_CFE_VMENTRY,
+	VMPT_CFE_VMEXIT,
+	VMPT_CFE_VMEXIT_INTR,	/* a VM exit by an interrupt (vector) */
+	VMPT_CFE_SHUTDOWN,
+};
+
+enum vmpt_evd_type {
+	VMPT_EVD_PFA,		/* page fault linear address */
+	VMPT_EVD_VMXQ,		/* VM exit qualification */
+	VMPT_EVD_VMXR,		/* VM exit reason */
+};
+
+/* One EVD packet of a CFE event. */
+struct vmpt_evd {
+	uint64_t payload;
+	uint8_t type;		/* enum vmpt_evd_type (6 bits) */
+};
+
+#define VMPT_CFE_TYPE(payload) ((unsigned)(payload) & 0x1f)
+#define VMPT_CFE_VECTOR(payload) ((unsigned)((payload) >> 8) & 0xff)
+#define VMPT_CFE_IP_BIT(payload) ((unsigned)((payload) >> 16) & 1)
 
 /* One item of the flow: a block of executed instructions or an event. */
 /* A block item holds at most this many instructions: straight-line code
@@ -104,8 +142,11 @@ struct vmpt_flow_item {
 	 */
 	uint8_t cyc_est;
 	int err;		/* error event: negative vmpt_err */
-	uint32_t ninsn;		/* block: instructions */
-	const uint8_t *isize;	/* block: size of each instruction */
+	uint32_t ninsn;		/* block: instructions; CFE: EVD packets */
+	union {
+		const uint8_t *isize;	/* block: size of each instruction */
+		const struct vmpt_evd *evd;	/* CFE: its EVD packets, in order */
+	};
 	const struct vmpt_section *sec;	/* block: where the code came from */
 	uint64_t ip;		/* block: first insn; event: where it happened */
 	uint64_t end_ip;	/* block: last insn */
@@ -170,6 +211,10 @@ struct vmpt_flow_config {
 	 * NULL: the decoder keeps its own.
 	 */
 	struct vmpt_bcache *cache;
+	/* TSC packets of this buffer to read as other values (a guest's TSC
+	 * as the host's: the correlator's patches); NULL: as they are.
+	 */
+	const struct vmpt_tsc_patches *tsc_patches;
 };
 
 /* A block cache: the image's code as decoded blocks, for any number of
@@ -206,7 +251,7 @@ void vmpt_flow_count_on(struct vmpt_flow *dec, const struct vmpt_flow *from);
 
 /* The next item.  Returns 0, or -VMPT_ERR_EOS at the end of the trace.
  * Errors in the trace come as VMPT_EV_ERROR items, never as return values.
- * The item's isize stays valid until the decoder is freed.
+ * The item's isize (and a CFE's evd) stays valid until the decoder is freed.
  */
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item);
 

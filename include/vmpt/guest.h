@@ -32,6 +32,10 @@ struct vmpt_guest_opts {
 					 * else the one installed beside this program */
 	const char *remote_dir;		/* its guest directory; NULL: ".cache/vmpt" in the home */
 	uint64_t max_file_size;		/* largest file taken from the guest; 0: 1 GiB */
+	/* All files taken from the guest in this session together (sideband,
+	 * binaries, kcore); 0: 4 GiB.  Whatever the budget, a file is taken
+	 * only when 64 MiB stay free on the host's file system. */
+	uint64_t max_total_size;
 	int timeout_sec;		/* longest wait for the guest; 0: 120 */
 	FILE *log;			/* progress, warnings and the guest's stderr; NULL: quiet */
 };

@@ -270,6 +270,7 @@ struct vmpt_perf_data {
 	 */
 	char warnmsg[512];
 	int truncated;
+	int read_cut;			/* VMPT_PERF_READ_CUT */
 	struct vmpt_file map;
 	/* perf record --threads: DIR/data.0, data.1, ... hold records only
 	 * (no header); the walk goes through them after the data section. */
@@ -286,10 +287,16 @@ struct vmpt_perf_data {
  * vmpt_perf_close in both cases.
  */
 int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path);
+/* VMPT_PERF_READ_CUT: a file cut off (perf record killed, a disk full) is
+ * read up to where it ends, warnmsg saying so, instead of an error.
+ */
+#define VMPT_PERF_READ_CUT 1u
+int vmpt_perf_open_flags(struct vmpt_perf_data *pd, const char *path, unsigned flags);
 /* The same for a file mapped (or read from a pipe) already: pd takes it
  * over (file is left empty), vmpt_perf_close unmaps it.
  */
-int vmpt_perf_open_mapped(struct vmpt_perf_data *pd, struct vmpt_file *file);
+int vmpt_perf_open_mapped(struct vmpt_perf_data *pd, struct vmpt_file *file,
+			  unsigned flags);
 void vmpt_perf_close(struct vmpt_perf_data *pd);
 
 /* Does this buffer start like a perf.data (file or pipe mode)? */
@@ -459,6 +466,16 @@ const char *vmpt_perf_writer_kcore_dir(struct vmpt_perf_writer *w);
 
 /* Bytes of records written so far (for reports of what was kept). */
 uint64_t vmpt_perf_writer_data_size(const struct vmpt_perf_writer *w);
+
+/* Records taken so far (buffered or written). */
+uint64_t vmpt_perf_writer_records(const struct vmpt_perf_writer *w);
+
+/* Write out what is buffered and set the header's data size to it, so
+ * that a writer killed after this leaves a file perf reads up to here
+ * (without features: they are written at close).  Call it between
+ * records.  0 or -VMPT_ERR_IO (errno set), which sticks as any write error.
+ */
+int vmpt_perf_writer_sync(struct vmpt_perf_writer *w);
 
 /* Write the feature sections and the final header, close and free w.
  * On error, what was written stays (a file perf can still read as far as

@@ -30,6 +30,10 @@ struct vmpt_session_buffer {
 	uint32_t idx;		/* perf's mmap index: buffers of one queue */
 	uint64_t offset;	/* of the AUXTRACE record in its file */
 	uint64_t data_offset;	/* of the trace in its file */
+	/* Its guest TSC packets as host TSCs (a VM recording, correlated
+	 * when opened); n 0: none.
+	 */
+	struct vmpt_tsc_patches tsc_patches;
 };
 
 /* A sideband fact: from time on, `tid` (of `pid`) is called comm, or
@@ -74,6 +78,7 @@ struct vmpt_session_opts {
 	FILE *warn;	/* warnings (a binary's build-id differs), or NULL */
 	struct vmpt_progress progress;	/* of vmpt_session_decode */
 };
+struct vmpt_corr;
 
 struct vmpt_session {
 	struct vmpt_session_opts opts;
@@ -105,11 +110,14 @@ struct vmpt_session {
 	const struct perf_event_attr *intel_pt;
 	struct vmpt_perf_intel_pt_info info;
 	int have_info;
+	/* A VM recording's correlation (guest TSC -> host TSC), or NULL. */
+	struct vmpt_corr *corr;
 	char errmsg[600];	/* after a failure: what, naming the file */
 };
 
 /* Read a perf.data (file or directory form): image, settings, buffers and
- * sideband.  img: code the caller added already (e.g. a vmlinux), which
+ * sideband; a VM recording is correlated (correlate.h), so that guest
+ * times come out in host time.  img: code the caller added already (e.g. a vmlinux), which
  * the sideband's code is added to and which the session then uses (not
  * frees); NULL: a new image.  Missing binaries are no error (their code
  * shows up as decoding errors at its IPs).  0 or a negative vmpt_err with

@@ -51,6 +51,9 @@ diff -u "$T/perf.attrs" "$T/vmpt.attrs" || fail "attrs differ"
 hdr() { sed -nE "s/^# $1 *: (.*)/\\1/p" "$T/perf.hdr" | sed -E 's/ +$//'; }
 "$LIST" --info "$F" >"$T/vmpt.info.all"
 info() { sed -nE "s/^$1 (.*)/\\1/p" "$T/vmpt.info.all"; }
+for f in hostname 'os release' arch cpuid cpudesc 'total memory' cmdline 'pmu mappings'; do
+	[ -n "$(hdr "$f")" ] || fail "perf's header has no $f"
+done
 [ "$(hdr hostname)" = "$(info hostname)" ] || fail hostname
 [ "$(hdr 'os release')" = "$(info 'os release')" ] || fail "os release"
 [ "$(hdr arch)" = "$(info arch)" ] || fail arch
@@ -71,6 +74,7 @@ info 'auxtrace index' | awk '{ print $1 }' >"$T/vmpt.idx"
 grep -oE '0x[0-9a-f]+ \[0x30\]: PERF_RECORD_AUXTRACE ' "$T/perf.rec" |
 	awk '{ print $1 }' | sort >"$T/perf.idx"
 diff -u "$T/perf.idx" "$T/vmpt.idx" || fail "auxtrace index"
+[ -s "$T/perf.idx" ] || fail "perf lists no AUXTRACE record"
 
 # ---- vmpt dump: one header per buffer, at the data after each record ----
 grep -oE '0x[0-9a-f]+ \[0x30\]: PERF_RECORD_AUXTRACE size: 0x[0-9a-f]+ .* tid: -?[0-9]+  cpu: -?[0-9]+' \

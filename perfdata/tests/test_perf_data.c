@@ -553,7 +553,7 @@ static void test_corrupt(void **state)
 		{ "attrs", 24, 0, 1ULL << 40, 8, -VMPT_ERR_FORMAT, NULL },
 		{ "record size 0", first_rec + 6, 0, 0, 2, -VMPT_ERR_FORMAT, NULL },
 		{ "record past data", first_rec + 6, 0, 0xfff8, 2, -VMPT_ERR_FORMAT, NULL },
-		{ "cut in its features: read", size - 300, 1, 0, 0, 0, NULL },
+		{ "truncated", size - 300, 1, 0, 0, -VMPT_ERR_FORMAT, NULL },
 	};
 	bad = malloc(size);
 	assert_non_null(bad);
@@ -628,17 +628,25 @@ static void test_record_errors(void **state)
 		 tmp_path("bad.data"), (unsigned long long)comm_off);
 	assert_string_equal(msg, want);
 
-	/* the file cut in the middle of the data section: read up to the
-	 * cut, with a warning; the cut record ends the walk
+	/* the file cut in the middle of the data section: an error, or
+	 * with VMPT_PERF_READ_CUT read up to the cut, with a warning (the
+	 * cut record ends the walk)
 	 */
 	spit(tmp_path("bad.data"), good, data_off + 60);
+	assert_int_equal(walk(tmp_path("bad.data"), msg, sizeof(msg)), -VMPT_ERR_FORMAT);
+	snprintf(want, sizeof(want),
+		 "%s: offset 0x30: data section (offset %#llx, size %llu) beyond end of file (%llu bytes)",
+		 tmp_path("bad.data"), (unsigned long long)data_off,
+		 (unsigned long long)data_size, (unsigned long long)(data_off + 60));
+	assert_string_equal(msg, want);
 	{
 		struct vmpt_perf_data pd;
 		struct vmpt_perf_cursor cur;
 		struct vmpt_perf_event ev;
 		int n = 0, ret;
 
-		assert_int_equal(vmpt_perf_open(&pd, tmp_path("bad.data")), 0);
+		assert_int_equal(vmpt_perf_open_flags(&pd, tmp_path("bad.data"),
+						      VMPT_PERF_READ_CUT), 0);
 		vmpt_perf_cursor_init(&pd, &cur);
 		while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0)
 			n++;

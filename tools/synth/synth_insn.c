@@ -87,6 +87,66 @@ static int retslot_store(const ZydisDecodedInstruction *in, const ZydisDecodedOp
 	       op[1].type == ZYDIS_OPERAND_TYPE_REGISTER;
 }
 
+/* The data an instruction reads or writes through an explicit memory
+ * operand (an EPT violation's access), or none.
+ */
+static unsigned mem_access(const ZydisDecodedInstruction *in,
+			   const ZydisDecodedOperand *op)
+{
+	unsigned mem = SM_NONE;
+
+	if (in->mnemonic == ZYDIS_MNEMONIC_NOP || in->mnemonic == ZYDIS_MNEMONIC_LEA ||
+	    in->meta.category == ZYDIS_CATEGORY_PREFETCH)
+		return SM_NONE;
+	for (unsigned i = 0; i < in->operand_count_visible; i++) {
+		if (op[i].type != ZYDIS_OPERAND_TYPE_MEMORY ||
+		    op[i].mem.type != ZYDIS_MEMOP_TYPE_MEM)
+			continue;
+		if (op[i].actions & ZYDIS_OPERAND_ACTION_MASK_WRITE)
+			return SM_WRITE;
+		if (op[i].actions & ZYDIS_OPERAND_ACTION_MASK_READ)
+			mem = SM_READ;
+	}
+	return mem;
+}
+
+/* Port I/O: the exit qualification's low bits (SDM Vol. 3C, "Exit
+ * Qualification for I/O Instructions"): size - 1, IN (bit 3), string
+ * (4), REP (5), immediate port (6), the port in bits 31:16 when immediate.
+ */
+static uint32_t io_qual(const ZydisDecodedInstruction *in,
+			const ZydisDecodedOperand *op)
+{
+	uint32_t q = 0, size = 1;
+
+	switch (in->mnemonic) {
+	case ZYDIS_MNEMONIC_INSW: case ZYDIS_MNEMONIC_OUTSW: size = 2; break;
+	case ZYDIS_MNEMONIC_INSD: case ZYDIS_MNEMONIC_OUTSD: size = 4; break;
+	case ZYDIS_MNEMONIC_INSB: case ZYDIS_MNEMONIC_OUTSB: break;
+	default: {
+		/* in AL/AX/EAX, port / out port, AL/AX/EAX */
+		const ZydisDecodedOperand *data =
+			&op[in->mnemonic == ZYDIS_MNEMONIC_IN ? 0 : 1];
+		const ZydisDecodedOperand *port =
+			&op[in->mnemonic == ZYDIS_MNEMONIC_IN ? 1 : 0];
+
+		size = data->size / 8;
+		if (port->type == ZYDIS_OPERAND_TYPE_IMMEDIATE)
+			q |= 1u << 6 | (uint32_t)(port->imm.value.u & 0xff) << 16;
+		break;
+	}
+	}
+	if (in->mnemonic == ZYDIS_MNEMONIC_IN || in->mnemonic == ZYDIS_MNEMONIC_INSB ||
+	    in->mnemonic == ZYDIS_MNEMONIC_INSW || in->mnemonic == ZYDIS_MNEMONIC_INSD)
+		q |= 1u << 3;
+	if (in->mnemonic != ZYDIS_MNEMONIC_IN && in->mnemonic != ZYDIS_MNEMONIC_OUT) {
+		q |= 1u << 4;
+		if (in->attributes & ZYDIS_ATTRIB_HAS_REP)
+			q |= 1u << 5;
+	}
+	return q | (size - 1);
+}
+
 static void classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperand *op,
 		     uint64_t ip, struct synth_insn *out)
 {
@@ -96,6 +156,7 @@ static void classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperan
 	int far = in->meta.branch_type == ZYDIS_BRANCH_TYPE_FAR;
 
 	out->kind = retslot_store(in, op) ? SK_RETSLOT : SK_OTHER;
+	out->mem = (uint8_t)mem_access(in, op);
 	switch (in->mnemonic) {
 	case ZYDIS_MNEMONIC_JMP:
 		out->kind = far ? SK_STOP : direct ? SK_JMP : SK_JMP_IND;
@@ -132,15 +193,40 @@ static void classify(const ZydisDecodedInstruction *in, const ZydisDecodedOperan
 	case ZYDIS_MNEMONIC_VMCALL:
 		/* exits in a guest, VMfail in VMX root operation */
 		out->kind = SK_EXITING;
+		out->exit_reason = SYNTH_EXIT_VMCALL;
 		out->vmx = 1;
 		return;
 	case ZYDIS_MNEMONIC_CPUID:
+		out->kind = SK_EXITING;
+		out->exit_reason = SYNTH_EXIT_CPUID;
+		return;
 	case ZYDIS_MNEMONIC_HLT:
-	case ZYDIS_MNEMONIC_IN:
-	case ZYDIS_MNEMONIC_OUT:
+		out->kind = SK_EXITING;
+		out->exit_reason = SYNTH_EXIT_HLT;
+		return;
 	case ZYDIS_MNEMONIC_RDMSR:
+		out->kind = SK_EXITING;
+		out->exit_reason = SYNTH_EXIT_MSR_READ;
+		return;
 	case ZYDIS_MNEMONIC_WRMSR:
 		out->kind = SK_EXITING;
+		out->exit_reason = SYNTH_EXIT_MSR_WRITE;
+		return;
+	case ZYDIS_MNEMONIC_IN:
+	case ZYDIS_MNEMONIC_OUT:
+	case ZYDIS_MNEMONIC_INSB: case ZYDIS_MNEMONIC_INSW: case ZYDIS_MNEMONIC_INSD:
+	case ZYDIS_MNEMONIC_OUTSB: case ZYDIS_MNEMONIC_OUTSW: case ZYDIS_MNEMONIC_OUTSD:
+		out->kind = SK_EXITING;
+		out->exit_reason = SYNTH_EXIT_IO;
+		out->io_qual = io_qual(in, op);
+		out->mem = SM_NONE;	/* the exit comes before any access */
+		return;
+	case ZYDIS_MNEMONIC_PTWRITE:
+		out->kind = SK_PTWRITE;
+		out->opsize = (uint8_t)(op[0].size / 8);
+		return;
+	case ZYDIS_MNEMONIC_MWAIT:
+		out->kind = SK_MWAIT;
 		return;
 	case ZYDIS_MNEMONIC_INT:
 	case ZYDIS_MNEMONIC_INT1:

@@ -23,7 +23,7 @@ void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
 	pt->cfg = *cfg;
 	vmpt_last_ip_init(&pt->lip);
 	pt->tsc = tsc0;
-	pt->cyc_last = tsc0;
+	pt->cbr = cfg->cbr;
 	pt->tsc_mult = 1ull << 48;
 	pt->next_psb = 0;
 }
@@ -31,7 +31,34 @@ void synth_pt_init(struct synth_pt *pt, const struct synth_pt_config *cfg,
 void synth_pt_fini(struct synth_pt *pt)
 {
 	free(pt->buf);
+	free(pt->marks);
 	pt->buf = NULL;
+	pt->marks = NULL;
+}
+
+void synth_pt_truncate(struct synth_pt *pt, size_t len)
+{
+	pt->len = len;
+	while (pt->n_marks && pt->marks[pt->n_marks - 1].off >= len)
+		pt->n_marks--;
+}
+
+static void mark_psb(struct synth_pt *pt)
+{
+	if (pt->n_marks == pt->cap_marks) {
+		size_t ncap = pt->cap_marks ? pt->cap_marks * 2 : 64;
+		struct synth_psb_mark *m = realloc(pt->marks, ncap * sizeof(*m));
+
+		if (!m) {
+			pt->oom = 1;
+			return;
+		}
+		pt->marks = m;
+		pt->cap_marks = ncap;
+	}
+	pt->marks[pt->n_marks].off = pt->len;
+	pt->marks[pt->n_marks].next_line = *pt->lines + 1;
+	pt->marks[pt->n_marks++].next_bline = *pt->blines + 1;
 }
 
 static void put(struct synth_pt *pt, const struct vmpt_packet *pkt)
@@ -74,12 +101,12 @@ static void cyc(struct synth_pt *pt)
 
 	if (!pt->cfg.cyc || !pt->packet_en)
 		return;
-	n = pt->tsc - pt->cyc_last;	/* CBR == max non-turbo: 1 cycle per tick */
+	n = pt->cycles - pt->cyc_last;
 	if (!n || (pt->cfg.cyc_thresh && n < (1ull << (pt->cfg.cyc_thresh - 1))))
 		return;
 	p.cyc = n;
 	put(pt, &p);
-	pt->cyc_last = pt->tsc;
+	pt->cyc_last = pt->cycles;
 }
 
 static void put_timed(struct synth_pt *pt, const struct vmpt_packet *pkt)
@@ -125,16 +152,22 @@ void synth_pt_tsc(struct synth_pt *pt)
 	tsc_tma(pt);
 }
 
-void synth_pt_tick(struct synth_pt *pt, uint64_t cycles)
+/* Time goes on by ticks: one MTC per CTC period, also while packet
+ * generation is off (SDM: MTC and PSB do not depend on FilterEn or
+ * ContextEn), none in a C-state (the wake resynchronizes the time).
+ */
+static void advance(struct synth_pt *pt, uint64_t ticks)
 {
 	uint64_t mtc;
 
-	pt->tsc += cycles;
+	pt->tsc += ticks;
 	if (!pt->cfg.mtc)
 		return;
-	/* One MTC per CTC period, also while packet generation is off (SDM:
-	 * MTC and PSB do not depend on FilterEn or ContextEn). */
 	mtc = ctc_now(pt) >> pt->cfg.mtc_freq;
+	if (pt->asleep) {
+		pt->mtc_last = mtc;
+		return;
+	}
 	while (pt->mtc_last != mtc) {
 		struct vmpt_packet p = { .type = VMPT_PKT_MTC };
 
@@ -144,6 +177,23 @@ void synth_pt_tick(struct synth_pt *pt, uint64_t cycles)
 		if (!pt->packet_en)
 			synth_pt_maybe_psb(pt, 0);
 	}
+}
+
+void synth_pt_tick(struct synth_pt *pt, uint64_t cycles)
+{
+	/* cbr/max_non_turbo cycles per tick: at the max non-turbo ratio
+	 * (the default) one per tick. */
+	uint64_t num = cycles * pt->cfg.cbr + pt->tick_rem;
+
+	pt->cycles += cycles;
+	pt->tick_rem = num % pt->cbr;
+	advance(pt, num / pt->cbr);
+}
+
+void synth_pt_idle(struct synth_pt *pt, uint64_t ticks)
+{
+	pt->cycles += ticks * pt->cbr / pt->cfg.cbr;
+	advance(pt, ticks);
 }
 
 static void put_tnt(struct synth_pt *pt)
@@ -233,16 +283,18 @@ void synth_pt_ovf(struct synth_pt *pt)
 	pt->tnt_bits = 0;
 	pt->tnt_count = 0;
 	put(pt, &p);
-	pt->cyc_last = pt->tsc;
+	pt->cyc_last = pt->cycles;
 }
 
 void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
 {
 	struct vmpt_packet p;
 
-	if (pt->len < pt->next_psb)
+	if (pt->len < pt->next_psb || pt->asleep)
 		return;
 	put_tnt(pt);
+	if (pt->lines)
+		mark_psb(pt);
 	memset(&p, 0, sizeof(p));
 	p.type = VMPT_PKT_PSB;
 	put(pt, &p);
@@ -255,9 +307,9 @@ void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip)
 		tsc_tma(pt);
 	memset(&p, 0, sizeof(p));
 	p.type = VMPT_PKT_CBR;
-	p.cbr = (uint8_t)pt->cfg.cbr;
+	p.cbr = (uint8_t)pt->cbr;
 	put(pt, &p);
-	if (pt->vmx) {
+	if (pt->vmx && pt->vmcs) {
 		memset(&p, 0, sizeof(p));
 		p.type = VMPT_PKT_VMCS;
 		p.vmcs = pt->vmcs;
@@ -308,4 +360,115 @@ int synth_pt_ret(struct synth_pt *pt, uint64_t target)
 	pt->rtop = (pt->rtop + SYNTH_RETCOMP_DEPTH - 1) % SYNTH_RETCOMP_DEPTH;
 	pt->rcount--;
 	return match && pt->cfg.retcomp;
+}
+
+void synth_pt_resume(struct synth_pt *pt, uint64_t tsc, int first)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_CBR };
+
+	p.cbr = (uint8_t)pt->cbr;
+	/* Nothing was generated while TraceEn was 0: no MTC for the gap. */
+	pt->tsc = tsc;
+	pt->cyc_last = pt->cycles;
+	pt->mtc_last = ctc_now(pt) >> pt->cfg.mtc_freq;
+	if (first) {
+		/* PacketByteCnt is 0 the first time: PSB+ */
+		pt->next_psb = 0;
+		synth_pt_maybe_psb(pt, 0);
+		return;
+	}
+	/* SDM "TraceEn 0 -> 1, PacketByteCnt > 0": TSC, TMA, CBR.  The last
+	 * IP and the return stack are another thread's: start afresh, so that
+	 * this stream decodes on its own (IPs are then never compressed
+	 * against history, RETs only against this thread's calls). */
+	if (pt->cfg.tsc)
+		tsc_tma(pt);
+	put(pt, &p);
+	vmpt_last_ip_init(&pt->lip);
+	pt->rcount = 0;
+}
+
+void synth_pt_evd(struct synth_pt *pt, unsigned type, uint64_t payload)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_EVD };
+
+	p.evd.type = (uint8_t)type;
+	p.evd.payload = payload;
+	put_timed(pt, &p);
+}
+
+void synth_pt_cfe(struct synth_pt *pt, unsigned type, unsigned vector, int ip)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_CFE };
+
+	/* Branches before the event come first (the FUP after it would
+	 * flush them anyway). */
+	put_tnt(pt);
+	p.cfe.type = (uint8_t)type;
+	p.cfe.vector = (uint8_t)vector;
+	p.cfe.ip = (uint8_t)!!ip;
+	put_timed(pt, &p);
+}
+
+void synth_pt_ptw(struct synth_pt *pt, uint64_t payload, unsigned bytes, int ip)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_PTW };
+
+	put_tnt(pt);
+	p.ptw.payload = bytes == 8 ? payload : (uint32_t)payload;
+	p.ptw.plc = bytes == 8;
+	p.ptw.ip = (uint8_t)!!ip;
+	put_timed(pt, &p);
+}
+
+void synth_pt_mwait(struct synth_pt *pt, uint32_t hints, uint32_t ext)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_MWAIT };
+
+	put_tnt(pt);
+	p.mwait.hints = hints;
+	p.mwait.ext = ext;
+	put_timed(pt, &p);
+}
+
+void synth_pt_pwre(struct synth_pt *pt, unsigned state, unsigned sub, int hw)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_PWRE };
+
+	put_tnt(pt);	/* branches before the C-state come first */
+	p.pwre.state = (uint8_t)state;
+	p.pwre.sub_state = (uint8_t)sub;
+	p.pwre.hw = (uint8_t)!!hw;
+	put_timed(pt, &p);
+}
+
+void synth_pt_exstop(struct synth_pt *pt, int ip)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_EXSTOP };
+
+	put_tnt(pt);	/* with the IP bit, its FUP comes right after it */
+	p.exstop.ip = (uint8_t)!!ip;
+	put_timed(pt, &p);
+}
+
+void synth_pt_pwrx(struct synth_pt *pt, unsigned last, unsigned deepest,
+		   unsigned wake)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_PWRX };
+
+	p.pwrx.last = (uint8_t)last;
+	p.pwrx.deepest = (uint8_t)deepest;
+	p.pwrx.wake = (uint8_t)wake;
+	put(pt, &p);
+}
+
+void synth_pt_set_cbr(struct synth_pt *pt, unsigned cbr)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_CBR };
+
+	pt->cbr = cbr;
+	p.cbr = (uint8_t)cbr;
+	put(pt, &p);
+	if (pt->cfg.tsc)
+		tsc_tma(pt);
 }

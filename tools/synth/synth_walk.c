@@ -15,68 +15,41 @@
  *                       FUP + TIP.PGD ... MODE.Exec + TIP.PGE
  *   leaving/entering    TIP.PGD(target) instead of the branch's packet /
  *   the IP filter       TIP.PGE(target)
- *   vmlaunch/vmresume   PIP(NR=1), TIP(guest IP)
+ *   vmlaunch/vmresume   PIP(NR=1), TIP(guest IP)       (synth_vmx.c)
  *   VM exit             FUP(guest IP), PIP(NR=0), TIP(host RIP)
  *   vmptrld             VMCS
+ *   ptwrite             PTW (PTWEn), FUP (FUPonPTW)     (synth_ptw.c)
+ *   mwait               a C-state                      (synth_power.c)
+ *
+ * With EventEn, interrupts and IRET have their CFE (Event Trace) too.
  */
-#include "synth.h"
+#include "synth_guest.h"
+#include "synth_walk.h"
 #include "vmpt/error.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-enum ctx { CTX_USER, CTX_KERNEL, CTX_GUEST };
-
 /* How far ahead a direct jump is followed to see whether it loops. */
 #define SYNTH_LOOP_LOOKAHEAD 64
 
-struct stack {
-	uint64_t *v;
-	size_t n, cap;
-};
-
-struct cpu {
-	struct synth_walk_config *cfg;
-	struct synth_pt *pt;
-	struct synth_truth *truth;
-	struct synth_stats *st;
-	struct synth_insn_cache *cache_user, *cache_kernel, *cache_guest;
-	uint64_t rng;
-	uint64_t ip;
-	enum ctx ctx;
-	struct stack ustack, kstack;
-	struct stack gstack[SYNTH_MAX_VCPUS];	/* each vCPU's guest */
-	unsigned vcpu;
-	uint64_t entries_on_vcpu;
-	uint64_t next_irq, guest_exit_at;
-	uint64_t user_ret;	/* user and kernel traced: where SYSRET goes */
-	uint64_t irq_ret;	/* ... and where IRET goes (0: no interrupt) */
-	int retslot;		/* a retpoline replaced the return address */
-	uint64_t kernel_exit_at;	/* --kernel-period: when to go back */
-	int kernel_by_irq;	/* the kernel was entered by an interrupt */
-	uint64_t ovf_end;	/* instruction count where the lost window ends */
-	size_t ovf_len;		/* trace length when the buffer overflowed */
-	/* Instruction numbers (1-based, as in the truth) for overflows: */
-	uint64_t block_start;	/* first instruction after the last branch */
-	uint64_t tnt_first, tnt_block;	/* the oldest pending TNT bit's branch */
-	uint64_t lost_from, lost_block;	/* the first branch whose packet was lost */
-	int oom;
-};
-
-static uint64_t rnd(struct cpu *c)
+uint64_t synth_rnd(struct cpu *c)
 {
 	/* xorshift64*: deterministic per seed, fast. */
-	c->rng ^= c->rng >> 12;
-	c->rng ^= c->rng << 25;
-	c->rng ^= c->rng >> 27;
-	return c->rng * 0x2545f4914f6cdd1dull;
+	*c->rng ^= *c->rng >> 12;
+	*c->rng ^= *c->rng << 25;
+	*c->rng ^= *c->rng >> 27;
+	return *c->rng * 0x2545f4914f6cdd1dull;
 }
 
 /* Uniform in [mean/2, 3*mean/2]: the given mean, never 0 for mean > 1. */
-static uint64_t rnd_period(struct cpu *c, uint64_t mean)
+uint64_t synth_rnd_period(struct cpu *c, uint64_t mean)
 {
-	return mean / 2 + rnd(c) % (mean + 1);
+	return mean / 2 + synth_rnd(c) % (mean + 1);
 }
+
+#define rnd synth_rnd
+#define rnd_period synth_rnd_period
 
 static void push(struct cpu *c, struct stack *s, uint64_t v)
 {
@@ -104,11 +77,13 @@ static struct stack *arch_stack(struct cpu *c)
 	switch (c->ctx) {
 	case CTX_USER: return &c->ustack;
 	case CTX_KERNEL: return &c->kstack;
-	case CTX_GUEST: default: return &c->gstack[c->vcpu];
+	case CTX_GUEST_USER: return &c->gtask->ustack;
+	case CTX_GUEST: default:
+		return c->gtask ? &c->gtask->kstack : &c->gstack[c->vcpu];
 	}
 }
 
-static struct synth_image *cur_image(struct cpu *c)
+struct synth_image *synth_cpu_image(struct cpu *c)
 {
 	switch (c->ctx) {
 	case CTX_USER: return c->cfg->user;
@@ -126,51 +101,97 @@ static struct synth_insn_cache *cur_cache(struct cpu *c)
 	}
 }
 
-static int in_filter(const struct cpu *c, uint64_t ip)
+const struct synth_insn *synth_cpu_insn(struct cpu *c, uint64_t ip)
+{
+	if (c->ctx == CTX_GUEST_USER)
+		return synth_grec_insn(c->cfg->grec, c->gtask, c->pt->tsc, ip);
+	return synth_insn_get(cur_cache(c), synth_cpu_image(c), ip);
+}
+
+#define insn_at synth_cpu_insn
+
+const uint8_t *synth_cpu_code(struct cpu *c, uint64_t ip, size_t *avail)
+{
+	if (c->ctx == CTX_GUEST_USER)
+		return synth_grec_code(c->cfg->grec, c->gtask, c->pt->tsc, ip, avail);
+	return synth_image_code(synth_cpu_image(c), ip, avail);
+}
+
+int synth_cpu_in_filter(const struct cpu *c, uint64_t ip)
 {
 	return !c->cfg->filter_hi ||
 	       (ip >= c->cfg->filter_lo && ip < c->cfg->filter_hi);
 }
 
-static int guest(struct cpu *c)
+#define in_filter synth_cpu_in_filter
+
+int synth_cpu_guest(const struct cpu *c)
 {
-	return c->ctx == CTX_GUEST;
+	return c->ctx == CTX_GUEST || c->ctx == CTX_GUEST_USER;
 }
+
+#define guest(c) synth_cpu_guest(c)
 
 static uint64_t random_func(struct cpu *c)
 {
-	struct synth_image *img = cur_image(c);
+	struct synth_image *img = synth_cpu_image(c);
 
+	if (c->ctx == CTX_GUEST_USER)
+		return synth_grec_random_func(c->cfg->grec, c->gtask, c->pt->tsc,
+					      c->ip, rnd(c));
 	return img->funcs[rnd(c) % img->n_funcs];
 }
 
-static int losing(struct cpu *c)
+int synth_cpu_in_eptw(const struct cpu *c)
 {
-	return c->ovf_end != 0;
+	return c->eptw_bits && c->ip >= c->eptw_lo && c->ip < c->eptw_hi;
 }
 
-static void branch(struct cpu *c, uint64_t from, uint64_t to, unsigned flags)
+int synth_cpu_losing(const struct cpu *c)
+{
+	return c->s->ovf_end != 0;
+}
+
+#define losing synth_cpu_losing
+
+void synth_cpu_branch(struct cpu *c, uint64_t from, uint64_t to, unsigned flags)
 {
 	c->st->branches++;
 	synth_truth_branch(c->truth, from, to, flags, c->pt->tsc, guest(c));
 }
 
+#define branch synth_cpu_branch
+
 /* The instruction being executed needs a packet; while the buffer is
  * overflowing, the first such one is where decoding must stop.
  */
-static void needs_packet(struct cpu *c)
+void synth_cpu_needs_packet(struct cpu *c)
 {
-	if (losing(c) && !c->lost_from) {
-		c->lost_from = c->st->insns;
-		c->lost_block = c->block_start;
+	if (losing(c) && !c->s->lost_from) {
+		c->s->lost_from = c->st->insns;
+		c->s->lost_block = c->block_start;
 	}
+}
+
+#define needs_packet synth_cpu_needs_packet
+
+/* Event Trace: an interrupt or exception (vector) at c->ip, whose CFE
+ * binds to the FUP of its compound packet. */
+static void cfe_intr(struct cpu *c, unsigned vector)
+{
+	if (!c->pt->cfg.event)
+		return;
+	synth_pt_cfe(c->pt, SYNTH_CFE_INTR, vector, 0);
+	synth_truth_event(c->truth, c->pt->tsc, "cfe", 1, c->ip, losing(c),
+			  "INTR vector: %u", vector);
+	c->st->events++;
 }
 
 static void tnt(struct cpu *c, int taken)
 {
 	if (!c->pt->tnt_count) {
-		c->tnt_first = c->st->insns;
-		c->tnt_block = c->block_start;
+		c->s->tnt_first = c->st->insns;
+		c->s->tnt_block = c->block_start;
 	}
 	needs_packet(c);
 	synth_pt_tnt(c->pt, taken);
@@ -178,7 +199,7 @@ static void tnt(struct cpu *c, int taken)
 }
 
 /* Tracing stops here (an event with no traced target). */
-static void disable_async(struct cpu *c)
+void synth_cpu_disable(struct cpu *c)
 {
 	needs_packet(c);
 	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
@@ -189,7 +210,7 @@ static void disable_async(struct cpu *c)
 }
 
 /* Tracing (re)starts at c->ip. */
-static void enable(struct cpu *c, unsigned flags)
+void synth_cpu_enable(struct cpu *c, unsigned flags)
 {
 	/* SDM: MODE.Exec goes with any TIP.PGE (the mode may have changed
 	 * while tracing was off); TSC only comes with PSB+ and TraceEn. */
@@ -201,61 +222,14 @@ static void enable(struct cpu *c, unsigned flags)
 }
 
 /* Time in an untraced context: only the clock moves. */
-static void untraced_time(struct cpu *c, uint64_t mean)
+void synth_cpu_untraced(struct cpu *c, uint64_t mean)
 {
-	synth_pt_tick(c->pt, rnd_period(c, mean));
+	synth_pt_idle(c->pt, rnd_period(c, mean));
 }
 
-static void vm_exit(struct cpu *c, uint64_t resume_ip)
-{
-	struct synth_vcpu *v = cur_vcpu(c);
-	uint64_t host_rip = synth_image_symbol(c->cfg->kernel, "vmx_vmexit", NULL);
-
-	v->guest_ip = resume_ip;
-	needs_packet(c);
-	/* SDM compound packets: FUP, then PIP (CR3 and NR change), TIP;
-	 * no MODE.Exec, the host and guest both run 64-bit code. */
-	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
-	synth_pt_pip(c->pt, c->cfg->kernel_cr3, 0);
-	synth_pt_ip(c->pt, VMPT_PKT_TIP, host_rip);
-	branch(c, c->ip, host_rip, SF_VMEXIT);
-	c->st->vmexits++;
-	c->ctx = CTX_KERNEL;
-	c->ip = host_rip;
-}
-
-static void vm_entry(struct cpu *c, const struct synth_insn *in)
-{
-	struct synth_vcpu *v = cur_vcpu(c);
-
-	if (in->vmlaunch == v->launched) {
-		/* VMfailValid: VMLAUNCH of a launched VMCS (or the reverse)
-		 * falls through to the next instruction. */
-		c->ip += in->size;
-		return;
-	}
-	v->launched = 1;
-	needs_packet(c);
-	synth_pt_pip(c->pt, v->guest_cr3, 1);
-	synth_pt_ip(c->pt, VMPT_PKT_TIP, v->guest_ip);
-	branch(c, c->ip, v->guest_ip, SF_VMENTRY);
-	c->st->vmentries++;
-	c->entries_on_vcpu++;
-	c->ctx = CTX_GUEST;
-	c->ip = v->guest_ip;
-	c->guest_exit_at = c->st->insns + rnd_period(c, c->cfg->guest_period);
-}
-
-static void vmptrld(struct cpu *c)
-{
-	if (c->entries_on_vcpu >= c->cfg->entries_per_vcpu) {
-		c->vcpu = (c->vcpu + 1) % c->cfg->n_vcpus;
-		c->entries_on_vcpu = 0;
-	}
-	synth_pt_vmcs(c->pt, cur_vcpu(c)->vmcs);
-	c->pt->tsc_offset = cur_vcpu(c)->tsc_offset;
-	c->pt->tsc_mult = cur_vcpu(c)->tsc_mult;
-}
+#define disable_async synth_cpu_disable
+#define enable synth_cpu_enable
+#define untraced_time synth_cpu_untraced
 
 /* User space entered the traced kernel: --kernel-period sets when an
  * interrupt takes it back (a random walk's call depth never unwinds).
@@ -267,11 +241,18 @@ static void kernel_visit(struct cpu *c, int by_irq)
 		c->kernel_exit_at = c->st->insns + rnd_period(c, c->cfg->kernel_period);
 }
 
+/* Vectors of the model's events: an interrupt (the local timer), and an
+ * instruction it cannot execute (taken for an invalid opcode). */
+#define VECTOR_TIMER 0xec
+#define VECTOR_UD 6
+
 /* A user-mode interrupt or an instruction the model cannot execute: the
  * kernel runs (untraced) and user code resumes at resume_ip.
  */
-static void user_event(struct cpu *c, uint64_t resume_ip)
+static void user_event(struct cpu *c, uint64_t resume_ip, unsigned vector)
 {
+	if (c->pt->packet_en)
+		cfe_intr(c, vector);
 	if (c->cfg->trace_kernel && c->pt->packet_en) {
 		/* the kernel is traced: FUP + TIP to the handler, IRET back */
 		uint64_t handler = synth_image_symbol(c->cfg->kernel,
@@ -298,7 +279,18 @@ static void user_event(struct cpu *c, uint64_t resume_ip)
 		enable(c, 0);
 }
 
-/* The host kernel returns to user space and comes back with a system call. */
+/* The host kernel is entered by a system call from the VMM (KVM_RUN). */
+void synth_cpu_syscall_entry(struct cpu *c)
+{
+	c->ctx = CTX_KERNEL;
+	c->kstack.n = 0;
+	c->ip = synth_image_symbol(c->cfg->kernel, "entry_SYSCALL_64", NULL);
+	enable(c, 0);
+}
+
+/* The host kernel returns to user space (the VMM), which comes back with
+ * a system call; with vCPU threads the machine decides what runs first.
+ */
 static void kernel_to_user_and_back(struct cpu *c)
 {
 	needs_packet(c);
@@ -308,41 +300,57 @@ static void kernel_to_user_and_back(struct cpu *c)
 			   c->pt->tsc, 0);
 	c->st->branches++;
 	c->st->syscalls++;
-	c->ctx = CTX_KERNEL;
-	c->kstack.n = 0;
+	if (c->cfg->threads) {
+		c->in_user = 1;
+		return;
+	}
 	untraced_time(c, 5000);
-	c->ip = synth_image_symbol(c->cfg->kernel, "entry_SYSCALL_64", NULL);
-	enable(c, 0);
+	synth_cpu_syscall_entry(c);
 }
 
 static void overflow_begin(struct cpu *c)
 {
-	c->ovf_len = c->pt->len;
-	c->ovf_end = c->st->insns + c->cfg->ovf_lost;
+	struct synth_stream *s = c->s;
+
+	s->ovf_len = c->pt->len;
+	s->ovf_end = c->st->insns + c->cfg->ovf_lost;
+	s->ovf_guest = guest(c);
+	s->ovf_entries = c->st->vmentries;
+	s->ovf_exits = c->st->vmexits;
 	/* Branches still waiting in a TNT packet are lost with it. */
-	c->lost_from = c->pt->tnt_count ? c->tnt_first : 0;
-	c->lost_block = c->tnt_block;
+	s->lost_from = c->pt->tnt_count ? s->tnt_first : 0;
+	s->lost_block = s->tnt_block;
 }
 
-static void overflow_end(struct cpu *c)
+void synth_cpu_overflow_end(struct cpu *c)
 {
+	struct synth_stream *s = c->s;
+
 	/* Everything generated while the buffer was full is gone; the
 	 * hardware then reports OVF and where it resumed (full IP: the
 	 * decoder's last IP is unknown), and return compression restarts.
 	 */
-	c->pt->len = c->ovf_len;
-	c->ovf_end = 0;
+	synth_pt_truncate(c->pt, s->ovf_len);
+	s->ovf_end = 0;
 	c->st->lost += c->cfg->ovf_lost;
-	if (!c->lost_from) {
-		c->lost_from = c->st->insns + 1;
-		c->lost_block = c->block_start;
+	if (!s->lost_from) {
+		s->lost_from = c->st->insns + 1;
+		s->lost_block = c->block_start;
 	}
-	synth_truth_lost(c->truth, c->lost_from, c->lost_block);
+	synth_truth_lost(c->truth, s->lost_from, s->lost_block);
+	if (c->cfg->vm)
+		synth_truth_lost_vm(c->truth, s->ovf_guest, guest(c),
+				    c->st->vmexits - s->ovf_exits,
+				    c->st->vmentries - s->ovf_entries);
 	synth_pt_ovf(c->pt);
 	vmpt_last_ip_init(&c->pt->lip);
 	c->pt->rcount = 0;
-	if (c->pt->packet_en)
+	if (c->pt->packet_en) {
+		/* tracing starts again here, as a decoder reports it */
 		synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
+		synth_truth_branch(c->truth, 0, c->ip, SF_TRACE_BEGIN, c->pt->tsc,
+				   guest(c));
+	}
 }
 
 /* What a traced branch reports, unless it leaves the filter region. */
@@ -389,16 +397,23 @@ static int jcc_outcome(struct cpu *c, const struct synth_insn *in)
 {
 	const struct synth_insn *p;
 	struct synth_insn t, f;
+	int taken;
 
+	/* perf's emulated PTWRITE: its jumps give the payload's bits */
+	if (synth_cpu_in_eptw(c))
+		return (int)((c->eptw_payload >> --c->eptw_bits) & 1);
 	/* vmx_vmenter: VMRESUME once the VMCS is launched, else VMLAUNCH.
 	 * (Copies: a lookup may move the cache's entries.) */
 	if (c->ctx == CTX_KERNEL && c->cfg->vm) {
-		p = synth_insn_get(cur_cache(c), cur_image(c), in->ip + in->size);
+		p = synth_insn_get(cur_cache(c), synth_cpu_image(c), in->ip + in->size);
 		f = p ? *p : (struct synth_insn){ 0 };
-		p = synth_insn_get(cur_cache(c), cur_image(c), in->target);
+		p = synth_insn_get(cur_cache(c), synth_cpu_image(c), in->target);
 		t = p ? *p : (struct synth_insn){ 0 };
 		if (f.kind == SK_VMENTRY && t.kind == SK_VMENTRY)
 			return t.vmlaunch != !cur_vcpu(c)->launched ? 0 : 1;
+		/* KVM's way after an exit follows its reason */
+		if (synth_vmx_host_jcc(c, in, &taken))
+			return taken;
 	}
 	return (int)(rnd(c) & 1);
 }
@@ -421,7 +436,7 @@ static int endless_loop(struct cpu *c, const struct synth_insn *jmp)
 		for (size_t i = 0; i < n; i++)
 			if (seen[i] == ip)
 				return 1;
-		p = synth_insn_get(cur_cache(c), cur_image(c), ip);
+		p = insn_at(c, ip);
 		if (!p)
 			return 0;
 		seen[n++] = ip;
@@ -434,6 +449,17 @@ static int endless_loop(struct cpu *c, const struct synth_insn *jmp)
 			return 0;
 	}
 	return 0;
+}
+
+/* kvm_vmx_exit_handlers[reason](vcpu): the exit's handler. */
+static int host_indirect(struct cpu *c, const struct synth_insn *in)
+{
+	uint64_t to;
+
+	if (c->ctx != CTX_KERNEL || !c->cfg->vm || !synth_vmx_host_indirect(c, in, &to))
+		return 0;
+	c->ip = to;
+	return 1;
 }
 
 /* Execute one instruction (c->ip is traced and mapped). */
@@ -454,6 +480,7 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		       SF_CONDITIONAL);
 		break;
 	case SK_JMP:
+		synth_ptw_emulated(c, in);
 		c->ip = in->target;
 		report(c, in, c->ip, R_NONE, 0);
 		break;
@@ -472,11 +499,13 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		push(c, s, next);
 		if (c->pt->packet_en)
 			synth_pt_call(c->pt, next);
-		c->ip = random_func(c);
+		if (!host_indirect(c, in))
+			c->ip = random_func(c);
 		report(c, in, c->ip, R_TIP, SF_CALL);
 		break;
 	case SK_JMP_IND:
-		c->ip = random_func(c);
+		if (!host_indirect(c, in))
+			c->ip = random_func(c);
 		report(c, in, c->ip, R_TIP, 0);
 		break;
 	case SK_RETSLOT:
@@ -495,6 +524,19 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		break;
 	case SK_SYSCALL:
 		c->st->syscalls++;
+		if (c->ctx == CTX_GUEST_USER) {
+			/* the guest's system call: both rings traced */
+			c->gtask->user_ret = next;
+			c->ip = c->cfg->grec->k_syscall;
+			needs_packet(c);
+			synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
+			c->st->tips++;
+			branch(c, in->ip, c->ip, SF_SYSCALLRET | SF_CALL);
+			c->ctx = CTX_GUEST;
+			c->gtask->kstack.n = 0;
+			kernel_visit(c, 0);
+			break;
+		}
 		if (c->cfg->trace_kernel && c->pt->packet_en) {
 			/* user and kernel traced: a far branch, TIP */
 			c->user_ret = next;
@@ -528,6 +570,18 @@ static void step(struct cpu *c, const struct synth_insn *in)
 			enable(c, 0);
 		break;
 	case SK_SYSRET:
+		if (c->ctx == CTX_GUEST) {
+			/* back to the guest task's user space */
+			c->ip = c->gtask->user_ret;
+			c->gtask->user_ret = 0;
+			c->kernel_exit_at = 0;
+			needs_packet(c);
+			synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
+			c->st->tips++;
+			branch(c, in->ip, c->ip, SF_SYSCALLRET);
+			c->ctx = CTX_GUEST_USER;
+			break;
+		}
 		if (c->cfg->vm) {
 			kernel_to_user_and_back(c);
 			break;
@@ -540,23 +594,42 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		c->ctx = CTX_USER;
 		break;
 	case SK_IRET:
+		needs_packet(c);
+		if (c->pt->cfg.event) {
+			/* a far branch without a FUP of its own: the CFE has
+			 * the IP bit and a FUP naming the IRET */
+			synth_pt_cfe(c->pt, SYNTH_CFE_IRET, 0, 1);
+			synth_pt_ip(c->pt, VMPT_PKT_FUP, in->ip);
+			synth_truth_event(c->truth, c->pt->tsc, "cfe", 1, in->ip,
+					  losing(c), "IRET vector: 0");
+			c->st->events++;
+		}
 		c->ip = c->irq_ret;
 		c->irq_ret = 0;
-		needs_packet(c);
 		synth_pt_ip(c->pt, VMPT_PKT_TIP, c->ip);
 		c->st->tips++;
 		branch(c, in->ip, c->ip, SF_RETURN | SF_INTERRUPT);
 		c->ctx = CTX_USER;
 		break;
 	case SK_VMENTRY:
-		vm_entry(c, in);
+		synth_vmx_entry(c, in);
 		break;
 	case SK_VMPTRLD:
-		vmptrld(c);
+		synth_vmx_vmptrld(c);
 		c->ip = next;
 		break;
 	case SK_EXITING:
 		c->ip = next;	/* the host runs it (ring 0 model code) */
+		if (guest(c))	/* HLT without HLT exiting (cpu-pm) */
+			synth_power_idle(c, 0);
+		break;
+	case SK_PTWRITE:
+		synth_ptw_exec(c, in);
+		c->ip = next;
+		break;
+	case SK_MWAIT:
+		c->ip = next;
+		synth_power_idle(c, 1);
 		break;
 	default:
 		break;
@@ -564,8 +637,9 @@ static void step(struct cpu *c, const struct synth_insn *in)
 }
 
 /* ring 0: an interrupt whose handler is traced */
-static void kernel_async(struct cpu *c, uint64_t to)
+static void kernel_async(struct cpu *c, uint64_t to, unsigned vector)
 {
+	cfe_intr(c, vector);
 	needs_packet(c);
 	synth_pt_ip(c->pt, VMPT_PKT_FUP, c->ip);
 	synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
@@ -573,22 +647,34 @@ static void kernel_async(struct cpu *c, uint64_t to)
 	c->ip = to;
 }
 
-/* Instructions the model cannot execute end up here: an asynchronous event
- * that leaves for a real function entry.
+/* Instructions the model cannot execute end up here (fault: taken for an
+ * invalid opcode; else an interrupt): an asynchronous event that leaves for
+ * a real function entry.
  */
-static void cannot_execute(struct cpu *c)
+static void cannot_execute(struct cpu *c, int fault)
 {
 	uint64_t to = random_func(c);
 
 	if (guest(c)) {
-		vm_exit(c, to);
+		struct gtask *t = c->gtask;
+
+		if (!to) {
+			/* a guest task with no code to run in user space (no
+			 * binary): it goes on in its kernel */
+			struct synth_image *k = c->cfg->guest;
+
+			to = k->funcs[rnd(c) % k->n_funcs];
+			c->ctx = CTX_GUEST;
+			t->user_ret = 0;
+		}
+		synth_vmx_async_exit(c, to, fault);
 		return;
 	}
 	if (c->ctx == CTX_USER) {
-		user_event(c, to);
+		user_event(c, to, fault ? VECTOR_UD : VECTOR_TIMER);
 		return;
 	}
-	kernel_async(c, to);
+	kernel_async(c, to, fault ? VECTOR_UD : VECTOR_TIMER);
 }
 
 /* The kernel's time is up: an interrupt whose handler is the kernel's own
@@ -597,94 +683,14 @@ static void cannot_execute(struct cpu *c)
  */
 static void kernel_exit(struct cpu *c)
 {
-	uint64_t to = synth_image_symbol(c->cfg->kernel, c->kernel_by_irq ?
+	uint64_t to = c->ctx == CTX_GUEST ? c->cfg->grec->k_sysret :
+		synth_image_symbol(c->cfg->kernel, c->kernel_by_irq ?
 		"swapgs_restore_regs_and_return_to_usermode" :
 		"syscall_return_via_sysret", NULL);
 
 	c->kernel_exit_at = 0;
 	if (to)
-		kernel_async(c, to);
-}
-
-static int check_image(struct synth_image *img, const char *what, char *err,
-		       size_t errlen)
-{
-	if (img && img->n_funcs)
-		return 0;
-	snprintf(err, errlen, "no %s code to walk", what);
-	return -VMPT_ERR_INVAL;
-}
-
-static int setup(struct cpu *c, char *err, size_t errlen)
-{
-	struct synth_walk_config *cfg = c->cfg;
-	int ret;
-
-	c->block_start = 1;
-	c->rng = cfg->seed * 0x9e3779b97f4a7c15ull + 0x1234567;
-	if (!c->rng)
-		c->rng = 1;
-	c->cache_user = synth_insn_cache_new();
-	c->cache_kernel = synth_insn_cache_new();
-	c->cache_guest = synth_insn_cache_new();
-	if (!c->cache_user || !c->cache_kernel || !c->cache_guest)
-		return -VMPT_ERR_NOMEM;
-	if (cfg->vm) {
-		if ((ret = check_image(cfg->kernel, "host kernel", err, errlen)) ||
-		    (ret = check_image(cfg->guest, "guest", err, errlen)))
-			return ret;
-		if (!synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL) ||
-		    !synth_image_symbol(cfg->kernel, "vmx_vmexit", NULL)) {
-			snprintf(err, errlen, "%s: no entry_SYSCALL_64/vmx_vmexit "
-				 "symbols (not a VMM model)", cfg->kernel->path);
-			return -VMPT_ERR_INVAL;
-		}
-		if (cfg->guest == cfg->user) {
-			synth_insn_cache_free(c->cache_guest);
-			c->cache_guest = c->cache_user;
-		}
-		for (unsigned i = 0; i < cfg->n_vcpus; i++)
-			cfg->vcpus[i].guest_ip = cfg->guest_start ?
-				cfg->guest_start : cfg->guest->entry;
-		c->ctx = CTX_KERNEL;
-		c->ip = synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL);
-		c->pt->vmx = 1;
-		c->pt->os = 1;
-		c->pt->vmcs = cfg->vcpus[0].vmcs;
-		c->pt->tsc_offset = cfg->vcpus[0].tsc_offset;
-		c->pt->tsc_mult = cfg->vcpus[0].tsc_mult;
-		c->pt->cr3 = cfg->kernel_cr3;
-	} else {
-		if ((ret = check_image(cfg->user, "user", err, errlen)))
-			return ret;
-		if (cfg->trace_kernel &&
-		    (!synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL) ||
-		     !synth_image_symbol(cfg->kernel, "asm_common_interrupt", NULL))) {
-			snprintf(err, errlen, "%s: no entry_SYSCALL_64 and "
-				 "asm_common_interrupt symbols", cfg->kernel->path);
-			return -VMPT_ERR_INVAL;
-		}
-		c->ctx = CTX_USER;
-		c->ip = cfg->start ? cfg->start : cfg->user->entry;
-		/* a process CR3 for PSB+'s PIP when the kernel is traced */
-		c->pt->os = cfg->trace_kernel;
-		c->pt->cr3 = cfg->trace_kernel ? cfg->kernel_cr3 : 0;
-	}
-	if (cfg->irq_period)
-		c->next_irq = rnd_period(c, cfg->irq_period);
-	return 0;
-}
-
-static void teardown(struct cpu *c)
-{
-	if (c->cache_guest != c->cache_user)
-		synth_insn_cache_free(c->cache_guest);
-	synth_insn_cache_free(c->cache_user);
-	synth_insn_cache_free(c->cache_kernel);
-	free(c->ustack.v);
-	free(c->kstack.v);
-	for (unsigned i = 0; i < SYNTH_MAX_VCPUS; i++)
-		free(c->gstack[i].v);
+		kernel_async(c, to, VECTOR_TIMER);
 }
 
 static void timed_events(struct cpu *c)
@@ -702,122 +708,129 @@ static void timed_events(struct cpu *c)
 				c->pt->tsc_offset = v->tsc_offset;
 		}
 	}
+	if (cfg->freq_period && c->st->insns >= c->next_freq) {
+		if (c->next_freq)
+			synth_power_freq(c);
+		c->next_freq = c->st->insns + rnd_period(c, cfg->freq_period);
+	}
 	if (cfg->ovf_at && c->st->insns == cfg->ovf_at && !losing(c))
 		overflow_begin(c);
-	if (losing(c) && c->st->insns >= c->ovf_end)
-		overflow_end(c);
+	if (losing(c) && c->st->insns >= c->s->ovf_end)
+		synth_cpu_overflow_end(c);
 }
 
-int synth_walk(struct synth_walk_config *cfg, struct synth_pt *pt,
-	       struct synth_truth *truth, struct synth_stats *st,
-	       char *err, size_t errlen)
+/* One step of the walk: an event, or the instruction at c->ip. */
+void synth_cpu_step(struct cpu *c)
 {
-	struct cpu c = { .cfg = cfg, .pt = pt, .truth = truth, .st = st };
-	int ret;
+	struct synth_walk_config *cfg = c->cfg;
+	struct synth_pt *pt = c->pt;
+	struct synth_stats *st = c->st;
+	const struct synth_insn *p;
+	struct synth_insn insn, *in = &insn;
+	uint64_t psbs = pt->psb_count;
+	size_t before = pt->len;
+	int was_guest;
 
-	memset(st, 0, sizeof(*st));
-	ret = setup(&c, err, errlen);
-	if (ret)
-		goto out;
-	/* Tracing is switched on before the traced code runs: PSB+ without
-	 * FUP, then TIP.PGE where it starts. */
-	synth_pt_maybe_psb(pt, c.ip);
-	if (in_filter(&c, c.ip))
-		enable(&c, 0);
-	while (st->branches < cfg->max_branches && !c.oom && !pt->oom) {
-		const struct synth_insn *p;
-		struct synth_insn insn, *in = &insn;
-
-		uint64_t psbs = pt->psb_count;
-		size_t before = pt->len;
-
-		if (c.ctx == CTX_USER && cfg->filter_hi &&
-		    pt->packet_en != in_filter(&c, c.ip)) {
-			/* linear flow across a filter boundary */
-			if (pt->packet_en) {
-				synth_pt_ip(pt, VMPT_PKT_TIP_PGD, c.ip);
-				pt->packet_en = 0;
-			} else {
-				enable(&c, 0);
-			}
+	if (c->ctx == CTX_USER && cfg->filter_hi &&
+	    pt->packet_en != in_filter(c, c->ip)) {
+		/* linear flow across a filter boundary */
+		if (pt->packet_en) {
+			synth_pt_ip(pt, VMPT_PKT_TIP_PGD, c->ip);
+			pt->packet_en = 0;
+		} else {
+			enable(c, 0);
 		}
-		if (pt->packet_en)
-			synth_pt_maybe_psb(pt, c.ip);
-		if (pt->psb_count != psbs && !losing(&c))
-			synth_truth_psb(truth, before, st->insns + 1);
-		timed_events(&c);
-		if (c.ctx == CTX_USER && cfg->irq_period &&
-		    st->insns >= c.next_irq) {
-			c.next_irq = st->insns + rnd_period(&c, cfg->irq_period);
-			user_event(&c, c.ip);
-			c.block_start = st->insns + 1;
-			continue;
-		}
-		if (c.ctx == CTX_KERNEL && c.kernel_exit_at &&
-		    st->insns >= c.kernel_exit_at) {
-			kernel_exit(&c);
-			c.block_start = st->insns + 1;
-			continue;
-		}
-		if (guest(&c) && st->insns >= c.guest_exit_at) {
-			vm_exit(&c, c.ip);	/* external interrupt */
-			c.block_start = st->insns + 1;
-			continue;
-		}
-		/* a copy: looking up the target may move the cache's entries */
-		p = synth_insn_get(cur_cache(&c), cur_image(&c), c.ip);
-		if (p)
-			insn = *p;
-		if (!p || in->kind == SK_STOP || (in->vmx && !cfg->vm) ||
-		    (in->kind == SK_EXITING && c.ctx == CTX_USER) ||
-		    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
-		     c.ctx != CTX_KERNEL) ||
-		    (in->kind == SK_SYSCALL && c.ctx != CTX_USER) ||
-		    (in->kind == SK_SYSRET && c.ctx != CTX_KERNEL) ||
-		    (in->kind == SK_SYSRET && !cfg->vm && !c.user_ret) ||
-		    (in->kind == SK_IRET && !c.irq_ret) ||
-		    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
-		     !synth_insn_get(cur_cache(&c), cur_image(&c), in->target))) {
-			cannot_execute(&c);
-			c.block_start = st->insns + 1;
-			continue;
-		}
-		if (in->kind == SK_JMP && endless_loop(&c, in)) {
-			cannot_execute(&c);
-			c.block_start = st->insns + 1;
-			continue;
-		}
-		if (in->kind == SK_EXITING && guest(&c)) {
-			/* an instruction that exits does not complete in the
-			 * guest: the FUP names it, the host resumes after it */
-			vm_exit(&c, in->ip + in->size);
-			c.block_start = st->insns + 1;
-			continue;
-		}
-		if (pt->packet_en)
-			synth_truth_insn(truth, in->ip);
-		st->insns++;
-		synth_pt_tick(pt, 1 + (rnd(&c) & 1));
-		step(&c, in);
-		if (in->kind != SK_OTHER && in->kind != SK_VMPTRLD &&
-		    in->kind != SK_EXITING && in->kind != SK_RETSLOT)
-			c.block_start = st->insns + 1;
-		/* the retpoline pattern: store, direct jumps, RET */
-		if (in->kind != SK_RETSLOT && in->kind != SK_JMP)
-			c.retslot = 0;
 	}
-	if (c.oom || pt->oom) {
-		ret = -VMPT_ERR_NOMEM;
-		goto out;
-	}
-	if (losing(&c))
-		overflow_end(&c);
-	/* The end: an event takes the CPU away from the traced code. */
 	if (pt->packet_en)
-		disable_async(&c);
-	synth_pt_flush_tnt(pt);
-	st->psbs = pt->psb_count;
-out:
-	teardown(&c);
-	return ret;
+		synth_pt_maybe_psb(pt, c->ip);
+	if (pt->psb_count != psbs && !losing(c))
+		synth_truth_psb(c->truth, before, st->insns + 1);
+	timed_events(c);
+	/* perf decodes an emulated PTWRITE only from its 64 bits in a row,
+	 * without a TIP between them: no interrupt in one */
+	if (synth_cpu_in_eptw(c))
+		goto insn;
+	if (c->ctx == CTX_USER && cfg->irq_period && st->insns >= c->next_irq) {
+		c->next_irq = st->insns + rnd_period(c, cfg->irq_period);
+		user_event(c, c->ip, VECTOR_TIMER);
+		c->block_start = st->insns + 1;
+		return;
+	}
+	if ((c->ctx == CTX_KERNEL || c->ctx == CTX_GUEST) && c->kernel_exit_at &&
+	    st->insns >= c->kernel_exit_at) {
+		kernel_exit(c);
+		c->block_start = st->insns + 1;
+		return;
+	}
+	if (guest(c) && (st->insns >= c->guest_exit_at ||
+			 (c->slice && (pt->tsc >= c->slice->to ||
+				       c->slice_used >= c->slice_budget)))) {
+		synth_vmx_async_exit(c, c->ip, 0);	/* external interrupt */
+		c->block_start = st->insns + 1;
+		return;
+	}
+insn:
+	/* a copy: looking up the target may move the cache's entries */
+	p = insn_at(c, c->ip);
+	if (p)
+		insn = *p;
+	if (!p || in->kind == SK_STOP || (in->vmx && !cfg->vm) ||
+	    (in->kind == SK_EXITING && c->ctx == CTX_USER) ||
+	    (in->kind == SK_MWAIT && (c->ctx == CTX_USER || c->ctx == CTX_GUEST_USER)) ||
+	    (in->kind == SK_EXITING && c->ctx == CTX_GUEST_USER && !synth_grec_user_cpuid(c)) ||
+	    ((in->kind == SK_VMENTRY || in->kind == SK_VMPTRLD) &&
+	     c->ctx != CTX_KERNEL) ||
+	    (in->kind == SK_SYSCALL && c->ctx != CTX_USER &&
+	     c->ctx != CTX_GUEST_USER) ||
+	    (in->kind == SK_SYSRET && c->ctx != CTX_KERNEL &&
+	     !(c->ctx == CTX_GUEST && c->gtask && c->gtask->user_ret)) ||
+	    (in->kind == SK_SYSRET && !cfg->vm && !c->user_ret) ||
+	    (in->kind == SK_IRET && !c->irq_ret) ||
+	    ((in->kind == SK_JCC || in->kind == SK_JMP || in->kind == SK_CALL) &&
+	     !insn_at(c, in->target))) {
+		cannot_execute(c, 1);
+		c->block_start = st->insns + 1;
+		return;
+	}
+	if (in->kind == SK_VMENTRY && c->ctx == CTX_KERNEL && cfg->grec &&
+	    synth_grec_wait(c))
+		return;	/* the vCPU thread sleeps until its guest CPU runs a task */
+	if (in->kind == SK_JMP && endless_loop(c, in)) {
+		cannot_execute(c, 0);
+		c->block_start = st->insns + 1;
+		return;
+	}
+	if (guest(c) && (in->kind == SK_EXITING || in->kind == SK_MWAIT) &&
+	    !(cfg->guest_pm && (in->kind == SK_MWAIT || in->exit_reason == SYNTH_EXIT_HLT))) {
+		/* an instruction that exits (HLT and MWAIT run in a guest
+		 * with cpu-pm) */
+		synth_vmx_insn_exit(c, in);
+		c->block_start = st->insns + 1;
+		return;
+	}
+	if (guest(c) && synth_vmx_ept(c, in)) {
+		c->block_start = st->insns + 1;
+		return;
+	}
+	if (pt->packet_en) {
+		synth_truth_insn(c->truth, in->ip);
+		if (c->truth->gtruth)
+			synth_grec_truth(cfg->grec, c->truth->gtruth, c, in->ip);
+	}
+	was_guest = guest(c);
+	if (was_guest)
+		c->slice_used++;
+	st->insns++;
+	synth_pt_tick(pt, 1 + (rnd(c) & 1));
+	step(c, in);
+	/* a block ends at a branch, and where a guest stopped (cpu-pm's
+	 * HLT or MWAIT, then an interrupt) */
+	if ((in->kind != SK_OTHER && in->kind != SK_VMPTRLD &&
+	     in->kind != SK_EXITING && in->kind != SK_RETSLOT &&
+	     in->kind != SK_PTWRITE && in->kind != SK_MWAIT) ||
+	    (was_guest && (in->kind == SK_EXITING || in->kind == SK_MWAIT)))
+		c->block_start = st->insns + 1;
+	/* the retpoline pattern: store, direct jumps, RET */
+	if (in->kind != SK_RETSLOT && in->kind != SK_JMP)
+		c->retslot = 0;
 }

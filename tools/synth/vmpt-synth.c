@@ -2,7 +2,7 @@
 /* vmpt-synth: synthesize an Intel PT trace of real code with its ground
  * truth.  See docs/synthesizer.md.
  */
-#include "synth.h"
+#include "synth_guest.h"
 #include "synth_perf.h"
 #include "vmpt/error.h"
 
@@ -18,8 +18,9 @@
 static const char usage[] =
 "usage: vmpt-synth [options] -o PREFIX\n"
 "Writes PREFIX.pt (raw Intel PT), PREFIX.images (code image list),\n"
-"PREFIX.insn and PREFIX.branches (ground truth), PREFIX.tsc (VM TSC offsets)\n"
-"and PREFIX.perf.data (unless --no-perf).\n"
+"PREFIX.insn, PREFIX.branches and PREFIX.events (ground truth), with --vm\n"
+"PREFIX.exits (VM exits) and PREFIX.tsc (VM TSC offsets), and\n"
+"PREFIX.perf.data (unless --no-perf).\n"
 "\n"
 "Code:\n"
 "  --elf FILE[@BASE]      user program (a PIE goes at BASE, default 0x555555554000)\n"
@@ -43,14 +44,35 @@ static const char usage[] =
 "  --tsc-offset-change INSN:VCPU:V  change an offset mid-trace\n"
 "  --tsc-scale M          guest TSC multiplier (48.16 fixed point as a float)\n"
 "  --guest-period N       mean guest instructions per VM entry (default 3000)\n"
-"  --entries-per-vcpu N   VM entries before another vCPU is loaded (default 4)\n"
+"  --entries-per-vcpu N   VM entries before another vCPU is loaded (default 4);\n"
+"                         with vCPU threads, a thread's time slice\n"
+"vCPU threads (--vm): each vCPU a thread of the VMM, as QEMU runs them:\n"
+"  --per-thread           a trace buffer per thread (perf record --per-thread)\n"
+"  --cpus N               threads scheduled on N host CPUs; without\n"
+"                         --per-thread, a buffer per CPU (perf record -a)\n"
+"A real guest as the guest (--vm, vCPU threads per thread, host traced u+k):\n"
+"  --guest-recording DIR  what vmpt guest collected (DIR/guest or DIR: perf.data,\n"
+"                         root/, kcore_dir/, vdso): vCPU n runs what guest CPU n\n"
+"                         ran; PREFIX.perf.data is a directory (data, kcore_dir/,\n"
+"                         guest/), PREFIX.gtruth says each instruction's task\n"
+"  --guest-from NS        guest perf time to start at (default: the first exec)\n"
+"  --guest-slice N        mean guest instructions the host runs of a task's time\n"
+"                         on a guest CPU (default 3000)\n"
 "Trace unit:\n"
 "  --noretcomp            no return compression\n"
 "  --no-timing            no TSC/MTC/CYC\n"
 "  --cyc / --no-mtc       cycle-accurate mode / no MTC\n"
 "  --cyc-thresh N  --mtc-freq N  --psb-period BYTES\n"
 "  --tnt64                pack branches into TNT-64 packets\n"
+"  --event                Event Trace: CFE/EVD (VM exits and entries, interrupts)\n"
+"  --ptw  --fup-on-ptw    PTWRITE packets, with a FUP each\n"
+"  --pwr-evt              power events: MWAIT, PWRE, EXSTOP, PWRX\n"
+"  --freq-period N        mean instructions between frequency changes (CBR)\n"
+"  --guest-pm             HLT and MWAIT run in the guest (KVM's cpu-pm=on)\n"
 "  --ovf-at INSN[:LOST]   internal buffer overflow at an instruction\n"
+"  --snapshot SIZE:EVERY  snapshot mode (perf record -S -m,SIZE): an AUX area of\n"
+"                         SIZE bytes (power of 2, 4096-65536), a snapshot every\n"
+"                         EVERY instructions and one at the end (PREFIX.snapshots)\n"
 "  --corrupt OFF[:BYTE],..  overwrite trace bytes (default 0x05, a reserved opcode)\n"
 "Output:\n"
 "  -o PREFIX  --no-perf  --tsc0 N  --pid N  -q\n"
@@ -58,8 +80,12 @@ static const char usage[] =
 
 struct opts {
 	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
-	const char *offsets, *offset_change, *corrupt, *ovf, *filter;
-	int vm, guest_code, no_perf, no_truth, quiet, vcpus;
+	const char *offsets, *offset_change, *corrupt, *ovf, *filter, *snapshot;
+	const char *grec;
+	uint64_t guest_from, guest_slice;
+	int vm, guest_code, no_perf, no_truth, quiet, vcpus, per_thread, cpus;
+	int guest_pm;
+	uint64_t freq_period;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, kernel_period, guest_period;
 	uint64_t entries_per_vcpu;
@@ -228,13 +254,24 @@ static int corrupt(struct synth_pt *pt, const char *list)
 	return 0;
 }
 
-static int write_raw(const char *prefix, const struct synth_pt *pt)
+/* The raw trace: PREFIX.pt, or per buffer PREFIX.tidT.pt / PREFIX.cpuN.pt. */
+static int write_raw(const char *prefix, const struct synth_stream *s,
+		     int threads)
 {
-	FILE *f = open_out(prefix, ".pt");
+	const struct synth_pt *pt = &s->pt;
+	char ext[64];
+	FILE *f;
 
+	if (!threads)
+		snprintf(ext, sizeof(ext), ".pt");
+	else if (s->cpu >= 0)
+		snprintf(ext, sizeof(ext), ".cpu%d.pt", (int)s->cpu);
+	else
+		snprintf(ext, sizeof(ext), ".tid%d.pt", (int)s->tid);
+	f = open_out(prefix, ext);
 	if (!f)
 		return -1;
-	if (fwrite(pt->buf, 1, pt->len, f) != pt->len) {
+	if (pt->len && fwrite(pt->buf, 1, pt->len, f) != pt->len) {
 		fclose(f);
 		return -1;
 	}
@@ -261,6 +298,90 @@ static int write_images(const char *prefix, const struct synth_walk_config *w)
 	return fclose(f);
 }
 
+/* --guest-recording: the guest, and where the host trace starts (the
+ * first exec in the guest, or --guest-from). */
+static int open_grec(struct synth_grec *g, struct synth_walk_config *w,
+		     struct opts *o)
+{
+	int64_t offsets[SYNTH_MAX_VCPUS];
+	const struct gslice *next;
+	char err[512];
+	int ret;
+
+	for (unsigned i = 0; i < w->n_vcpus; i++)
+		offsets[i] = w->vcpus[i].tsc_offset;
+	ret = synth_grec_open(g, o->grec, offsets, w->n_vcpus, err, sizeof(err));
+	if (ret) {
+		fprintf(stderr, "vmpt-synth: %s\n", ret == -VMPT_ERR_NOMEM ?
+			vmpt_strerror(ret) : err);
+		return -1;
+	}
+	if (g->guest_cpus > w->n_vcpus) {
+		fprintf(stderr, "vmpt-synth: %s: the guest ran on %u CPUs: give "
+			"--vcpus %u\n", o->grec, g->guest_cpus, g->guest_cpus);
+		return -1;
+	}
+	g->slice_insns = o->guest_slice ? o->guest_slice : 3000;
+	w->grec = g;
+	w->guest = &g->kernel;
+	o->tsc0 = o->guest_from ? synth_grec_host_tsc(g, 0, o->guest_from) :
+				  g->first_exec;
+	/* before the first task the trace shows, if that comes later */
+	for (unsigned i = 0; i < w->n_vcpus; i++) {
+		const struct gslice *s = synth_grec_slice(g, i, o->tsc0, &next);
+
+		if (!s && next && (!o->tsc0 || next->from < o->tsc0))
+			o->tsc0 = next->from;
+	}
+	if (!o->tsc0) {
+		fprintf(stderr, "vmpt-synth: %s: no task ran on a guest CPU\n",
+			o->grec);
+		return -1;
+	}
+	o->tsc0 -= 1000;
+	return 0;
+}
+
+/* --snapshot SIZE:EVERY */
+static int parse_snapshot(struct synth_walk_config *w, const char *spec)
+{
+	char *end;
+	uint64_t size = strtoull(spec, &end, 0);
+
+	if (*end != ':' || size < 4096 || size > 65536 || (size & (size - 1)) ||
+	    parse_u64(end + 1, &w->snapshot_every) || !w->snapshot_every ||
+	    w->threads) {
+		fprintf(stderr, "vmpt-synth: bad --snapshot '%s' (SIZE:EVERY, SIZE a "
+			"power of 2 from 4096 to 65536; one trace buffer only)\n", spec);
+		return -1;
+	}
+	w->snapshot_size = (size_t)size;
+	return 0;
+}
+
+/* K START END FIRST AFTER LAST OVERLAP BFIRST BAFTER BLAST per snapshot
+ * (docs/synthesizer.md). */
+static int write_snapshots(const char *prefix, const struct synth_snapshots *ss)
+{
+	static const char *const overlap[] = {
+		[SO_NONE] = "none", [SO_TAIL] = "tail",
+		[SO_LAST_PSB] = "last-psb", [SO_FIRST_PSB] = "first-psb",
+	};
+	FILE *f = open_out(prefix, ".snapshots");
+
+	if (!f)
+		return -1;
+	for (size_t i = 0; i < ss->n; i++) {
+		const struct synth_snapshot *sn = &ss->v[i];
+
+		fprintf(f, "%zu %" PRId64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+			i + 1, sn->start, sn->end, sn->first, sn->after, sn->last,
+			overlap[sn->overlap], sn->bfirst, sn->bafter, sn->blast);
+	}
+	return fclose(f);
+}
+
 static int write_tsc(const char *prefix, const struct synth_walk_config *w)
 {
 	FILE *f = open_out(prefix, ".tsc");
@@ -280,6 +401,8 @@ static int write_tsc(const char *prefix, const struct synth_walk_config *w)
 		if (v->changed_at_insn)
 			fprintf(f, " %" PRIu64 " 0x%" PRIx64, v->changed_at_insn,
 				(uint64_t)v->new_offset);
+		if (w->threads)
+			fprintf(f, " vcpu %u tid %u", i, w->pid + 1 + i);
 		fputc('\n', f);
 	}
 	return fclose(f);
@@ -304,6 +427,12 @@ int main(int argc, char **argv)
 		{ "corrupt", 1, 0, 'x' }, { "no-perf", 0, 0, 'N' },
 		{ "tsc0", 1, 0, 't' }, { "pid", 1, 0, 'P' }, { "help", 0, 0, 'H' },
 		{ "filter", 1, 0, 'L' }, { "no-truth", 0, 0, 'R' },
+		{ "per-thread", 0, 0, 'W' }, { "cpus", 1, 0, 'U' },
+		{ "snapshot", 1, 0, 'Z' }, { "guest-recording", 1, 0, 'Q' },
+		{ "guest-from", 1, 0, 'j' }, { "guest-slice", 1, 0, 'J' },
+		{ "event", 0, 0, 'a' }, { "ptw", 0, 0, 'w' },
+		{ "fup-on-ptw", 0, 0, 'u' }, { "pwr-evt", 0, 0, 'y' },
+		{ "freq-period", 1, 0, 'z' }, { "guest-pm", 0, 0, 'i' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -314,10 +443,11 @@ int main(int argc, char **argv)
 			.mtc_freq = 3, .tsc_ctc_n = 84, .tsc_ctc_d = 2, .cbr = 32 },
 	};
 	struct synth_image user = { 0 }, kernel = { 0 }, guest_img = { 0 };
+	struct synth_grec grec = { 0 };
 	struct synth_walk_config w = { 0 };
 	struct synth_truth truth = { 0 };
 	struct synth_stats st;
-	struct synth_pt pt;
+	struct synth_out out = { 0 };
 	char err[512];
 	int opt, ret = 1;
 	uint64_t v;
@@ -345,10 +475,19 @@ int main(int argc, char **argv)
 		case 'x': o.corrupt = optarg; break;
 		case 'L': o.filter = optarg; break;
 		case 'R': o.no_truth = 1; break;
+		case 'W': o.per_thread = 1; break;
+		case 'Z': o.snapshot = optarg; break;
+		case 'Q': o.grec = optarg; o.vm = 1; break;
 		case 'N': o.no_perf = 1; break;
+		case 'a': o.pt.event = 1; break;
+		case 'w': o.pt.ptw = 1; break;
+		case 'u': o.pt.ptw = o.pt.fup_on_ptw = 1; break;
+		case 'y': o.pt.pwr_evt = 1; break;
+		case 'i': o.guest_pm = 1; break;
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
-		case 'h': case 'f': case 'p': case 't': case 'P':
+		case 'h': case 'f': case 'p': case 't': case 'P': case 'U':
+		case 'j': case 'J': case 'z':
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
 				return 2;
@@ -366,6 +505,10 @@ int main(int argc, char **argv)
 			case 'p': o.pt.psb_period = (unsigned)v; break;
 			case 't': o.tsc0 = v; break;
 			case 'P': o.pid = v; break;
+			case 'U': o.cpus = (int)v; break;
+			case 'j': o.guest_from = v; break;
+			case 'J': o.guest_slice = v; break;
+			case 'z': o.freq_period = v; break;
 			}
 			break;
 		default:
@@ -374,10 +517,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!o.out || optind != argc || (!o.elf && !o.vm) ||
-	    (o.vm && (!o.host_kernel || (!o.guest_elf && !o.guest_code))) ||
+	    (o.vm && (!o.host_kernel ||
+		      (!o.guest_elf && !o.guest_code && !o.grec))) ||
+	    (o.grec && (o.guest_elf || o.guest_code || o.cpus || o.snapshot)) ||
 	    (o.guest_code && !o.elf) || (o.filter && o.vm) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
 	    o.pt.psb_period < 256 || o.pt.mtc_freq > 15 ||
-	    o.pt.cyc_thresh > 15) {
+	    o.pt.cyc_thresh > 15 || o.cpus < 0 || o.cpus > 64 ||
+	    ((o.per_thread || o.cpus || o.guest_pm) && !o.vm)) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -395,13 +541,30 @@ int main(int argc, char **argv)
 	w.irq_period = o.irq_period;
 	w.kernel_period = o.kernel_period;
 	w.kernel_cr3 = 0x1e0d000ull;
+	w.pid = (uint32_t)o.pid;
+	w.threads = o.vm && (o.per_thread || o.cpus);
+	w.per_thread = o.per_thread;
+	w.n_cpus = o.cpus ? (unsigned)o.cpus : 1;
+	w.guest_pm = o.guest_pm;
+	w.freq_period = o.freq_period;
+	if (o.snapshot && parse_snapshot(&w, o.snapshot))
+		goto out;
 	if (o.ovf) {
 		char *colon;
 
 		w.ovf_at = strtoull(o.ovf, &colon, 0);
 		w.ovf_lost = *colon == ':' ? strtoull(colon + 1, NULL, 0) : 1000;
 	}
-	if (o.vm) {
+	if (o.grec) {
+		w.vm = 1;
+		w.trace_kernel = w.trace_user = 1;
+		w.threads = w.per_thread = 1;
+		w.n_cpus = (unsigned)o.vcpus;
+		w.guest_period = o.guest_period;
+		w.kernel_period = o.kernel_period ? o.kernel_period : 1500;
+		if (setup_vcpus(&w, &o) || open_grec(&grec, &w, &o))
+			goto out;
+	} else if (o.vm) {
 		w.vm = 1;
 		w.trace_kernel = 1;
 		w.guest = o.guest_code ? &user : &guest_img;
@@ -431,52 +594,83 @@ int main(int argc, char **argv)
 		truth.branch = open_out(o.out, ".branches");
 		if (!truth.insn || !truth.branch)
 			goto out;
+		if (o.grec && !(truth.gtruth = open_out(o.out, ".gtruth")))
+			goto out;
+		if (!(truth.events = open_out(o.out, ".events")) ||
+		    (o.vm && !(truth.exits = open_out(o.out, ".exits"))))
+			goto out;
 	}
+	/* the exits' ns as perf converts the trace's TSC (TIME_CONV) */
+	truth.time_shift = grec.time_mult ? grec.time_shift : SYNTH_PERF_TIME_SHIFT;
+	truth.time_mult = grec.time_mult ? grec.time_mult :
+			  (10ull << SYNTH_PERF_TIME_SHIFT) / o.pt.cbr;
 
-	synth_pt_init(&pt, &o.pt, o.tsc0);
-	ret = synth_walk(&w, &pt, &truth, &st, err, sizeof(err));
+	ret = synth_walk(&w, &o.pt, o.tsc0, &out, &truth, &st, err, sizeof(err));
 	if (ret) {
 		fprintf(stderr, "vmpt-synth: %s\n", ret == -VMPT_ERR_NOMEM ?
 			vmpt_strerror(ret) : err);
-		synth_pt_fini(&pt);
 		ret = 1;
 		goto out;
 	}
-	if (corrupt(&pt, o.corrupt)) {
+	if (corrupt(&out.streams[0].pt, o.corrupt)) {
 		fprintf(stderr, "vmpt-synth: bad --corrupt '%s' (trace is %zu bytes)\n",
-			o.corrupt, pt.len);
-		synth_pt_fini(&pt);
+			o.corrupt, out.streams[0].pt.len);
 		ret = 1;
 		goto out;
 	}
-	ret = write_raw(o.out, &pt) || write_images(o.out, &w) ||
-	      (o.vm && write_tsc(o.out, &w));
+	ret = write_images(o.out, &w) || (o.vm && write_tsc(o.out, &w)) ||
+	      (w.snapshot_size && write_snapshots(o.out, &out.snap));
+	for (size_t i = 0; !ret && i < out.n_streams; i++)
+		ret = write_raw(o.out, &out.streams[i], w.threads);
 	if (!ret && !o.no_perf) {
 		struct synth_perf_params pp = {
 			.pid = (uint32_t)o.pid, .tsc0 = o.tsc0, .vm = o.vm,
 			.guest_code = o.guest_code,
+			.grec = o.grec ? &grec : NULL,
+			.time_mult = grec.time_mult, .time_shift = grec.time_shift,
 		};
 		char path[4096];
 
 		snprintf(path, sizeof(path), "%s.perf.data", o.out);
-		ret = synth_perf_write(path, &pp, &o.pt, &w, &pt, err,
+		ret = synth_perf_write(path, &pp, &o.pt, &w, &out, err,
 				       sizeof(err));
 		if (ret)
 			fprintf(stderr, "vmpt-synth: %s\n", err);
 	}
-	if (!o.quiet)
+	if (!o.quiet) {
+		size_t bytes = 0;
+
+		for (size_t i = 0; i < out.n_streams; i++)
+			bytes += out.streams[i].pt.len;
 		printf("%" PRIu64 " instructions, %" PRIu64 " branches "
 		       "(%" PRIu64 " TNT bits, %" PRIu64 " TIPs), %" PRIu64
 		       " PSBs, %" PRIu64 " syscalls, %" PRIu64 " interrupts, "
-		       "%" PRIu64 " VM entries, %" PRIu64 " VM exits, %zu bytes\n",
+		       "%" PRIu64 " VM entries, %" PRIu64 " VM exits, %zu bytes",
 		       st.insns, st.branches, st.tnt_bits, st.tips, st.psbs,
-		       st.syscalls, st.irqs, st.vmentries, st.vmexits, pt.len);
-	synth_pt_fini(&pt);
+		       st.syscalls, st.irqs, st.vmentries, st.vmexits, bytes);
+		if (st.events || st.ptwrites || st.cstates || st.freq_changes)
+			printf(", %" PRIu64 " events, %" PRIu64 " PTWRITEs, %" PRIu64
+			       " C-states, %" PRIu64 " frequency changes", st.events,
+			       st.ptwrites, st.cstates, st.freq_changes);
+		if (w.threads)
+			printf(" in %zu buffers, %" PRIu64 " context switches, %"
+			       PRIu64 " migrations", out.n_streams, st.switches,
+			       st.migrations);
+		putchar('\n');
+	}
 out:
+	synth_out_free(&out);
 	if (truth.insn)
 		fclose(truth.insn);
 	if (truth.branch)
 		fclose(truth.branch);
+	if (truth.gtruth)
+		fclose(truth.gtruth);
+	if (truth.events)
+		fclose(truth.events);
+	if (truth.exits)
+		fclose(truth.exits);
+	synth_grec_close(&grec);
 	synth_image_free(&user);
 	synth_image_free(&kernel);
 	synth_image_free(&guest_img);

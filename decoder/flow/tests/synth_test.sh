@@ -213,7 +213,9 @@ mkdir -p "$rec/kcore_dir" "$rec/guest/root$(dirname "$D/kvm-selftest")"
 cp "$out/t.perf.data" "$rec/data"
 cp "$D/vmx-kernel" "$rec/kcore_dir/kcore"
 "$VMPT" script -i "$rec" --itrace=e > "$out/e"
-grep -q "ip 0x5555555551d9 offset 0x[0-9a-f]* code 5: Failed to get instruction" "$out/e" ||
+# the first guest instruction: guest_code, in the PIE at 0x555555554000
+gc=$(printf '0x%x' $((0x555555554000 + 0x$(nm "$D/kvm-selftest" | awk '$3 == "guest_code" { print $1 }'))))
+grep -q "ip $gc offset 0x[0-9a-f]* code 5: Failed to get instruction" "$out/e" ||
 	fail "vm recording without guest/: guest code found in the host's image"
 cp "$out/t.perf.data" "$rec/guest/perf.data"
 cp "$D/kvm-selftest" "$rec/guest/root$D/kvm-selftest"

@@ -2,7 +2,8 @@
 /* The flow decoder on hand-made traces over a small program: exact block
  * and event lists for each trace rule (TNT, TIP, return compression, FUP
  * async branches, TIP.PGD binding, OVF, MODE.Exec, PTW, TSC, errors with
- * resync, cycle counts for IPC).
+ * resync, cycle counts for IPC; Event Trace's CFE and EVD, power events,
+ * events bound to a FUP while tracing is off or without their FUP).
  */
 #include "vmpt/error.h"
 #include "vmpt/flow.h"
@@ -132,6 +133,19 @@ static void decode(const struct trace *t, int retcomp, int cyc_thresh, char *out
 				     (unsigned long)it.to, (unsigned long)it.payload);
 		assert_true(n > 0 && (size_t)n < cap - len);
 		len += (size_t)n;
+		if (it.kind == VMPT_FLOW_EVENT && it.ev >= VMPT_EV_PTWRITE &&
+		    it.ev != VMPT_EV_ERROR && it.ev != VMPT_EV_PSB) {
+			/* " vN" (ip_valid) and a CFE's " evd T:P..." before the newline */
+			n = snprintf(out + len - 1, cap - len + 1, " v%u\n", it.ip_valid);
+			assert_true(n > 0 && (size_t)n < cap - len + 1);
+			len += (size_t)n - 1;
+			for (uint32_t i = 0; it.ev == VMPT_EV_CFE && i < it.ninsn; i++) {
+				n = snprintf(out + len - 1, cap - len + 1, " %u:%lx\n",
+					     it.evd[i].type, (unsigned long)it.evd[i].payload);
+				assert_true(n > 0 && (size_t)n < cap - len + 1);
+				len += (size_t)n - 1;
+			}
+		}
 		if (it.cyc) {
 			/* " cN" before the newline */
 			n = snprintf(out + len - 1, cap - len + 1, " c%lu\n", (unsigned long)it.cyc);
@@ -211,7 +225,7 @@ static void test_tip_async_ptw_tsc(void **state)
 		"b 1008 1 100a m0 t1000\n"
 		"b 100a 1 taken 100e m0 t2000\n"
 		"b 100e 1 100f m0 t2000\n"
-		"e ptwrite 100f 0 42\n"
+		"e ptwrite 100f 0 42 v1\n"
 		"b 100f 1 1010 m0 t2000\n"
 		"e async-branch 1010 1011 0\n"
 		"b 1011 1 taken 1008 m0 t2000\n"
@@ -344,6 +358,152 @@ static void test_cycles(void **state)
 		"e disabled 0 0 0\n");
 }
 
+static struct vmpt_packet cfe(uint8_t type, uint8_t vector, uint8_t ip)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_CFE };
+
+	p.cfe.type = type;
+	p.cfe.vector = vector;
+	p.cfe.ip = ip;
+	return p;
+}
+
+static struct vmpt_packet evd(uint8_t type, uint64_t payload)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_EVD };
+
+	p.evd.type = type;
+	p.evd.payload = payload;
+	return p;
+}
+
+/* Event Trace: a CFE with the IP bit binds to the FUP right after it (a VM
+ * entry at a far branch, whose TIP then goes on); one without it, with
+ * tracing on, to the FUP of its event's compound packet, before the
+ * event's branch (a VM exit, with the exit's EVDs); with tracing off to no
+ * IP, but to its own FUP with the IP bit (an IRET).
+ */
+static void test_event_trace(void **state)
+{
+	struct trace t = { 0 };
+	char out[2048];
+
+	(void)state;
+	start(&t, 0x1000);
+	put(&t, tnt(0x3, 2));				/* ret compressed, je taken */
+	put(&t, cfe(VMPT_CFE_VMENTRY, 0, 1));
+	put(&t, ippkt(VMPT_PKT_FUP, 0x100c));		/* the syscall */
+	put(&t, ippkt(VMPT_PKT_TIP, 0x1010));
+	put(&t, evd(VMPT_EVD_VMXQ, 0x181));
+	put(&t, evd(VMPT_EVD_VMXR, 0x30));
+	put(&t, cfe(VMPT_CFE_VMEXIT, 0, 0));
+	put(&t, ippkt(VMPT_PKT_FUP, 0x1011));		/* before the ret */
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
+	put(&t, evd(VMPT_EVD_PFA, 0xdead000));		/* tracing off */
+	put(&t, cfe(VMPT_CFE_INTR, 14, 0));
+	put(&t, cfe(VMPT_CFE_IRET, 0, 1));
+	put(&t, ippkt(VMPT_PKT_FUP, 0x100e));
+	put(&t, ippkt(VMPT_PKT_TIP_PGE, 0x100e));
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
+	decode(&t, 0, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
+		"b 1000 2 taken 1010 m0 t0\n"
+		"b 1010 2 taken 1008 m0 t0\n"
+		"b 1008 1 taken 100c m0 t0\n"
+		"e cfe 100c 0 10007 v1\n"
+		"b 100c 1 taken 1010 m0 t0\n"
+		"b 1010 1 1011 m0 t0\n"
+		"e cfe 1011 0 8 v1 1:181 2:30\n"
+		"e async-disabled 1011 0 0\n"
+		"e cfe 1011 0 e01 v0 0:dead000\n"
+		"e cfe 100e 0 10002 v1\n"
+		"e enabled 100e 0 0\n"
+		"b 100e 4 1012 m0 t0\n"
+		"e disabled 0 0 0\n");
+}
+
+/* Power events: MWAIT and the PWRE after it are the EXSTOP's, at its FUP
+ * (the instruction execution goes on with), one IPC point; a PWRE of its
+ * own (HLT) and PWRX bind to no IP.
+ */
+static void test_power(void **state)
+{
+	struct trace t = { 0 };
+	struct vmpt_packet mw = { .type = VMPT_PKT_MWAIT }, pe = { .type = VMPT_PKT_PWRE };
+	struct vmpt_packet px = { .type = VMPT_PKT_PWRX }, ex = { .type = VMPT_PKT_EXSTOP };
+	char out[2048];
+
+	(void)state;
+	start(&t, 0x100e);
+	mw.mwait.hints = 0x20;
+	mw.mwait.ext = 1;
+	put(&t, mw);
+	pe.pwre.state = 3;
+	put(&t, pe);
+	ex.exstop.ip = 1;
+	put(&t, ex);
+	put(&t, ippkt(VMPT_PKT_FUP, 0x100f));
+	px.pwrx.last = px.pwrx.deepest = 3;
+	px.pwrx.wake = 1;
+	put(&t, px);
+	pe.pwre.state = 1;
+	pe.pwre.hw = 1;
+	put(&t, pe);
+	put(&t, ex);
+	put(&t, ippkt(VMPT_PKT_FUP, 0x1010));
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
+	decode(&t, 0, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e psb 100e 0 0\n"
+		"e enabled 100e 0 1\n"
+		"b 100e 1 100f m0 t0\n"
+		"e mwait 100f 0 100000020 v1\n"
+		"e pwre 100f 0 3 v1\n"
+		"e exstop 100f 0 0 v1\n"
+		"e pwrx 100f 0 10303 v0\n"
+		"e pwre 100f 0 10001 v0\n"
+		"b 100f 1 1010 m0 t0\n"
+		"e exstop 1010 0 0 v1\n"
+		"b 1010 2 1012 m0 t0\n"
+		"e disabled 0 0 0\n");
+}
+
+/* With tracing off a PTW with the IP bit is at its FUP's IP (it was lost);
+ * one whose FUP does not come right after it binds to no IP.
+ */
+static void test_ptw_bound(void **state)
+{
+	struct trace t = { 0 };
+	struct vmpt_packet p = { .type = VMPT_PKT_PTW };
+	char out[2048];
+
+	(void)state;
+	put(&t, psb());
+	put(&t, psbend());
+	p.ptw.payload = 0x42;
+	p.ptw.ip = 1;
+	put(&t, p);
+	put(&t, ippkt(VMPT_PKT_FUP, 0x1234));
+	put(&t, ippkt(VMPT_PKT_TIP_PGE, 0x1000));
+	p.ptw.payload = 0x43;
+	put(&t, p);
+	put(&t, tnt(0x3, 2));			/* not its FUP */
+	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
+	decode(&t, 0, 0, out, sizeof(out));
+	assert_string_equal(out,
+		"e psb 0 0 0\n"
+		"e ptwrite 1234 0 42 v1\n"
+		"e enabled 1000 0 0\n"
+		"e ptwrite 1000 0 43 v0\n"
+		"b 1000 2 taken 1010 m0 t0\n"
+		"b 1010 2 taken 1008 m0 t0\n"
+		"b 1008 1 taken 100c m0 t0\n"
+		"b 100c 1 100e m0 t0\n"
+		"e disabled 0 0 0\n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +514,9 @@ int main(void)
 		cmocka_unit_test(test_no_image),
 		cmocka_unit_test(test_bad_instruction),
 		cmocka_unit_test(test_cycles),
+		cmocka_unit_test(test_event_trace),
+		cmocka_unit_test(test_power),
+		cmocka_unit_test(test_ptw_bound),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

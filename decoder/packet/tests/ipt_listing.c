@@ -4,10 +4,17 @@
  * libipt's ptdump does.  Output matches `vmpt dump` so the test can diff:
  *
  *   ipt-listing FILE           "OFFSET  NAME PAYLOAD" per packet (payload as
- *                              ptdump prints it), "[OFFSET: error]"
+ *                              ptdump prints it), with " ip=IP" after a
+ *                              TIP, TIP.PGE, TIP.PGD and FUP: the IP
+ *                              reconstructed from the last IP,
+ *                              "[OFFSET: error]"
  *   ipt-listing --stats FILE   "NAME COUNT" per type seen, "errors COUNT"
  *
- * It links libipt only, never libvmpt: an independent opinion.
+ * It links libipt only, never libvmpt: an independent opinion.  libipt
+ * keeps its last-IP register private, so the reconstruction is done here,
+ * from libipt's compression type and payload, by the SDM's rules (Intel
+ * SDM vol. 3C, "IP Compression": each compression keeps the upper bytes of
+ * the last IP; the last IP is 0 after a PSB).
  */
 #include <intel-pt.h>
 
@@ -142,6 +149,42 @@ static void print_payload(const struct pt_packet *pkt)
 	}
 }
 
+/* The last-IP register, as the SDM describes it. */
+struct last_ip {
+	uint64_t ip;
+	int suppressed;
+};
+
+/* Update last from an IP packet and print the IP it gives. */
+static void print_ip(struct last_ip *last, const struct pt_packet *pkt)
+{
+	uint64_t p = pkt->payload.ip.ip;
+
+	switch (pkt->payload.ip.ipc) {
+	case pt_ipc_suppressed:
+		last->suppressed = 1;
+		printf(" ip=<suppressed>");
+		return;
+	case pt_ipc_update_16:
+		last->ip = (last->ip & ~0xffffull) | (p & 0xffff);
+		break;
+	case pt_ipc_update_32:
+		last->ip = (last->ip & ~0xffffffffull) | (p & 0xffffffff);
+		break;
+	case pt_ipc_update_48:
+		last->ip = (last->ip & ~0xffffffffffffull) | (p & 0xffffffffffffull);
+		break;
+	case pt_ipc_sext_48:
+		last->ip = (uint64_t)((int64_t)(p << 16) >> 16);
+		break;
+	case pt_ipc_full:
+		last->ip = p;
+		break;
+	}
+	last->suppressed = 0;
+	printf(" ip=%016" PRIx64, last->ip);
+}
+
 /* Names in the order vmpt prints its stats. */
 static const char *const stats_order[] = {
 	"pad", "psb", "psbend", "tnt.8", "tnt.64", "tip", "tip.pge", "tip.pgd",
@@ -183,6 +226,7 @@ int main(int argc, char **argv)
 {
 	int stats = argc == 3 && strcmp(argv[1], "--stats") == 0;
 	uint64_t count[NTYPES + 1] = { 0 }, errors = 0, resume = 0;
+	struct last_ip last = { 0, 0 };
 	struct pt_packet_decoder *dec;
 	struct pt_config cfg;
 	const char *path;
@@ -246,11 +290,16 @@ int main(int argc, char **argv)
 					pkt.type);
 				return 1;
 			}
+			if (pkt.type == ppt_psb)
+				last = (struct last_ip){ 0, 0 };
 			if (stats)
 				count[stats_index(name)]++;
 			else {
 				printf("%016" PRIx64 "  %s", offset, name);
 				print_payload(&pkt);
+				if (pkt.type == ppt_tip || pkt.type == ppt_tip_pge ||
+				    pkt.type == ppt_tip_pgd || pkt.type == ppt_fup)
+					print_ip(&last, &pkt);
 				putchar('\n');
 			}
 		}

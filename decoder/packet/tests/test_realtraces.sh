@@ -2,7 +2,10 @@
 # vmpt dump against libipt's packet decoder (ipt-listing) on every raw stream
 # recorded by real hardware in $SHARED/realtraces/kvm-pt, and on damaged
 # copies of them (bytes overwritten, end cut off) so the error and resync
-# paths are compared too.  Both sides are counted now, nothing is stored.
+# paths are compared too: every packet's offset, name and payload, and the
+# IP each TIP/FUP gives (vmpt's last-IP against ipt-listing's, written
+# from the SDM on libipt's payloads).  Both sides are counted now, nothing
+# is stored.
 #   usage: test_realtraces.sh IPT_LISTING
 set -eu
 ipt=$1
@@ -11,40 +14,49 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 
-# vmpt's listing as "OFFSET  NAME PAYLOAD" (column padding squeezed, the
-# reconstructed "ip=" left out); its error line becomes ipt-listing's
-# "[OFFSET: error]"; the "skipped N bytes" notes have no libipt counterpart.
+# vmpt's listing as "OFFSET  NAME PAYLOAD ip=IP" (column padding
+# squeezed); its error line becomes ipt-listing's "[OFFSET: error]"; the
+# "skipped N bytes" notes have no libipt counterpart.
 vmpt_listing() {
 	"$VMPT" dump "$1" | awk '
 		/^\[.*: error:/ { sub(/: error:.*/, ": error]"); print; next }
 		/^\[/ { next }
 		{
 			line = $1 "  " $2
-			for (i = 3; i <= NF && $i !~ /^ip=/; i++)
+			for (i = 3; i <= NF; i++)
 				line = line " " $i
 			print line
 		}'
 }
 
 compare() {
-	name=$1 file=$2
+	name=$1 file=$2 bad=0
 	"$ipt" --stats "$file" >"$tmp/ipt.stats"
 	"$VMPT" dump --stats "$file" >"$tmp/vmpt.stats"
 	if ! diff -u "$tmp/ipt.stats" "$tmp/vmpt.stats" >"$tmp/diff"; then
 		echo "FAIL $name: --stats differs from libipt (- libipt, + vmpt):"
 		cat "$tmp/diff"
-		fail=1
+		bad=1
 	fi
 	"$ipt" "$file" >"$tmp/ipt.list"
 	vmpt_listing "$file" >"$tmp/vmpt.list"
 	if ! diff -u "$tmp/ipt.list" "$tmp/vmpt.list" >"$tmp/diff"; then
 		echo "FAIL $name: listing differs from libipt (- libipt, + vmpt):"
 		head -40 "$tmp/diff"
-		fail=1
+		bad=1
 	fi
 	lines=$(wc -l <"$tmp/vmpt.list")
+	ips=$(grep -c ' ip=[0-9a-f]*$' "$tmp/vmpt.list")
 	errors=$(sed -n 's/^errors //p' "$tmp/vmpt.stats")
-	echo "ok   $name: $lines lines (offset, name, payload) and $errors errors, same as libipt"
+	if [ "$lines" -eq 0 ] || [ "$ips" -eq 0 ]; then
+		echo "FAIL $name: $lines packets, $ips IPs: nothing compared"
+		bad=1
+	fi
+	if [ $bad -ne 0 ]; then
+		fail=1
+		return
+	fi
+	echo "ok   $name: $lines lines (offset, name, payload), $ips IPs and $errors errors, same as libipt"
 }
 
 # Overwrite one byte at each given offset (dd keeps the rest).

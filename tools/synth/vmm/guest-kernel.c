@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* A small kernel image: real compiled code (loops, calls, returns,
  * indirect calls through an ops table, a switch) at a kernel address, with
- * the instructions that exit to a hypervisor: CPUID, HLT, port I/O,
- * RDMSR/WRMSR.  vmpt-synth runs it as a guest kernel (VM scenario) or as
- * the kernel under a traced user program (entry_SYSCALL_64 and
- * asm_common_interrupt below).  It is never executed natively.
+ * the instructions that exit to a hypervisor: CPUID, HLT, port I/O (to
+ * devices KVM emulates and to the VMM's), RDMSR/WRMSR, VMCALL; an idle
+ * loop with MONITOR/MWAIT (which a guest runs itself with KVM's cpu-pm);
+ * PTWRITE (trace points).  vmpt-synth runs it
+ * as a guest kernel (VM scenario) or as the kernel under a traced user
+ * program (entry_SYSCALL_64 and asm_common_interrupt below).  It is never
+ * executed natively.
  */
 #include <stdint.h>
 
@@ -24,6 +27,8 @@ static struct task tasks[8];
 static struct task *runqueue;
 static volatile uint64_t jiffies;
 static volatile uint32_t shared_counter;
+/* device and timer state: each test is a branch of its own */
+static volatile uint32_t pic_pending, deadline_armed, deadline_due;
 
 static inline void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b)
 {
@@ -46,9 +51,50 @@ static inline uint64_t rdmsr(uint32_t msr)
 	return ((uint64_t)hi << 32) | lo;
 }
 
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+
+	__asm__ volatile("inb %w1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+	__asm__ volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)));
+}
+
+static inline long kvm_hypercall1(unsigned long nr, unsigned long p1)
+{
+	long ret;
+
+	__asm__ volatile("vmcall" : "=a"(ret) : "a"(nr), "b"(p1) : "memory");
+	return ret;
+}
+
 static inline void hlt(void)
 {
 	__asm__ volatile("hlt");
+}
+
+/* A trace point: the value goes into the trace as a PTW packet. */
+static inline void ptwrite64(uint64_t v)
+{
+	__asm__ volatile("ptwriteq %0" : : "r"(v));
+}
+
+static inline void ptwrite32(uint32_t v)
+{
+	__asm__ volatile("ptwritel %0" : : "r"(v));
+}
+
+static volatile uint64_t idle_flags;
+
+/* The idle loop: MWAIT in a C-state until an interrupt (mwait_idle). */
+static inline void mwait_idle(uint32_t hint)
+{
+	__asm__ volatile("monitor" : : "a"(&idle_flags), "c"(0), "d"(0));
+	__asm__ volatile("mwait" : : "a"(hint), "c"(1));
 }
 
 __attribute__((noinline)) void fair_enqueue(struct task *t)
@@ -107,8 +153,26 @@ __attribute__((noinline)) uint64_t checksum(const uint8_t *p, uint32_t n)
 __attribute__((noinline)) void timer_interrupt(void)
 {
 	jiffies++;
-	if ((jiffies & 7) == 0)
+	ptwrite64(jiffies);
+	if ((jiffies & 7) == 0 && pic_pending)
 		outb(0x20, 0x20);	/* EOI to the PIC: an I/O exit */
+	else if (deadline_armed && deadline_due && (jiffies & 1))
+		wrmsr(0x6e0, jiffies << 10);	/* the next TSC deadline */
+}
+
+static inline uint8_t rtc_read(uint8_t reg)
+{
+	outb(0x70, reg);		/* the RTC: the VMM's device */
+	return inb(0x71);
+}
+
+static inline void idle(void)
+{
+	ptwrite32((uint32_t)jiffies);
+	if (jiffies & 1)
+		mwait_idle(0x20);
+	else
+		hlt();
 }
 
 __attribute__((noinline)) uint32_t cpu_features(void)
@@ -136,7 +200,9 @@ __attribute__((noinline)) int handle_syscall(int nr, uint64_t arg)
 	case 1: return (int)cpu_features();
 	case 2: return (int)(rdmsr(0x10) >> 3);
 	case 3: timer_interrupt(); return 0;
-	case 4: hlt(); return 0;
+	case 4: idle(); return 0;
+	case 5: return (int)kvm_hypercall1(5, arg);	/* KVM_HC_KICK_CPU */
+	case 6: return arg & 1 ? rtc_read(0) : 0;
 	default: return -38;
 	}
 }
@@ -185,5 +251,8 @@ void start_kernel(void)
 		schedule(ops);
 		handle_syscall((int)(jiffies % 7), jiffies);
 		timer_interrupt();
+		/* nothing to run: the idle loop */
+		if (!runqueue && !pic_pending && !deadline_due)
+			idle();
 	}
 }

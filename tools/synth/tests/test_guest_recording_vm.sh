@@ -1,0 +1,100 @@
+#!/bin/bash
+# --guest-recording over a real guest (suite guest-vm): the QEMU TCG Debian
+# guest of vm-tests/guest boots, vmpt guest collect records its sideband
+# while two processes run (a shell loop and md5sum, so the guest CPUs
+# switch), with its kcore and binaries.  The host's Intel PT is synthesized
+# over that guest's real kernel text and user binaries, 2 vCPUs, a TSC
+# offset != 0, then:
+# - the truth against the guest sideband as perf reads it: every guest
+#   instruction of the task perf's switch records put on that guest CPU at
+#   that time, with its comm and the mapping that holds it;
+# - perf's own guest pipeline (man perf-intel-pt, TRACING VIRTUAL MACHINES)
+#   shows every instruction, host and guest, with the truth's task,
+#   address, symbol and dso.  perf needs what vmpt-agent's sideband lacks
+#   (an ID_INDEX of each id's CPU, the kernel text MMAP): guest-for-perf
+#   adds them to its copy; perf reads a guest binary from the host's file
+#   of the same path, so the run for perf leaves out what only the guest
+#   has (the agent itself, the vdso).
+# QEMU is killed at the end, whatever happens.
+. "$(dirname "$0")/synth-lib.sh"
+: "${VMPT:?}" "${SRCDIR:?}" "${VMX_KERNEL:?}" "${GUEST_FOR_PERF:?}"
+for p in qemu-system-x86_64 python3 apt-get; do
+	command -v "$p" >/dev/null || { echo "SKIP: $p missing (tools/install-deps.sh)"; exit 77; }
+done
+HERE=$(cd "$(dirname "$0")" && pwd)
+GUEST=$SRCDIR/vm-tests/guest
+WORK=$(mktemp -d /tmp/vmpt-synth-guest.XXXXXX)
+cleanup() {
+	if [ -f "$WORK/qemu.pid" ]; then
+		pid=$(cat "$WORK/qemu.pid")
+		kill "$pid" 2>/dev/null || true
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+cd "$WORK"
+
+IMG=$(timeout 600 "$GUEST/build-image.sh")
+PORT=$(timeout 300 "$GUEST/boot-guest.sh" "$IMG" "$WORK" 240 1200)
+echo "[127.0.0.1]:$PORT $(cat "$IMG/host_key.pub")" > known_hosts
+timeout 600 "$VMPT" guest collect "ssh://root@127.0.0.1:$PORT" -i "$IMG/client_key" \
+	--known-hosts known_hosts --timeout 120 -o rec --kcore -- /bin/sh -c \
+	'(i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done) & (md5sum /bin/busybox; ls /proc/self/ > /dev/null) & wait' \
+	> collect.out 2> collect.err || { cat collect.err; fail "vmpt guest collect"; }
+kill "$(cat qemu.pid)" 2>/dev/null || true
+G=rec/guest
+perf script -i "$G/perf.data" --show-task-events 2>/dev/null | grep -q "PERF_RECORD_COMM: md5sum" ||
+	fail "the guest sideband has no md5sum"
+
+OFF=-0x123456789a
+POFF=$(printf '0x%x' $((OFF)))
+synth() {
+	rm -rf r.perf.data
+	"$SYNTH" --vm --host-kernel "$VMX_KERNEL" --guest-recording "$1" --vcpus 2 \
+		--tsc-offset "$OFF" --psb-period 1024 --branches 20000 "${@:2}" -o r -q
+}
+
+# the whole guest
+synth rec --seed 1 || fail "vmpt-synth --guest-recording"
+n=$(python3 "$HERE/check_gtruth.py" r.gtruth "$G/perf.data" "$OFF") ||
+	fail "truth against the guest sideband: $n"
+cut -f7,8 r.gtruth | sort -u > tasks
+for t in "md5sum	/bin/busybox" "md5sum	[guest.kernel.kallsyms]" "sh	/bin/busybox"; do
+	grep -qxF "$t" tasks || fail "no instructions of '$t'"
+done
+grep -q "	\[vdso\]	" r.gtruth || echo "note: no vdso code ran"
+echo "$n guest instructions of the real guest's tasks, as its sideband says"
+
+# perf's pipeline, on what perf can read
+ks=$(awk '$3 == "_text" { print $1 }' "$G/kcore_dir/kallsyms")
+ke=$(awk '$3 == "_etext" { print $1 }' "$G/kcore_dir/kallsyms")
+"$GUEST_FOR_PERF" "$G/perf.data" gperf.data "0x$ks" "$((0x$ke - 0x$ks))" ||
+	fail "guest-for-perf"
+rm -rf forperf && cp -r rec forperf
+rm -f forperf/guest/vdso
+find forperf/guest/root -type f | while read -r f; do
+	[ -f "${f#forperf/guest/root}" ] || rm "$f"
+done
+total=0
+allowed=0
+for cfg in "1" "2 --cyc"; do
+	set -- $cfg
+	synth forperf --seed "$@" || fail "vmpt-synth ($cfg)"
+	python3 "$HERE/check_gtruth.py" r.gtruth "$G/perf.data" "$OFF" > /dev/null ||
+		fail "truth against the guest sideband ($cfg)"
+	perf inject -i r.perf.data --vm-time-correlation=dry-run 2>&1 |
+		sed -n 's/^VMCS: \(0x[0-9a-f]*\)  TSC Offset \(0x[0-9a-f]*\)$/\2/p' | sort -u > off.got
+	[ "$(cat off.got)" = "$POFF" ] || fail "perf's dry-run offsets ($cfg): $(cat off.got)"
+	perf_guest_pipeline r.perf.data gperf.data "$POFF" 4242 "$VMX_KERNEL" perf.out
+	res=$(python3 "$HERE/check_perf_guest.py" r.gtruth perf.out 4242 "$GUEST_ROOT") ||
+		fail "perf's guest pipeline ($cfg): $res"
+	set -- $res
+	total=$((total + $1))
+	allowed=$((allowed + $2))
+done
+echo "perf's guest pipeline agreed on 2 recordings over the real guest: $total" \
+	"instructions (Debian's kernel from the guest's kcore, busybox, sshd and its" \
+	"libraries); $allowed comm names at an exec allowed"
