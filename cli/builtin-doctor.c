@@ -3,9 +3,11 @@
 
 #include "vmpt/doctor.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void print_line(void *ctx, enum vmpt_doctor_status status, const char *check,
@@ -57,6 +59,26 @@ int cmd_doctor(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "vmpt doctor: unexpected argument '%s'\n", argv[optind]);
 		return 2;
+	}
+	/* A root that is not there would read as a machine without
+	 * anything: say so instead.
+	 */
+	const char *roots[][2] = { { "sysfs-root", o.sysfs_root },
+				   { "procfs-root", o.procfs_root },
+				   { "dev-root", o.dev_root } };
+	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++) {
+		struct stat st;
+
+		if (stat(roots[i][1], &st) != 0) {
+			fprintf(stderr, "vmpt doctor: --%s %s: %s\n", roots[i][0],
+				roots[i][1], strerror(errno));
+			return 2;
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "vmpt doctor: --%s %s: not a directory\n",
+				roots[i][0], roots[i][1]);
+			return 2;
+		}
 	}
 	int problems = vmpt_doctor_run(&o, print_line, NULL);
 	if (problems < 0) {

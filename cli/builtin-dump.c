@@ -18,15 +18,17 @@
  * directory form, data.N files included), each after a header line,
  * offsets in the file.
  */
-static int dump_perf_data(const char *path, const struct vmpt_dump_opts *opts,
-			  struct vmpt_dump_stats *stats)
+static int dump_perf_data(const char *path, struct vmpt_file *file,
+			  const struct vmpt_dump_opts *opts, struct vmpt_dump_stats *stats)
 {
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
 	int ret;
 
-	ret = vmpt_perf_open(&pd, path);
+	/* A pipe was read already: parse what came. */
+	ret = file ? vmpt_perf_open_mapped(&pd, file, VMPT_PERF_READ_CUT) :
+		     vmpt_perf_open_flags(&pd, path, VMPT_PERF_READ_CUT);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt dump: %s\n", pd.errmsg);
 		vmpt_perf_close(&pd);
@@ -57,6 +59,9 @@ static int dump_perf_data(const char *path, const struct vmpt_dump_opts *opts,
 	if (ret < 0) {
 		fflush(stdout);
 		fprintf(stderr, "vmpt dump: %s\n", pd.errmsg);
+	} else if (pd.warnmsg[0]) {
+		fflush(stdout);
+		fprintf(stderr, "vmpt dump: warning: %s\n", pd.warnmsg);
 	}
 	vmpt_perf_close(&pd);
 	return ret < 0 ? 1 : 0;
@@ -84,12 +89,12 @@ static void warn_skipped(const char *path, const struct vmpt_dump_stats *stats,
 			(unsigned long long)stats->bytes_skipped);
 }
 
-static int dump_perf_data_and_stats(const char *path,
+static int dump_perf_data_and_stats(const char *path, struct vmpt_file *file,
 				    const struct vmpt_dump_opts *opts,
 				    int stats_only)
 {
 	struct vmpt_dump_stats stats = { 0 };
-	int ret = dump_perf_data(path, opts, &stats);
+	int ret = dump_perf_data(path, file, opts, &stats);
 
 	if (ret)
 		return ret;	/* reported */
@@ -136,17 +141,21 @@ int cmd_dump(int argc, char **argv)
 
 	struct stat st;
 	if (stat(argv[optind], &st) == 0 && S_ISDIR(st.st_mode))
-		return dump_perf_data_and_stats(argv[optind], &opts, stats_only);
+		return dump_perf_data_and_stats(argv[optind], NULL, &opts, stats_only);
 	err = vmpt_file_map(&file, argv[optind]);
 	if (err < 0) {
 		fprintf(stderr, "vmpt dump: %s: %s\n", argv[optind],
 			err == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(err));
 		return 1;
 	}
-	if (vmpt_perf_is_perf_data(file.data, file.size)) {
+	if (!file.size) {
+		fprintf(stderr, "vmpt dump: %s: empty file, nothing to dump\n",
+			argv[optind]);
 		vmpt_file_unmap(&file);
-		return dump_perf_data_and_stats(argv[optind], &opts, stats_only);
+		return 1;
 	}
+	if (vmpt_perf_is_perf_data(file.data, file.size))
+		return dump_perf_data_and_stats(argv[optind], &file, &opts, stats_only);
 	err = vmpt_dump_stream(stdout, file.data, file.size, 0, &opts, &stats);
 	warn_skipped(argv[optind], &stats, stats_only);
 	if (!err && stats_only)

@@ -159,6 +159,11 @@ int cmd_guest(int argc, char **argv)
 			fprintf(stderr, "vmpt guest: %s\n", err);
 		return ret ? 1 : 0;
 	}
+	if (strcmp(sub, "collect") && strcmp(sub, "check")) {
+		fprintf(stderr, "vmpt guest: unknown subcommand '%s' (collect, check, "
+			"maps)\n", sub);
+		return 2;
+	}
 	argc--;
 	argv++;
 	optind = 1;
@@ -174,11 +179,6 @@ int cmd_guest(int argc, char **argv)
 	ret = parse_options(argc, argv, &a);
 	if (ret >= 0)
 		return ret;
-	if (strcmp(sub, "collect") && strcmp(sub, "check")) {
-		fprintf(stderr, "vmpt guest: unknown subcommand '%s'\n", sub);
-		usage(stderr);
-		return 2;
-	}
 	ret = vmpt_guest_open(&g, &a.o);
 	if (ret)
 		return fail(g, ret);

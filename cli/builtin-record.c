@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/wait.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -282,5 +283,12 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "vmpt record: %s\n", err[0] ? err : vmpt_strerror(rc));
 		return 1;
 	}
+	/* As perf record: the command's exit status, 128 + N when signal N
+	 * ended it (127: it could not run).
+	 */
+	if (st.child_status != -1 && WIFEXITED(st.child_status))
+		return WEXITSTATUS(st.child_status);
+	if (st.child_status != -1 && WIFSIGNALED(st.child_status))
+		return 128 + WTERMSIG(st.child_status);
 	return 0;
 }

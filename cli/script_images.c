@@ -6,36 +6,48 @@
 #include "vmpt/error.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* "FILE@ADDR": split off the address.  1 split, 0 no '@', -1 bad. */
-static int split_at(char *arg, uint64_t *addr)
+/* "FILE@ADDR": split off the address.  1 split, 0 no '@', -1 bad (the
+ * address part in err).
+ */
+static int split_at(char *arg, uint64_t *addr, char *err, size_t errlen)
 {
 	char *at = strrchr(arg, '@');
 	char *end;
 
 	if (!at)
 		return 0;
-	*at = '\0';
 	errno = 0;
 	*addr = strtoull(at + 1, &end, 0);
-	if (errno || *end || end == at + 1)
+	if (errno || *end || end == at + 1) {
+		snprintf(err, errlen, "bad address '%s' after '@' (a number: "
+			 "0x555555554000, say)", at + 1);
 		return -1;
+	}
+	*at = '\0';
 	return 1;
 }
 
 int script_images_parse(struct script_images *si, enum script_image_kind kind,
-			int guest, char *arg)
+			int guest, char *arg, char *err, size_t errlen)
 {
 	struct script_image im = { kind, arg, VMPT_ELF_LINK_ADDR, 0 };
 	int split = 0;
 	void *v;
 
 	if (kind == SCRIPT_IMAGE_ELF || kind == SCRIPT_IMAGE_RAW)
-		split = split_at(arg, &im.addr);
-	if (split < 0 || (kind == SCRIPT_IMAGE_RAW && !split))
+		split = split_at(arg, &im.addr, err, errlen);
+	if (split < 0)
 		return -VMPT_ERR_INVAL;
+	if (kind == SCRIPT_IMAGE_RAW && !split) {
+		snprintf(err, errlen, "needs the address the file is mapped at: "
+			 "FILE@ADDR (%s@0x400000, say)", arg);
+		return -VMPT_ERR_INVAL;
+	}
 	if (guest)
 		im.guest = si->vmcs ? si->vmcs : VMPT_MACHINE_GUEST;
 	v = realloc(si->v, (si->n + 1) * sizeof(*si->v));
@@ -97,6 +109,24 @@ static int add_one(const struct script_image *im, struct vmpt_image *img,
 	return -VMPT_ERR_INVAL;
 }
 
+/* A page cache is two files: name the one that failed (errno kept). */
+static const char *failed_file(const struct script_images *si, const char *path)
+{
+	static char name[4200];
+	int saved = errno;
+
+	for (size_t i = 0; i < si->n; i++) {
+		if (si->v[i].path != path || si->v[i].kind != SCRIPT_IMAGE_PAGECACHE)
+			continue;
+		snprintf(name, sizeof(name), "%.4000s.addr", path);
+		if (access(name, R_OK) == 0)
+			snprintf(name, sizeof(name), "%.4000s.dump", path);
+		errno = saved;
+		return name;
+	}
+	return path;
+}
+
 int script_images_add(const struct script_images *si, struct vmpt_image *img,
 		      const char **failed)
 {
@@ -124,6 +154,8 @@ int script_images_add(const struct script_images *si, struct vmpt_image *img,
 		if (si->v[i].guest)
 			ret = add_one(&si->v[i], img, si->v[i].guest);
 	}
+	if (ret == -VMPT_ERR_IO)
+		*failed = failed_file(si, *failed);
 	return ret;
 }
 

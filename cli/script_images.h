@@ -43,10 +43,11 @@ struct script_images {
 };
 
 /* One image option; arg (getopt's optarg) is edited in place and must
- * outlive si.  0, -VMPT_ERR_INVAL on a bad argument, -VMPT_ERR_NOMEM.
+ * outlive si.  0, -VMPT_ERR_INVAL on a bad argument (err says what is
+ * wrong with it), -VMPT_ERR_NOMEM.
  */
 int script_images_parse(struct script_images *si, enum script_image_kind kind,
-			int guest, char *arg);
+			int guest, char *arg, char *err, size_t errlen);
 
 /* --vmcs BASE (the VMCS base address, as VMCS packets carry it) or "any". */
 int script_images_vmcs(struct script_images *si, const char *arg);
@@ -56,7 +57,7 @@ int script_images_have_guest(const struct script_images *si);
 
 /* Add the images to img, each for the machines it serves.  0, or the
  * negative vmpt_err of the first that failed (errno kept), *failed
- * naming its file.
+ * naming its file (a page cache's PREFIX.addr or PREFIX.dump).
  */
 int script_images_add(const struct script_images *si, struct vmpt_image *img,
 		      const char **failed);

@@ -19,6 +19,7 @@ static const struct command commands[] = {
 	{ "record", cmd_record, "record Intel PT of a VM's vCPU threads into perf.data" },
 	{ "doctor", cmd_doctor, "check whether this host can trace its guests" },
 	{ "correlate", cmd_correlate, "put a guest's own recording on the host's time line" },
+	{ "archive", cmd_archive, "copy the binaries a recording ran into it, to decode elsewhere" },
 };
 
 static void usage(FILE *out)

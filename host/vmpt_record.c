@@ -203,7 +203,8 @@ static int loop(struct rec *r)
 		rec_write_sync(r, 0);
 		if (o->stop && *o->stop)
 			stop = 1;
-		if (r->child > 0 && waitpid(r->child, NULL, WNOHANG) == r->child) {
+		if (r->child > 0 &&
+		    waitpid(r->child, &r->st->child_status, WNOHANG) == r->child) {
 			r->child = -1;
 			stop = 1;
 		}
@@ -334,6 +335,7 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 	int rc;
 
 	memset(stats, 0, sizeof(*stats));
+	stats->child_status = -1;
 	err[0] = '\0';
 	r.page = (size_t)sysconf(_SC_PAGESIZE);
 	r.clock.fd = -1;

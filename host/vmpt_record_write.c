@@ -54,7 +54,7 @@ static int write_vcpus(struct rec *r)
 int rec_write_open(struct rec *r)
 {
 	const struct vmpt_record_opts *o = r->o;
-	struct vmpt_perf_writer_opts wo = { .dir = o->kcore != 0 };
+	struct vmpt_perf_writer_opts wo = { .dir = o->kcore != 0, .build_ids = 1 };
 	int rc;
 
 	if ((rc = vmpt_record_output_backup(o->output, r->err, r->errlen)) ||

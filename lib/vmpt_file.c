@@ -4,11 +4,59 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* A pipe (or "-", standard input) has no size to map: read it whole. */
+static int read_in(struct vmpt_file *file, int fd, const char *path)
+{
+	uint8_t *data = NULL;
+	size_t size = 0, cap = 0;
+	ssize_t n;
+
+	for (;;) {
+		if (size == cap) {
+			uint8_t *d = cap > SIZE_MAX / 2 ? NULL :
+				     realloc(data, cap = cap ? 2 * cap : 1 << 20);
+
+			if (!d) {
+				free(data);
+				return -VMPT_ERR_NOMEM;
+			}
+			data = d;
+		}
+		n = read(fd, data + size, cap - size);
+		if (n == 0)
+			break;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+
+			free(data);
+			errno = saved;
+			return -VMPT_ERR_IO;
+		}
+		size += (size_t)n;
+	}
+	file->path = strdup(path);
+	if (!file->path) {
+		free(data);
+		return -VMPT_ERR_NOMEM;
+	}
+	if (!size) {
+		free(data);
+		data = NULL;
+	}
+	file->data = data;
+	file->size = size;
+	file->read_in = 1;
+	return 0;
+}
 
 int vmpt_file_map(struct vmpt_file *file, const char *path)
 {
@@ -17,11 +65,21 @@ int vmpt_file_map(struct vmpt_file *file, const char *path)
 	int fd, saved;
 
 	memset(file, 0, sizeof(*file));
+	if (!strcmp(path, "-"))
+		return read_in(file, STDIN_FILENO, path);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -VMPT_ERR_IO;
 	if (fstat(fd, &st) < 0)
 		goto err;
+	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		int ret = read_in(file, fd, path);
+
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return ret;
+	}
 	if (!S_ISREG(st.st_mode)) {
 		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		goto err;
@@ -50,7 +108,9 @@ err:
 
 void vmpt_file_unmap(struct vmpt_file *file)
 {
-	if (file->data)
+	if (file->read_in)
+		free((void *)file->data);
+	else if (file->data)
 		munmap((void *)file->data, file->size);
 	free(file->path);
 	memset(file, 0, sizeof(*file));

@@ -1,585 +1,477 @@
 /* SPDX-License-Identifier: MIT */
-/* perf script's lines for the instruction flow: --itrace picks the samples
- * (instructions, branches, calls, returns, errors), -F the columns.
- * Output goes through a buffer per stream: stdio's per-call cost would be
- * most of the time of printing every instruction.
+/* perf script's samples of the instruction flow: which samples perf's
+ * intel-pt.c synthesizes from each decoder state (instructions by period,
+ * branches through the c/r filter, trace starts and ends, psb, cbr, power
+ * and ptwrite events, errors), with perf's thread stacks for --call-trace,
+ * callchains (g) and branch stacks (l), and perf script's sample filters.
+ * vmpt_script_line.c lays them out.
  */
-#include "vmpt/script_output.h"
+#include "vmpt_script_int.h"
 #include "vmpt/error.h"
 
-#include <capstone/capstone.h>
-#include <stdarg.h>
+#include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const struct { const char *name; unsigned bit; } field_names[] = {
-	{ "time", VMPT_F_TIME }, { "ip", VMPT_F_IP }, { "addr", VMPT_F_ADDR },
-	{ "sym", VMPT_F_SYM }, { "symoff", VMPT_F_SYMOFF }, { "dso", VMPT_F_DSO },
-	{ "flags", VMPT_F_FLAGS }, { "insn", VMPT_F_INSN }, { "cpu", VMPT_F_CPU },
-	{ "pid", VMPT_F_PID }, { "tid", VMPT_F_TID }, { "comm", VMPT_F_COMM },
-	{ "ipc", VMPT_F_IPC },
-};
-
-int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it)
-{
-	memset(it, 0, sizeof(*it));
-	for (; *s; s++) {
-		switch (*s) {
-		case 'i': {
-			char *end;
-			uint64_t n;
-
-			it->insns = 1;
-			it->period = 0;
-			if (s[1] < '0' || s[1] > '9')
-				break;
-			n = strtoull(s + 1, &end, 10);
-			if (!strncmp(end, "ns", 2)) {
-				it->period = n, it->period_time = 1, end += 2;
-			} else if (!strncmp(end, "us", 2)) {
-				it->period = n * 1000, it->period_time = 1, end += 2;
-			} else if (!strncmp(end, "ms", 2)) {
-				it->period = n * 1000000, it->period_time = 1, end += 2;
-			} else {
-				if (*end == 'i')
-					end++;
-				it->period = n;
-			}
-			s = end - 1;
-			break;
-		}
-		case 'b': it->branches = 1; break;
-		case 'c': it->calls = 1; break;
-		case 'r': it->returns = 1; break;
-		case 'e': it->errors = 1; break;
-		case 'Z': it->timeless = 1; break;
-		case 'q': case 'x': case 'w': case 'p': case 'd': case 'g':
-		case 'l': case 's': case 'o': case 'f': case 'm': case 't':
-		case 'a': case 'L':
-			break;	/* accepted for perf compatibility; no effect */
-		default:
-			return -VMPT_ERR_INVAL;
-		}
-	}
-	return 0;
-}
-
-int vmpt_script_fields_parse(const char *s, unsigned *fields, size_t *bad_at)
-{
-	int add = *s == '+', del = *s == '-';
-	const char *p = s + (add || del);
-	unsigned set = 0;
-
-	while (*p) {
-		size_t len = strcspn(p, ","), i;
-
-		for (i = 0; i < sizeof(field_names) / sizeof(field_names[0]); i++)
-			if (strlen(field_names[i].name) == len &&
-			    !strncmp(p, field_names[i].name, len))
-				break;
-		if (i == sizeof(field_names) / sizeof(field_names[0])) {
-			*bad_at = (size_t)(p - s);
-			return -VMPT_ERR_INVAL;
-		}
-		set |= field_names[i].bit;
-		p += len + (p[len] == ',');
-	}
-	*fields = add ? *fields | set : del ? *fields & ~set : set;
-	return 0;
-}
-
-const char *vmpt_script_field_name(size_t i)
-{
-	return i < sizeof(field_names) / sizeof(field_names[0]) ? field_names[i].name : NULL;
-}
 
 uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc)
 {
 	return opts->have_tc ? vmpt_perf_tsc_to_time(&opts->tc, tsc) : tsc;
 }
 
-#define OUT_CAP (1u << 16)
+/* ---- Filters and the initial skip ---- */
 
-struct vmpt_script_out {
-	FILE *f;
-	char *buf;
-	size_t len;
-	const struct vmpt_script_opts *o;
-	struct vmpt_script_task task;
-	csh cs[3];
-	cs_insn *insn[3];
-	/* The symbols looked up last, with their name lengths: a branch
-	 * line names two, and the next line's source is mostly in the
-	 * function of this one's target.
-	 */
-	struct sym_seen {
-		const struct vmpt_section *sec;	/* NULL: unused */
-		const struct vmpt_symbol *sym;
-		uint64_t from, to;	/* addresses with this answer */
-		size_t name_len, dso_len;
-	} seen[4];
-	unsigned seen_next;
-	uint64_t since;		/* instructions since the last i sample */
-	/* Time periods as perf counts them (period_next): TSC ticks, one
-	 * per instruction since the last timestamp.
-	 */
-	uint64_t p_ticks, p_mask;	/* the period: a power of two */
-	uint64_t p_ts, p_cnt;		/* the timestamp, insns since it */
-	uint64_t p_last;		/* masked timestamp of the last sample */
-	uint64_t p_left;		/* insns to the next sample; 0: unknown */
-	int p_cont;			/* a sample per period from now on */
-	/* perf times an instruction as of the branch before it: the trace
-	 * that decides its block's branch is read after it ran.
-	 */
-	uint64_t insn_time, block_time;
-	int have_block;
-	/* Time periods: blocks ending in a direct branch wait for the next
-	 * item, whose time perf's decoder already has while walking them
-	 * (it reads the next packets first).
-	 */
-	struct vmpt_flow_item pending[64];
-	unsigned n_pending;
-	uint64_t next_time;
-	/* The machine the trace is in (PIP.NR, VMCS), and the one the code
-	 * before the last transfer ran in: perf prints a sample as of its
-	 * source's machine (its target's when it has none), and a branch
-	 * from one machine to the other as two samples.
-	 */
-	uint8_t nr, from_nr;
-	uint64_t vmcs;
-	/* The last block ended in a far branch where tracing stopped
-	 * (TIP.PGD, its IP suppressed): perf's "tr end" names it.
-	 */
-	struct vmpt_flow_item stopped;
-	int have_stopped;
-	int depth;		/* for --call-trace */
-	/* IPC as perf counts it: instructions so far, the estimated cycle
-	 * count as of the last IPC point (flow.h, cyc_est), and instructions
-	 * and cycles as of the last branch and instruction samples that
-	 * showed an IPC (apart, as perf's).
-	 */
-	uint64_t insns, est_cyc;
-	uint64_t br_insns, br_cyc, in_insns, in_cyc;
-};
-
-static void out_flush(struct vmpt_script_out *o)
+static int in_list(const int *v, size_t n, int x)
 {
-	if (o->len && o->f)
-		fwrite(o->buf, 1, o->len, o->f);
-	o->len = 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
 }
 
-static void outf(struct vmpt_script_out *o, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void outf(struct vmpt_script_out *o, const char *fmt, ...)
+static int in_strs(char *const *v, size_t n, const char *s)
 {
-	va_list ap;
-	int n;
-
-	if (o->len > OUT_CAP - 1024)
-		out_flush(o);
-	va_start(ap, fmt);
-	n = vsnprintf(o->buf + o->len, OUT_CAP - o->len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < OUT_CAP - o->len) {
-		o->len += (size_t)n;
-		return;
-	}
-	/* Longer than the room left (a long symbol name): write it out. */
-	out_flush(o);
-	va_start(ap, fmt);
-	vfprintf(o->f, fmt, ap);
-	va_end(ap);
+	for (size_t i = 0; s && i < n; i++)
+		if (!strcmp(v[i], s))
+			return 1;
+	return 0;
 }
 
-static void out_char(struct vmpt_script_out *o, char c)
-{
-	if (o->len == OUT_CAP)
-		out_flush(o);
-	o->buf[o->len++] = c;
-}
-
-static void out_mem(struct vmpt_script_out *o, const char *str, size_t n)
-{
-	if (n > OUT_CAP / 2) {
-		out_flush(o);
-		fwrite(str, 1, n, o->f);
-		return;
-	}
-	if (o->len + n > OUT_CAP)
-		out_flush(o);
-	memcpy(o->buf + o->len, str, n);
-	o->len += n;
-}
-
-/* "%-21s " after two spaces, perf's flags column. */
-static void out_flags(struct vmpt_script_out *o, const char *flags)
-{
-	size_t n = strlen(flags);
-
-	if (n >= 21) {
-		outf(o, "  %s ", flags);
-		return;
-	}
-	if (o->len > OUT_CAP - 32)
-		out_flush(o);
-	memset(o->buf + o->len, ' ', 24);
-	memcpy(o->buf + o->len + 2, flags, n);
-	o->len += 24;
-}
-
-/* Two hex digits per byte value. */
-static const char hex_pairs[513] =
-	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
-
-/* The hex digits of v, no leading zeros, ending right before end;
- * returns how many.  Written in pairs: an odd count writes a 0 before.
+/* Is the state at TSC tsc in --time's ranges (perf's decoder makes no
+ * samples outside them)?
  */
-static unsigned hex_digits(char *end, uint64_t v)
+static int in_time(const struct vmpt_consumer *c, uint64_t tsc)
 {
-	unsigned n = v ? (unsigned)(67 - __builtin_clzll(v)) / 4 : 1;
+	const struct vmpt_script_filter *fl = &c->o->filter;
+	uint64_t ns;
 
-	for (unsigned k = 0; k < n; k += 2, v >>= 8)
-		memcpy(end - k - 2, &hex_pairs[2 * (v & 0xff)], 2);
-	return n;
+	if (!fl->ntimes || !c->o->have_tc)
+		return 1;
+	ns = vmpt_perf_tsc_to_time(&c->o->tc, tsc);
+	for (size_t i = 0; i < fl->ntimes; i++)
+		if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
+			return 1;
+	return 0;
 }
 
-/* "%lx" without printf. */
-static void out_hex(struct vmpt_script_out *o, uint64_t v)
-{
-	char tmp[18];
-	unsigned n = hex_digits(tmp + sizeof(tmp), v);
-
-	out_mem(o, tmp + sizeof(tmp) - n, n);
-}
-
-/* " %16lx", the way perf prints addresses, without printf. */
-static void out_hex16(struct vmpt_script_out *o, uint64_t v)
-{
-	char *p;
-
-	if (o->len > OUT_CAP - 32)
-		out_flush(o);
-	p = o->buf + o->len;
-	memset(p, ' ', 16);
-	p[16 - hex_digits(p + 17, v)] = ' ';	/* an odd count's extra 0 */
-	o->len += 17;
-}
-
-/* Samples show microseconds, error lines nanoseconds, as perf script. */
-static void print_time(struct vmpt_script_out *o, const struct vmpt_script_opts *op, uint64_t tsc,
-		       const char *sep)
-{
-	if (op->have_tc) {
-		uint64_t ns = vmpt_perf_tsc_to_time(&op->tc, tsc);
-
-		if (*sep && !op->ns)
-			outf(o, "%5" PRIu64 ".%06" PRIu64 "%s", ns / 1000000000,
-			     ns % 1000000000 / 1000, sep);
-		else if (*sep)
-			outf(o, "%5" PRIu64 ".%09" PRIu64 "%s", ns / 1000000000,
-			     ns % 1000000000, sep);
-		else
-			outf(o, "%" PRIu64 ".%09" PRIu64, ns / 1000000000,
-			     ns % 1000000000);
-	} else {
-		outf(o, "%" PRIu64 "%s", tsc, sep);
-	}
-}
-
-static const char *branch_flags(const struct vmpt_flow_item *b)
-{
-	switch (b->iclass) {
-	case VMPT_IC_JCC: return "jcc";
-	case VMPT_IC_JMP:
-	case VMPT_IC_JMP_IND: return "jmp";
-	case VMPT_IC_CALL:
-	case VMPT_IC_CALL_IND: return "call";
-	case VMPT_IC_RET: return "return";
-	/* perf's decoder takes far calls, rets and jumps as near ones. */
-	case VMPT_IC_FAR_CALL: return "call";
-	case VMPT_IC_FAR_RET: return "return";
-	case VMPT_IC_FAR_JMP: return "jmp";
-	case VMPT_IC_INT: return "int";
-	case VMPT_IC_SYSCALL: return "syscall";
-	case VMPT_IC_IRET: return "iret";
-	case VMPT_IC_SYSRET: return "sysret";
-	case VMPT_IC_VMENTRY: return "vmentry";
-	default: return "";
-	}
-}
-
-/* The symbol at ip in sec (sym NULL: none there, or no sec), from the
- * ones seen last if it is one of them.
+/* perf script's -C, --pid, --tid, --comm, --dsos, --symbols and --time
+ * on one sample (machine__resolve's filters).
  */
-static const struct sym_seen *sym_at(struct vmpt_script_out *o,
-				     const struct vmpt_section *sec, uint64_t ip)
+static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 {
-	const size_t n = sizeof(o->seen) / sizeof(o->seen[0]);
-	struct sym_seen *e;
+	const struct vmpt_script_filter *fl = &c->o->filter;
+	const struct vmpt_task *t = &c->task;
 
-	static const struct sym_seen none;
+	if (fl->ncpus && t->cpu >= 0 && (t->cpu >= fl->ncpus || !fl->cpus[t->cpu]))
+		return 0;
+	if (fl->npids && !in_list(fl->pids, fl->npids, t->pid))
+		return 0;
+	if (fl->ntids && !in_list(fl->tids, fl->ntids, t->tid))
+		return 0;
+	if (fl->ncomms && !in_strs(fl->comms, fl->ncomms, smp->guest ? NULL : t->comm))
+		return 0;
+	if (!in_time(c, smp->time))
+		return 0;
+	if (fl->ndsos || fl->nsyms) {
+		const struct vmpt_section *sec = smp->sec;
+		struct vmpt_map_ref map = { NULL, 0, NULL };
+		const char *name = NULL;
 
-	if (!sec)
-		return &none;
-	for (size_t i = 0; i < n; i++) {
-		e = &o->seen[i];
-		if (e->sec == sec && ip - e->from < e->to - e->from)
-			return e;
-	}
-	e = &o->seen[o->seen_next++ % n];
-	e->sec = sec;
-	e->sym = vmpt_section_symbol_span(sec, ip, &e->from, &e->to);
-	e->name_len = e->sym ? strlen(e->sym->name) : 0;
-	e->dso_len = strlen(sec->name);
-	return e;
-}
+		if (!sec && smp->ip)
+			sec = script_find(c, smp->ip, smp->guest);
+		if (sec)
+			name = sec->name;
+		else if (smp->ip && c->o->map_of &&
+			 c->o->map_of(c->o->map_ctx, t->pid, smp->ip, &map) == 0)
+			name = map.name;
+		if (fl->ndsos) {
+			const char *slash = name ? strrchr(name, '/') : NULL;
 
-static void print_sym(struct vmpt_script_out *o, const struct vmpt_section *sec, uint64_t ip)
-{
-	unsigned f = o->o->fields;
-	const struct sym_seen *e;
+			/* perf matches the dso's short name (the file name)
+			 * or its long one (the path).
+			 */
+			if (!name || (!in_strs(fl->dsos, fl->ndsos, name) &&
+				      !(slash && name[0] != '[' &&
+					in_strs(fl->dsos, fl->ndsos, slash + 1))))
+				return 0;
+		}
+		if (fl->nsyms) {
+			const struct vmpt_symbol *sym = NULL;
+			uint64_t from, to;
+			char addr[24];
 
-	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
-		return;
-	e = sym_at(o, sec, ip);
-	if (f & VMPT_F_SYM) {
-		out_char(o, ' ');
-		if (e->sym)
-			out_mem(o, e->sym->name, e->name_len);
-		else
-			out_mem(o, "[unknown]", 9);
-		if ((f & VMPT_F_SYMOFF) && e->sym) {
-			out_mem(o, "+0x", 3);
-			out_hex(o, ip - e->sym->addr);
+			if (sec)
+				sym = vmpt_section_symbol_span(sec, smp->ip, &from, &to);
+			if (!sym)
+				return 0;
+			snprintf(addr, sizeof(addr), "0x%" PRIx64, sym->addr);
+			if (!in_strs(fl->syms, fl->nsyms, sym->name) &&
+			    !in_strs(fl->syms, fl->nsyms, addr))
+				return 0;
 		}
 	}
-	if (f & VMPT_F_DSO) {
-		out_mem(o, " (", 2);
-		if (sec)
-			out_mem(o, sec->name, e->dso_len);
-		else
-			out_mem(o, "[unknown]", 9);
-		out_char(o, ')');
-	}
+	return 1;
 }
 
-/* The fields before the ip, as perf lays them out; guest: a sample of
- * guest code.
- */
-static void print_head(struct vmpt_script_out *o, uint64_t time, int guest)
+/* perf's s option: the first N samples synthesized are not delivered. */
+static int skipped(struct vmpt_consumer *c)
 {
-	const struct vmpt_script_opts *op = o->o;
-	unsigned f = op->fields;
-
-	const struct vmpt_script_task *t = &o->task;
-
-	if (f & VMPT_F_COMM) {
-		char unknown[32];
-
-		/* perf names a thread without COMM ":TID"; guest code runs
-		 * in a thread of the guest machine, which has no COMM but
-		 * with --guest-code.
-		 */
-		if (guest && op->guest_code && t->pid > 0)
-			snprintf(unknown, sizeof(unknown), "[guest/%d]", t->pid);
-		else if (!t->comm || guest)
-			snprintf(unknown, sizeof(unknown), ":%d", t->tid);
-		outf(o, "%16s ", t->comm && !guest ? t->comm : unknown);
-	}
-	if (f & (VMPT_F_PID | VMPT_F_TID)) {
-		if ((f & VMPT_F_PID) && (f & VMPT_F_TID))
-			outf(o, "%5d/%-5d ", t->pid, t->tid);
-		else
-			outf(o, "%5d ", f & VMPT_F_PID ? t->pid : t->tid);
-	}
-	if (f & VMPT_F_CPU)
-		outf(o, "[%03d] ", t->cpu);
-	if ((f & VMPT_F_TIME) && !op->it.timeless)
-		print_time(o, op, time, ": ");
+	return c->o->it.initial_skip && c->s->num_events++ < c->o->it.initial_skip;
 }
 
-/* perf's IPC since the last sample of the kind (last_*) that showed one:
- * cyc is the cycle count where perf's decoder samples IPC (0: it does
- * not), insns the instructions so far.
- */
-static void print_ipc(struct vmpt_script_out *o, uint64_t cyc, uint64_t insns,
-		      uint64_t *last_cyc, uint64_t *last_insns)
-{
-	uint64_t dc = cyc - *last_cyc, di = insns - *last_insns;
-	unsigned ipc;
+/* ---- Samples ---- */
 
-	if (!(o->o->fields & VMPT_F_IPC) || !cyc || !dc)
+static void track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+static int decided_by_trace(const struct vmpt_flow_item *it);
+
+/* The time of a perf decoder state's samples (ptq->timestamp): it goes
+ * forward only.
+ */
+static uint64_t state_time(struct vmpt_consumer *c, uint64_t t)
+{
+	if (t > c->ptq_ts)
+		c->ptq_ts = t;
+	return c->ptq_ts;
+}
+
+/* perf's est_tsc: a branch from the kernel (or from nowhere, a trace
+ * start) into user space takes the time estimated from the instructions
+ * since the last timestamp, 2 cycles each at the core:bus ratio.
+ */
+static int est_branch(const struct vmpt_consumer *c, uint64_t from, uint64_t to)
+{
+	const struct vmpt_script_opts *o = c->o;
+
+	return o->est_tsc && to && to < o->kernel_start &&
+	       (!from || from >= o->kernel_start);
+}
+
+static uint64_t branch_time(struct vmpt_consumer *c, uint64_t from, uint64_t to,
+			    uint64_t t)
+{
+	if (est_branch(c, from, to)) {
+		uint64_t est = c->ts_insns << 1;
+
+		if (c->cbr && c->o->max_nonturbo)
+			est = est * c->o->max_nonturbo / c->cbr;
+		c->ptq_ts = c->ts_time + est;
+		return c->ptq_ts;
+	}
+	return state_time(c, t);
+}
+
+/* A branch state: thread stack first, then its sample(s). */
+static int branch_filtered(const struct vmpt_consumer *c, uint32_t flags)
+{
+	const struct vmpt_itrace *it = &c->o->it;
+	uint32_t want = 0;
+
+	/* perf 6.1: c shows calls, asynchronous branches and trace ends,
+	 * r returns and trace starts; b alone everything.
+	 */
+	if (it->calls)
+		want |= PF_CALL | PF_ASYNC | PF_TRACE_END;
+	if (it->returns)
+		want |= PF_RETURN | PF_TRACE_BEGIN;
+	return want && !(want & flags);
+}
+
+static struct script_stack *thread_stack(struct vmpt_consumer *c)
+{
+	if (!c->s->use_stacks)
+		return NULL;
+	return script_stack_get(&c->s->stacks, c->task.tid, c->task.cpu);
+}
+
+/* Print one sample with what its type carries: the callchain (g) and
+ * branch stack (l) of instruction and synth samples, the call depth of
+ * branch samples.
+ */
+static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
+		   unsigned mode, uint32_t flags);
+
+static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
+{
+	const struct vmpt_itrace *it = &c->o->it;
+	uint64_t chain[ITRACE_CHAIN_MAX + 2];
+	struct script_branch br[ITRACE_BRANCHES_MAX];
+	size_t nchain = 0, nbr = 0, depth = 0;
+	struct script_stack *st = NULL;
+
+	/* With --time, the states before the range made no samples, so the
+	 * first one in it tells the CBR (perf's cbr_seen).
+	 */
+	if (c->o->filter.ntimes && smp->ev != VMPT_SE_CBR && smp->ev != VMPT_SE_PSB &&
+	    c->cbr && c->cbr != c->cbr_seen && in_time(c, smp->time))
+		cbr_at(c, c->cbr, smp->ip, smp->time, smp->mode, smp->flags);
+	c->stats.synthesized++;
+	if (!shown(c, smp))
 		return;
+	if (c->s->use_stacks) {
+		st = thread_stack(c);
+		depth = st ? st->n : 0;
+	}
+	if (smp->ev != VMPT_SE_BRANCHES) {
+		if (it->callchain)
+			nchain = script_stack_chain(st, smp->ip, c->o->kernel_start, chain,
+						    it->callchain_sz + 1);
+		if (it->last_branch)
+			nbr = script_stack_branches(st, br, it->last_branch_sz);
+	}
+	script_print_sample_x(c, smp, chain, nchain, br, nbr, depth);
+}
+
+static void fill_ipc(struct vmpt_consumer *c, struct script_sample *smp, uint64_t cyc,
+		     uint64_t insns, uint64_t *last_cyc, uint64_t *last_insns)
+{
+	/* perf's IPC since the last sample of the kind that showed one:
+	 * cyc is the cycle count where perf's decoder samples IPC (0: it
+	 * does not), insns the instructions so far.
+	 */
+	if (!(c->o->f.set[VMPT_OUT_HW] & VMPT_F_IPC) || !cyc || cyc == *last_cyc)
+		return;
+	smp->ipc_cyc = cyc - *last_cyc;
+	smp->ipc_insns = insns - *last_insns;
 	*last_cyc = cyc;
 	*last_insns = insns;
-	if (!di)
-		return;
-	ipc = (unsigned)(di * 100 / dc);	/* perf 6.1 keeps it in 32 bits */
-	outf(o, " \t IPC: %u.%02u (%" PRIu64 "/%" PRIu64 ") ", ipc / 100, ipc % 100, di, dc);
 }
 
-/* perf's "insn: 41 57", then (--insn-trace) the disassembly. */
-static void print_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
-		       uint64_t ip, unsigned size)
-{
-	const struct vmpt_section *s = b->sec;
-	cs_insn *in = o->insn[b->mode];
-	const uint8_t *code;
-	size_t avail = size;
-	uint64_t at = ip;
-
-	if (!s || ip - s->vaddr >= s->size || s->size - (ip - s->vaddr) < size)
-		return;
-	code = s->data + (ip - s->vaddr);
-	outf(o, " insn:");
-	for (unsigned i = 0; i < size; i++)
-		outf(o, " %02x", code[i]);
-	if (o->o->disasm && cs_disasm_iter(o->cs[b->mode], &code, &avail, &at, in))
-		outf(o, "\t\t%s %s", in->mnemonic, in->op_str);
-}
-
-/* Instruction sample at ip; cyc and insns: for its IPC. */
-static void sample_insn(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
-			uint64_t ip, unsigned size, uint64_t cyc, uint64_t insns)
-{
-	unsigned f = o->o->fields;
-
-	print_head(o, o->insn_time, o->nr);
-	if (f & VMPT_F_FLAGS)
-		out_flags(o, ip == b->end_ip ? branch_flags(b) : "");
-	if (f & VMPT_F_IP)
-		out_hex16(o, ip);
-	if (f & VMPT_F_IP)
-		print_sym(o, b->sec, ip);
-	if (f & VMPT_F_INSN)
-		print_insn(o, b, ip, size);
-	print_ipc(o, cyc, insns, &o->in_cyc, &o->in_insns);
-	out_char(o, '\n');
-}
-
-/* A branch from `from` to `to` (0: tracing starts or ends, or the other
- * machine's side), in the guest or the host.
+/* The branch sample(s) of a state from `from` to `to` (0: tracing starts
+ * or ends): in one machine, or, from the host into a guest or back, two
+ * samples as perf ("perf cannot handle having different machines for ip
+ * and addr").
  */
-static void sample_branch(struct vmpt_script_out *o, const struct vmpt_flow_item *b,
-			  uint64_t from, uint64_t to, const char *flags, int guest)
+static void branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
+			 uint64_t from, uint64_t to, uint32_t flags, int from_guest,
+			 int to_guest, unsigned insn_len, uint64_t time)
 {
-	const struct vmpt_image *img = o->o->image;
-	struct vmpt_asid space = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	const struct vmpt_itrace *it = &c->o->it;
+	struct script_sample smp = {
+		.ev = VMPT_SE_BRANCHES, .ip = from, .addr = to, .flags = flags,
+		.time = branch_time(c, from, to, time), .period = 1, .mode = b->mode,
+		.insn_len = insn_len,
+		.guest = from_guest, .addr_guest = to_guest,
+		.sec = from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL,
+	};
+	struct script_stack *st;
 
-	if (guest)
-		space.machine = o->vmcs ? o->vmcs : VMPT_MACHINE_GUEST;
-	else if (o->task.space)
-		space.cr3 = o->task.space;
-	unsigned f = o->o->fields;
-
-	print_head(o, b->time, guest);
-	if (o->o->call_trace) {
-		outf(o, "%*s", 2 * (o->depth > 0 ? o->depth : 0), "");
-		print_sym(o, to ? vmpt_image_find(img, &space, to) : NULL, to);
-		out_char(o, '\n');
+	c->stats.branches++;
+	/* perf's decoder synthesizes nothing outside --time's ranges: no
+	 * samples, no thread stack.
+	 */
+	if (!in_time(c, smp.time))
+		return;
+	st = thread_stack(c);
+	if (st && script_stack_event(&c->s->stacks, st, flags, from, to, insn_len,
+				     c->trace_nr) < 0)
+		c->stats.errors[VMPT_ERR_NOMEM]++;
+	if (!it->branches || branch_filtered(c, flags) || skipped(c))
+		return;
+	fill_ipc(c, &smp, b->cyc_est ? c->est_cyc : b->cyc, c->insns, &c->br_cyc,
+		 &c->br_insns);
+	if (from_guest != to_guest && from && to) {
+		smp.addr = 0;
+		smp.addr_guest = from_guest;
+		deliver(c, &smp);
+		smp.ip = 0;
+		smp.addr = to;
+		smp.sec = NULL;
+		smp.guest = smp.addr_guest = to_guest;
+		smp.ipc_cyc = smp.ipc_insns = 0;
+		deliver(c, &smp);
 		return;
 	}
-	if (f & VMPT_F_FLAGS)
-		out_flags(o, flags);
-	if (f & VMPT_F_IP) {
-		out_hex16(o, from);
-		print_sym(o, !from ? NULL : b->kind == VMPT_FLOW_BLOCK ? b->sec :
-			  vmpt_image_find(img, &space, from), from);
+	deliver(c, &smp);
+}
+
+/* perf's flags of a branch instruction (intel_pt_insn_type). */
+static uint32_t insn_flags(unsigned iclass)
+{
+	switch (iclass) {
+	case VMPT_IC_JCC: return PF_BRANCH | PF_CONDITIONAL;
+	case VMPT_IC_JMP:
+	case VMPT_IC_JMP_IND:
+	case VMPT_IC_FAR_JMP: return PF_BRANCH;
+	/* perf's decoder takes far calls and rets as near ones. */
+	case VMPT_IC_CALL:
+	case VMPT_IC_CALL_IND:
+	case VMPT_IC_FAR_CALL: return PF_BRANCH | PF_CALL;
+	case VMPT_IC_RET:
+	case VMPT_IC_FAR_RET: return PF_BRANCH | PF_RETURN;
+	case VMPT_IC_INT: return PF_BRANCH | PF_CALL | PF_INTERRUPT;
+	case VMPT_IC_SYSCALL: return PF_BRANCH | PF_CALL | PF_SYSCALLRET;
+	case VMPT_IC_IRET: return PF_BRANCH | PF_RETURN | PF_INTERRUPT;
+	case VMPT_IC_SYSRET: return PF_BRANCH | PF_RETURN | PF_SYSCALLRET;
+	case VMPT_IC_VMENTRY: return PF_BRANCH | PF_CALL | PF_VMENTRY;
+	default: return 0;
 	}
-	if (f & VMPT_F_ADDR) {
-		out_mem(o, " =>", 3);
-		out_hex16(o, to);
-		if (f & VMPT_F_IP)
-			print_sym(o, to ? vmpt_image_find(img, &space, to) : NULL, to);
-	}
-	print_ipc(o, b->cyc_est ? o->est_cyc : b->cyc, o->insns, &o->br_cyc, &o->br_insns);
-	out_char(o, '\n');
+}
+
+/* Did tracing stop at this block's last instruction (a far branch whose
+ * TIP.PGD suppressed its target)?
+ */
+static int stopped_at(const struct vmpt_flow_item *b)
+{
+	return !b->taken && b->iclass != VMPT_IC_OTHER && b->iclass != VMPT_IC_JCC;
 }
 
 /* Instructions to the next time-period sample, as perf's decoder
  * counts them: the timestamp plus one tick per instruction since it; a
  * sample when that enters a new period (after the first one entered).
  */
-static uint64_t period_next(struct vmpt_script_out *o)
+static uint64_t period_next(struct vmpt_consumer *c)
 {
-	uint64_t ts = o->p_ts + o->p_cnt, masked = ts & o->p_mask;
+	uint64_t ts = c->p_ts + c->p_cnt, masked = ts & c->p_mask;
 
-	if (o->p_cont) {
-		if (masked > o->p_last)
+	if (c->p_cont) {
+		if (masked > c->p_last)
 			return 1;
 	} else {
 		ts++;
-		masked = ts & o->p_mask;
-		if (masked > o->p_last) {
-			o->p_last = masked;
-			o->p_cont = 1;
+		masked = ts & c->p_mask;
+		if (masked > c->p_last) {
+			c->p_last = masked;
+			c->p_cont = 1;
 		}
 	}
-	if (masked < o->p_last)
-		return o->p_ticks;
-	return o->p_ticks - (ts - masked);
+	if (masked < c->p_last)
+		return c->p_ticks;
+	return c->p_ticks - (ts - masked);
 }
 
-static void period_sampled(struct vmpt_script_out *o)
+static void period_sampled(struct vmpt_consumer *c)
 {
-	uint64_t masked = (o->p_ts + o->p_cnt) & o->p_mask;
+	uint64_t masked = (c->p_ts + c->p_cnt) & c->p_mask;
 
-	if (masked > o->p_last)
-		o->p_last = masked;
+	if (masked > c->p_last)
+		c->p_last = masked;
 	else
-		o->p_last += o->p_ticks;
+		c->p_last += c->p_ticks;
 }
 
-static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
+int script_time_period(const struct vmpt_consumer *c)
 {
-	const struct vmpt_itrace *it = &o->o->it;
+	const struct vmpt_itrace *it = &c->o->it;
+
+	return it->period_type != VMPT_ITRACE_PERIOD_INSNS;
+}
+
+static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
+			uint32_t i, uint64_t ip, uint64_t cyc)
+{
+	struct script_sample smp = {
+		.ev = VMPT_SE_INSTRUCTIONS, .ip = ip, .sec = b->sec, .mode = b->mode,
+		.insn_len = b->isize[i], .guest = c->nr,
+	};
+	uint64_t tot = c->insns + i + 1;
+
+	/* The branch's state is the last instruction's: its time too, as
+	 * of the packet that decided it (perf's walk updates the sample time
+	 * once the trace decided a branch).
+	 */
+	if (i + 1 == b->ninsn && b->taken)
+		smp.time = branch_time(c, b->end_ip, b->to, decided_by_trace(b) ?
+				       b->time : c->insn_time);
+	else if (i + 1 == b->ninsn && b->iclass == VMPT_IC_JCC)
+		smp.time = state_time(c, b->time);
+	else
+		smp.time = state_time(c, c->insn_time);
+
+	/* perf's state at a branch: its flags, and its target as addr. */
+	if (ip == b->end_ip) {
+		smp.flags = insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
+		smp.addr = b->taken ? b->to : 0;
+		smp.addr_guest = c->nr;
+	}
+	/* Outside --time's ranges perf's decoder makes no sample: the
+	 * period counts on to the next.
+	 */
+	if (!in_time(c, smp.time))
+		return;
+	smp.period = tot - c->last_insn_cnt;
+	if (ip == b->end_ip && !b->taken && b->iclass != VMPT_IC_OTHER) {
+		c->held = (struct held_sample){ 1, smp, cyc, tot, c->last_insn_cnt };
+		c->last_insn_cnt = tot;
+		return;
+	}
+	/* A sample s skips was never synthesized: the period counts on. */
+	if (skipped(c))
+		return;
+	c->last_insn_cnt = tot;
+	fill_ipc(c, &smp, cyc, tot, &c->in_cyc, &c->in_insns);
+	deliver(c, &smp);
+}
+
+/* The next item came: the held sample is perf's unless that item is an
+ * error at its instruction, which perf counts but does not sample.
+ */
+void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *next)
+{
+	struct held_sample *h = &c->held;
+
+	if (!h->on)
+		return;
+	h->on = 0;
+	if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_ERROR &&
+	    next->ip == h->smp.ip) {
+		c->last_insn_cnt = h->prev_cnt;
+		return;
+	}
+	/* Tracing stopped there: perf's state is the TIP.PGD's, its time. */
+	if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_DISABLED &&
+	    (h->smp.flags & PF_TRACE_END))
+		h->smp.time = state_time(c, next->time);
+	if (skipped(c)) {
+		c->last_insn_cnt = h->prev_cnt;
+		return;
+	}
+	fill_ipc(c, &h->smp, h->cyc, h->tot, &c->in_cyc, &c->in_insns);
+	deliver(c, &h->smp);
+}
+
+
+static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
+{
+	const struct vmpt_itrace *it = &c->o->it;
 	/* Estimating, perf takes the count at a not taken jcc only when it
 	 * samples that instruction (else its decoder has no state there).
 	 */
 	int est_point = b->cyc_est && b->cyc && (b->taken || b->iclass != VMPT_IC_JCC);
 
-	o->from_nr = o->nr;
-	o->insn_time = o->have_block ? o->block_time : b->time;
-	o->block_time = b->time;
-	o->have_block = 1;
+	script_settle_held(c, b);
+	track_time(c, b);
+	c->from_nr = c->nr;
+	c->ts_insns += b->ninsn;
+	c->insn_time = c->have_block ? c->block_time : b->time;
+	c->block_time = b->time;
+	c->have_block = 1;
+	c->stats.insns += b->ninsn;
 	if (it->insns) {
 		uint64_t ip = b->ip;
-		int every = it->period_time &&
-			    (!o->p_ticks || it->timeless || !b->time);
+		int every = script_time_period(c) &&
+			    (!c->p_ticks || it->timeless || !b->time);
 
-		if (it->period_time && o->next_time != o->p_ts) {
-			o->p_ts = o->next_time;
-			o->p_cnt = 0;
+		if (script_time_period(c) && c->next_time != c->p_ts) {
+			c->p_ts = c->next_time;
+			c->p_cnt = 0;
 		}
 		/* perf's walk stops at every branch and counts anew. */
-		o->p_left = 0;
+		c->p_left = 0;
 		for (uint32_t i = 0; i < b->ninsn; i++) {
 			int take;
 
 			if (every) {
 				take = 1;
-			} else if (it->period_time) {
-				if (!o->p_left)
-					o->p_left = period_next(o);
-				o->p_cnt++;
-				take = --o->p_left == 0;
+			} else if (script_time_period(c)) {
+				if (!c->p_left)
+					c->p_left = period_next(c);
+				c->p_cnt++;
+				take = --c->p_left == 0;
 				if (take)
-					period_sampled(o);
+					period_sampled(c);
 			} else {
-				take = ++o->since >= (it->period ? it->period : 1);
+				take = ++c->since >= (it->period ? it->period : 1);
 			}
 			if (take) {
 				int last = i + 1 == b->ninsn;
@@ -590,117 +482,323 @@ static void on_block(struct vmpt_script_out *o, const struct vmpt_flow_item *b)
 				 */
 				if (b->cyc_est) {
 					if (last && b->cyc)
-						o->est_cyc = b->cyc;
-					cyc = o->est_cyc;
+						c->est_cyc = b->cyc;
+					cyc = c->est_cyc;
 				}
-				o->since = 0;
-				sample_insn(o, b, ip, b->isize[i], cyc, o->insns + i + 1);
+				c->since = 0;
+				insn_sample(c, b, i, ip, cyc);
 			}
 			ip += b->isize[i];
 		}
 	}
-	o->insns += b->ninsn;
+	c->insns += b->ninsn;
 	if (est_point)
-		o->est_cyc = b->cyc;
-	o->have_stopped = !b->taken && b->iclass != VMPT_IC_OTHER &&
-			  b->iclass != VMPT_IC_JCC;
-	if (o->have_stopped)
-		o->stopped = *b;
+		c->est_cyc = b->cyc;
+	c->last_iclass = b->iclass;
+	c->have_stopped = stopped_at(b);
+	if (c->have_stopped)
+		c->stopped = *b;
 	if (!b->taken)
 		return;
-	int is_call = b->iclass == VMPT_IC_CALL || b->iclass == VMPT_IC_CALL_IND ||
-		      b->iclass == VMPT_IC_FAR_CALL || b->iclass == VMPT_IC_INT ||
-		      b->iclass == VMPT_IC_SYSCALL;
-	int is_ret = b->iclass == VMPT_IC_RET || b->iclass == VMPT_IC_FAR_RET ||
-		     b->iclass == VMPT_IC_IRET || b->iclass == VMPT_IC_SYSRET;
+	uint32_t flags = insn_flags(b->iclass);
+	unsigned len = b->ninsn ? b->isize[b->ninsn - 1] : 0;
 
-	if (is_ret && o->depth > 0)
-		o->depth--;
-	int sampled = it->branches || (it->calls && is_call) || (it->returns && is_ret);
-
-	if (sampled && b->iclass == VMPT_IC_VMENTRY && !o->nr) {
+	if (b->iclass == VMPT_IC_VMENTRY && !c->nr)
 		/* Into the guest (its PIP comes after this block). */
-		sample_branch(o, b, b->end_ip, 0, "vmentry", 0);
-		sample_branch(o, b, 0, b->to, "vmentry", 1);
-	} else if (sampled) {
-		sample_branch(o, b, b->end_ip, b->to, branch_flags(b), o->nr);
+		branch_state(c, b, b->end_ip, b->to, flags, 0, 1, len, b->time);
+	else
+		branch_state(c, b, b->end_ip, b->to, flags, c->nr, c->nr, len, b->time);
+}
+
+static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *e, int err,
+			  uint64_t ns)
+{
+	const struct vmpt_script_filter *fl = &c->o->filter;
+	uint64_t tsc = e->time;
+
+	c->stats.errors[-err < VMPT_ERR_COUNT ? -err : VMPT_ERR_INTERNAL]++;
+	c->err_offset = (int64_t)e->offset;
+	if (err == -VMPT_ERR_NO_IMAGE && e->ip && c->o->map_of) {
+		struct vmpt_map_ref map;
+
+		if (c->o->map_of(c->o->map_ctx, c->task.pid, e->ip, &map) == 0) {
+			size_t i;
+
+			for (i = 0; i < c->n_missing; i++)
+				if (!strcmp(c->missing[i].name, map.name))
+					break;
+			if (i == c->n_missing) {
+				struct script_missing *m = realloc(c->missing,
+								   (i + 1) * sizeof(*m));
+
+				if (m && (m[i].name = strdup(map.name))) {
+					m[i].errors = 0;
+					c->missing = m;
+					c->n_missing++;
+				} else if (m) {
+					c->missing = m;
+				}
+			}
+			if (i < c->n_missing)
+				c->missing[i].errors++;
+		}
 	}
-	if (is_call)
-		o->depth++;
+	if (err == -VMPT_ERR_OVERFLOW)
+		c->ts_insns = 0;	/* perf's intel_pt_overflow */
+	if (err != -VMPT_ERR_LOST && e->time) {
+		/* perf's est_timestamp at the error, which the queue takes. */
+		uint64_t est = c->ts_insns << 1;
+
+		if (c->cbr && c->o->max_nonturbo)
+			est = est * c->o->max_nonturbo / c->cbr;
+		c->ptq_ts = tsc = e->time + est;
+	}
+	if (!c->o->it.errors)
+		return;
+	if (err == -VMPT_ERR_OVERFLOW && (c->o->it.error_minus & (1u << ('o' - 'a'))))
+		return;
+	if (err == -VMPT_ERR_LOST && (c->o->it.error_minus & (1u << ('l' - 'a'))))
+		return;
+	c->stats.synthesized++;
+	c->stats.error_events++;
+	if (fl->ncpus && c->task.cpu >= 0 &&
+	    (c->task.cpu >= fl->ncpus || !fl->cpus[c->task.cpu]))
+		return;
+	if (!ns && c->o->have_tc && tsc && !c->o->it.timeless)
+		ns = vmpt_perf_tsc_to_time(&c->o->tc, tsc);
+	if (fl->ntimes && ns) {
+		size_t i;
+
+		for (i = 0; i < fl->ntimes; i++)
+			if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
+				break;
+		if (i == fl->ntimes)
+			return;
+	}
+	if (err == -VMPT_ERR_LOST)
+		script_print_error(c, ns, 1, 0, UINT64_MAX, err);
+	else
+		script_print_error(c, tsc, 0, e->ip, c->buf_offset + e->offset, err);
 }
 
-/* perf's error line, plus the trace offset. */
-static void print_error(struct vmpt_script_out *o, const struct vmpt_flow_item *e, int code,
-			const char *msg)
+static void error_line(struct vmpt_consumer *c, const struct vmpt_flow_item *e, int err)
 {
-	outf(o, " instruction trace error type 1 time ");
-	print_time(o, o->o, e->time, "");
-	outf(o, " cpu %d pid %d tid %d ip %#" PRIx64 " offset %#" PRIx64
-		" code %d: %s\n", o->task.cpu, o->task.pid, o->task.tid, e->ip,
-		e->offset, code, msg);
+	error_line_at(c, e, err, 0);
 }
 
-static void on_event(struct vmpt_script_out *o, const struct vmpt_flow_item *e)
+void script_error_ns(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+		     int err, uint64_t ns)
 {
-	const struct vmpt_itrace *it = &o->o->it;
+	error_line_at(c, e, err, ns);
+}
 
+/* A synth event's sample (psb, cbr, power events, ptwrite): its payload
+ * text as perf_sample__fprintf_synth_* prints it.
+ */
+/* perf's flags of an event's state: the last instruction walked's kind
+ * (intel_pt_prep_p_sample: none without an ip).
+ */
+static uint32_t state_flags(const struct vmpt_consumer *c, uint64_t ip)
+{
+	return ip ? insn_flags(c->last_iclass) : 0;
+}
+
+static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
+			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
+			 uint32_t flags, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
+static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
+			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
+			 uint32_t flags, const char *fmt, ...)
+{
+	struct script_sample smp = {
+		.ev = ev, .ip = ip, .time = time, .mode = e->mode, .guest = c->nr,
+		.flags = ip ? flags : 0,
+	};
+	va_list ap;
+
+	if (skipped(c))
+		return;
+	va_start(ap, fmt);
+	smp.synth_len = vsnprintf(smp.synth, sizeof(smp.synth), fmt, ap);
+	va_end(ap);
+	if (smp.synth_len < 0)
+		smp.synth_len = 0;
+	else if ((size_t)smp.synth_len >= sizeof(smp.synth))
+		smp.synth_len = sizeof(smp.synth) - 1;
+	deliver(c, &smp);
+}
+
+/* A CBR sample when the ratio is new to the samples (perf's cbr_seen,
+ * kept by the states sampled: none outside --time's ranges).
+ */
+static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
+		   unsigned mode, uint32_t flags)
+{
+	const struct vmpt_script_opts *o = c->o;
+	unsigned freq = (unsigned)((cbr * o->cbr2khz + 500) / 1000);
+	struct vmpt_flow_item e = { .kind = VMPT_FLOW_EVENT, .mode = (uint8_t)mode };
+
+	if (!cbr || cbr == c->cbr_seen || !in_time(c, time))
+		return;
+	c->cbr_seen = cbr;
+	if (!o->it.pwr_events)
+		return;
+	if (o->max_nonturbo)
+		synth_sample(c, VMPT_SE_CBR, &e, ip, time, flags,
+			     " cbr: %2u freq: %4u MHz (%3u%%) ", cbr, freq,
+			     (5 + (1000 * cbr) / o->max_nonturbo) / 10);
+	else
+		synth_sample(c, VMPT_SE_CBR, &e, ip, time, flags, " cbr: %2u freq: %4u MHz ",
+			     cbr, freq);
+}
+
+static void cbr_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+		       unsigned cbr, uint64_t ip, uint64_t time)
+{
+	cbr_at(c, cbr, ip, time, e->mode, state_flags(c, ip));
+}
+
+
+static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
+{
+	const struct vmpt_itrace *it = &c->o->it;
+
+	script_settle_held(c, e);
+	track_time(c, e);
 	if (e->cyc_est && e->cyc)
-		o->est_cyc = e->cyc;
+		c->est_cyc = e->cyc;
+	if (c->err_offset >= 0 && e->ev != VMPT_EV_ERROR) {
+		c->stats.skipped += e->offset - (uint64_t)c->err_offset;
+		c->err_offset = -1;
+	}
 	switch (e->ev) {
 	case VMPT_EV_ERROR:
-		if (it->errors)
-			print_error(o, e, -e->err, vmpt_strerror(e->err));
+		error_line(c, e, e->err);
 		break;
 	case VMPT_EV_OVERFLOW:
-		if (it->errors)
-			print_error(o, e, VMPT_ERR_OVERFLOW,
-				    vmpt_strerror(-VMPT_ERR_OVERFLOW));
+		c->stats.overflows++;
+		error_line(c, e, -VMPT_ERR_OVERFLOW);
 		break;
 	case VMPT_EV_PAGING:
 		/* the machine the walk left: a VM exit right at the entry's
 		 * target (no guest instruction ran) is still from the guest */
-		o->from_nr = o->nr;
-		o->nr = e->nr;
+		c->from_nr = c->nr;
+		c->nr = e->nr;
 		break;
 	case VMPT_EV_VMCS:
-		o->vmcs = e->payload;
+		c->vmcs = e->payload;
+		break;
+	case VMPT_EV_PSB: {
+		/* perf's PSB state: its sample at the PSB+'s TSC, at the FUP
+		 * in it (or 0); a new CBR in it is sampled with it.
+		 */
+		uint64_t ip = e->ip_valid ? e->ip : 0, t = state_time(c, e->time);
+
+		/* perf walks to the FUP: no branch is the last walked. */
+		c->last_iclass = VMPT_IC_OTHER;
+		if (it->pwr_events)
+			synth_sample(c, VMPT_SE_PSB, e, ip, t,
+				     state_flags(c, ip), " psb offs: %#" PRIx64,
+				     c->queue_offset + e->payload);
+		cbr_sample(c, e, (unsigned)e->to, ip, t);
+		break;
+	}
+	case VMPT_EV_CBR:
+		/* perf's decoder makes a state (and a time) of a new ratio
+		 * only.
+		 */
+		if ((unsigned)e->payload != c->cbr_seen)
+			cbr_sample(c, e, (unsigned)e->payload, e->ip, state_time(c, e->time));
+		break;
+	case VMPT_EV_PTWRITE:
+		if (it->ptwrites) {
+			uint64_t v = e->payload;
+			char str[9] = "";
+			int prt = 1, i;
+
+			for (i = 0; i < 8 && ((v >> (8 * i)) & 0xff); i++)
+				prt &= (v >> (8 * i) & 0xff) >= 0x20 && (v >> (8 * i) & 0xff) < 0x7f;
+			for (; i < 8; i++)
+				prt &= !((v >> (8 * i)) & 0xff);
+			if (prt)
+				memcpy(str, &v, 8);
+			synth_sample(c, VMPT_SE_PTWRITE, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
+				     " IP: %u payload: %#" PRIx64 " %s ", e->ip_valid, v, str);
+		}
+		break;
+	case VMPT_EV_MWAIT:
+		if (it->pwr_events)
+			synth_sample(c, VMPT_SE_MWAIT, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
+				     " hints: %#x extensions: %#x ",
+				     (unsigned)(e->payload & 0xffffffff),
+				     (unsigned)(e->payload >> 32));
+		break;
+	case VMPT_EV_PWRE:
+		if (it->pwr_events)
+			synth_sample(c, VMPT_SE_PWRE, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
+				     " hw: %u cstate: %u sub-cstate: %u ",
+				     (unsigned)(e->payload >> 16 & 1),
+				     (unsigned)(e->payload & 0xff),
+				     (unsigned)(e->payload >> 8 & 0xff));
+		break;
+	case VMPT_EV_EXSTOP:
+		if (it->pwr_events)
+			synth_sample(c, VMPT_SE_EXSTOP, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
+				     " IP: %u ", e->ip_valid);
+		break;
+	case VMPT_EV_PWRX:
+		if (it->pwr_events)
+			synth_sample(c, VMPT_SE_PWRX, e, e->ip_valid ? e->ip : 0, e->time,
+				     state_flags(c, e->ip_valid ? e->ip : 0),
+				     " deepest cstate: %u last cstate: %u wake reason: %#x ",
+				     (unsigned)(e->payload >> 8 & 0xf),
+				     (unsigned)(e->payload & 0xf),
+				     (unsigned)(e->payload >> 16 & 0xf));
 		break;
 	case VMPT_EV_ENABLED:
 		/* perf's periods start anew when tracing does. */
-		o->p_cont = 0;
-		if (it->branches)
-			sample_branch(o, e, 0, e->ip, "tr strt", o->nr);
+		c->p_cont = 0;
+		/* A PSB+'s FUP is status, no trace start for perf. */
+		if (e->payload == VMPT_ENABLED_PSB)
+			break;
+		branch_state(c, e, 0, e->ip, PF_BRANCH | PF_TRACE_BEGIN |
+			     (e->payload == VMPT_ENABLED_RESYNC_END ? PF_TRACE_END : 0),
+			     c->nr, c->nr, 0, e->time);
 		break;
 	case VMPT_EV_DISABLED:
-		if (it->branches && o->have_stopped && !e->ip) {
-			char flags[32];
-
-			snprintf(flags, sizeof(flags), "tr end  %s", branch_flags(&o->stopped));
-			sample_branch(o, &o->stopped, o->stopped.end_ip, 0, flags, o->from_nr);
-		} else if (it->branches) {
-			sample_branch(o, e, e->ip, 0, "tr end", o->from_nr);
-		}
+		if (c->have_stopped && !e->ip)
+			branch_state(c, &c->stopped, c->stopped.end_ip, 0,
+				     insn_flags(c->stopped.iclass) | PF_TRACE_END, c->from_nr,
+				     c->from_nr, c->stopped.ninsn ?
+				     c->stopped.isize[c->stopped.ninsn - 1] : 0, e->time);
+		else
+			branch_state(c, e, e->ip, 0, PF_BRANCH | PF_TRACE_END, c->from_nr,
+				     c->from_nr, 0, e->time);
 		break;
 	case VMPT_EV_ASYNC_DISABLED:
-		if (it->branches)
-			sample_branch(o, e, e->ip, 0, "tr end  async", o->from_nr);
+		branch_state(c, e, e->ip, 0, PF_BRANCH | PF_ASYNC | PF_TRACE_END, c->from_nr,
+			     c->from_nr, 0, e->time);
 		break;
 	case VMPT_EV_ASYNC_BRANCH:
-		if (!it->branches)
-			break;
-		if (o->from_nr == o->nr) {
-			sample_branch(o, e, e->ip, e->to, "hw int", o->nr);
-			break;
-		}
-		/* A VM exit (perf 6.1.y prints its flags as "bcyh"). */
-		sample_branch(o, e, e->ip, 0, o->from_nr ? "vmexit" : "hw int", o->from_nr);
-		sample_branch(o, e, 0, e->to, o->from_nr ? "vmexit" : "hw int", o->nr);
+		if (c->from_nr == c->nr)
+			branch_state(c, e, e->ip, e->to, PF_BRANCH | PF_CALL | PF_ASYNC |
+				     PF_INTERRUPT, c->nr, c->nr, 0, e->time);
+		else	/* a VM exit: perf 6.1.y's flags print as "bcyh" */
+			branch_state(c, e, e->ip, e->to, c->from_nr ?
+				     PF_BRANCH | PF_CALL | PF_ASYNC | PF_VMEXIT :
+				     PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT,
+				     c->from_nr, c->nr, 0, e->time);
 		break;
 	default:
 		break;
 	}
 }
-
 
 /* A PSB+ decides nothing: it waits with the blocks around it. */
 static int decided_by_trace(const struct vmpt_flow_item *it)
@@ -711,286 +809,69 @@ static int decided_by_trace(const struct vmpt_flow_item *it)
 	       it->iclass != VMPT_IC_OTHER;
 }
 
-static void run_pending(struct vmpt_script_out *o, uint64_t next_time)
+static void run_pending(struct vmpt_consumer *c, uint64_t next_time)
 {
-	o->next_time = next_time;
-	for (unsigned i = 0; i < o->n_pending; i++) {
-		if (o->pending[i].kind == VMPT_FLOW_BLOCK)
-			on_block(o, &o->pending[i]);
+	c->next_time = next_time;
+	for (unsigned i = 0; i < c->n_pending; i++) {
+		if (c->pending[i].kind == VMPT_FLOW_BLOCK)
+			on_block(c, &c->pending[i]);
 		else
-			on_event(o, &o->pending[i]);
+			on_event(c, &c->pending[i]);
 	}
-	o->n_pending = 0;
+	c->n_pending = 0;
 }
 
-void vmpt_script_out_item(struct vmpt_script_out *o, const struct vmpt_flow_item *it)
+void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 {
-	const struct vmpt_itrace *itr = &o->o->it;
+	const struct vmpt_itrace *itr = &c->o->it;
 
-	if (itr->insns && itr->period_time && o->p_ticks) {
+	if (c->err_offset >= 0 && it->kind == VMPT_FLOW_BLOCK) {
+		c->stats.skipped += it->offset - (uint64_t)c->err_offset;
+		c->err_offset = -1;
+	}
+	if (itr->insns && script_time_period(c) && c->p_ticks) {
 		if (!decided_by_trace(it)) {
-			if (o->n_pending == sizeof(o->pending) / sizeof(o->pending[0]))
-				run_pending(o, o->pending[0].time);
-			o->pending[o->n_pending++] = *it;
+			if (c->n_pending == sizeof(c->pending) / sizeof(c->pending[0]))
+				run_pending(c, c->pending[0].time);
+			c->pending[c->n_pending++] = *it;
 			return;
 		}
-		run_pending(o, it->time);
+		run_pending(c, it->time);
 	}
-	o->next_time = it->time;
+	c->next_time = it->time;
 	if (it->kind == VMPT_FLOW_BLOCK)
-		on_block(o, it);
+		on_block(c, it);
 	else
-		on_event(o, it);
+		on_event(c, it);
 }
 
-void vmpt_script_out_restart(struct vmpt_script_out *o)
+/* perf's timestamp_insn_cnt: instructions since the timestamp changed. */
+static void track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 {
-	o->p_cont = 0;
-	o->p_last = 0;
-	o->have_block = 0;
-	/* A new decoder starts in the host. */
-	o->nr = o->from_nr = 0;
-	o->vmcs = 0;
-}
-
-void vmpt_script_out_drain(struct vmpt_script_out *o, uint64_t next_time)
-{
-	if (o->n_pending)
-		run_pending(o, next_time ? next_time : o->pending[o->n_pending - 1].time);
-}
-
-void vmpt_script_out_flush(struct vmpt_script_out *o)
-{
-	out_flush(o);
-}
-
-void vmpt_script_out_set_file(struct vmpt_script_out *o, FILE *f)
-{
-	out_flush(o);
-	o->f = f;
-}
-
-void vmpt_script_out_set_task(struct vmpt_script_out *o,
-			      const struct vmpt_script_task *task)
-{
-	o->task = *task;
-}
-
-struct vmpt_script_out *vmpt_script_out_new(const struct vmpt_script_opts *opts,
-					    FILE *f)
-{
-	static const cs_mode modes[3] = { CS_MODE_64, CS_MODE_32, CS_MODE_16 };
-	struct vmpt_script_out *o = calloc(1, sizeof(*o));
-
-	if (!o)
-		return NULL;
-	o->f = f;
-	o->o = opts;
-	o->task = (struct vmpt_script_task){ .cpu = -1, .pid = -1, .tid = -1 };
-	if (opts->it.period_time && opts->it.period) {
-		/* perf: the period in TSC ticks, rounded down to a power of
-		 * two (raw traces: the period is in ticks already).
-		 */
-		uint64_t t = opts->it.period;
-
-		if (opts->have_tc && opts->tc.time_mult)
-			t = ((t / opts->tc.time_mult) << opts->tc.time_shift) +
-			    ((t % opts->tc.time_mult) << opts->tc.time_shift) /
-			    opts->tc.time_mult;
-		while (t & (t - 1))
-			t &= t - 1;
-		o->p_ticks = t;
-		o->p_mask = ~(t - 1);
-	}
-	o->buf = malloc(OUT_CAP);
-	if (!o->buf) {
-		free(o);
-		return NULL;
-	}
-	for (int m = 0; m < 3; m++) {
-		if (cs_open(CS_ARCH_X86, modes[m], &o->cs[m]) != CS_ERR_OK) {
-			vmpt_script_out_free(o);
-			return NULL;
-		}
-		o->insn[m] = cs_malloc(o->cs[m]);
-	}
-	return o;
-}
-
-void vmpt_script_out_free(struct vmpt_script_out *o)
-{
-	if (!o)
-		return;
-	vmpt_script_out_drain(o, 0);
-	out_flush(o);
-	free(o->buf);
-	for (int m = 0; m < 3; m++) {
-		if (o->insn[m])
-			cs_free(o->insn[m], 1);
-		if (o->cs[m])
-			cs_close(&o->cs[m]);
-	}
-	free(o);
-}
-
-static int decode(struct vmpt_flow *dec, uint64_t start, uint64_t stop,
-		  struct vmpt_script_out *o)
-{
-	const struct vmpt_flow_item *it;
-	size_t n;
-	int ret;
-
-	vmpt_flow_sync_at(dec, start, stop);
-	/* The piece's decoder starts in the host, and so does its output. */
-	o->nr = o->from_nr = 0;
-	o->vmcs = 0;
-	while ((ret = vmpt_flow_next_items(dec, &it, &n)) == 0)
-		for (size_t i = 0; i < n; i++)
-			vmpt_script_out_item(o, &it[i]);
-	vmpt_script_out_drain(o, 0);
-	out_flush(o);
-	return ret == -VMPT_ERR_EOS ? 0 : ret;
-}
-
-/* A decoding thread keeps its decoder (and so its block cache) from one
- * piece of the trace to the next; each piece's output goes to memory.
- */
-struct worker {
-	struct vmpt_flow *dec;
-	struct vmpt_script_out *o;
-	uint64_t start, stop;
-	/* The piece's output: one stream, rewound for each piece, so its
-	 * buffer (100 MB for a MiB of trace, every instruction) grows once.
+	/* perf reads the timing packets before it walks the code up to the
+	 * next branch the trace decides: code after a direct branch counts
+	 * for the new timestamp already.
 	 */
-	FILE *mem;
-	char *buf;
-	size_t len;
-	int ret;
-};
-
-static void *worker_run(void *arg)
-{
-	struct worker *w = arg;
-
-	if (!w->mem)
-		w->mem = open_memstream(&w->buf, &w->len);
-	else
-		fseek(w->mem, 0, SEEK_SET);
-	if (!w->mem) {
-		w->ret = -VMPT_ERR_NOMEM;
-		return NULL;
+	if (it->time != c->ts_time) {
+		c->ts_time = it->time;
+		c->ts_insns = it->kind == VMPT_FLOW_BLOCK ? c->undecided : 0;
 	}
-	vmpt_script_out_set_file(w->o, w->mem);
-	w->ret = decode(w->dec, w->start, w->stop, w->o);
-	if (fflush(w->mem))
-		w->ret = -VMPT_ERR_NOMEM;
-	return NULL;
-}
-
-static struct vmpt_flow *new_decoder(const struct vmpt_flow_config *base,
-				     uint64_t host_space)
-{
-	struct vmpt_flow *dec = vmpt_flow_new(base);
-
-	if (dec && host_space)
-		vmpt_flow_set_host_space(dec, host_space);
-	return dec;
-}
-
-int vmpt_script_run(const struct vmpt_flow_config *base,
-		    const struct vmpt_script_opts *opts,
-		    const struct vmpt_script_task *task, uint64_t host_space,
-		    int jobs, FILE *f)
-{
-	size_t n_psbs = 0, pieces, size = (size_t)(base->end - base->begin);
-	struct vmpt_flow_config shared = *base;
-	struct worker *w = NULL;
-	uint64_t *psbs = NULL;
-	int ret = 0;
-
-	/* IPC counts from the sample before, which may be in another piece. */
-	if (opts->fields & VMPT_F_IPC)
-		jobs = 1;
-	if (jobs > 1 && vmpt_flow_psb_offsets(base->begin, base->end, &psbs, &n_psbs) < 0)
-		return -VMPT_ERR_NOMEM;
-	if (jobs <= 1 || n_psbs < 2) {
-		struct vmpt_flow *dec = new_decoder(base, host_space);
-		struct vmpt_script_out *o = vmpt_script_out_new(opts, f);
-
-		free(psbs);
-		if (dec && o) {
-			vmpt_script_out_set_task(o, task);
-			ret = decode(dec, 0, 0, o);
-		} else {
-			ret = -VMPT_ERR_NOMEM;
-		}
-		vmpt_script_out_free(o);
-		vmpt_flow_free(dec);
-		return ret;
-	}
-	if ((size_t)jobs > n_psbs)
-		jobs = (int)n_psbs;
-	/* Pieces of about 128 KiB, at least 4 per thread, cut at PSBs: a
-	 * piece's output waits in memory (every instruction of 128 KiB of
-	 * trace can be 10 MB of text).
+	/* An event from a packet (an interrupt's FUP and TIP, say) was read
+	 * where the walk stood: the code before it is the timestamp's before.
 	 */
-	pieces = size >> 17 > (size_t)jobs * 4 ? size >> 17 : (size_t)jobs * 4;
-	if (pieces > n_psbs)
-		pieces = n_psbs;
-	/* One block cache for all workers: no code is disassembled twice. */
-	if (!shared.cache)
-		shared.cache = vmpt_bcache_new();
-	w = calloc((size_t)jobs, sizeof(*w));
-	if (!w || !shared.cache) {
-		free(w);
-		free(psbs);
-		if (shared.cache != base->cache)
-			vmpt_bcache_free(shared.cache);
-		return -VMPT_ERR_NOMEM;
-	}
-	for (int k = 0; k < jobs; k++) {
-		w[k].dec = new_decoder(&shared, host_space);
-		w[k].o = vmpt_script_out_new(opts, NULL);
-		if (!w[k].dec || !w[k].o) {
-			ret = -VMPT_ERR_NOMEM;
-			jobs = k + 1;
-			goto out;
-		}
-		vmpt_script_out_set_task(w[k].o, task);
-	}
-	for (size_t done = 0; done < pieces; done += (size_t)jobs) {
-		size_t n = pieces - done < (size_t)jobs ? pieces - done : (size_t)jobs;
-		pthread_t th[n];
+	if (it->kind == VMPT_FLOW_BLOCK)
+		c->undecided = decided_by_trace(it) ? 0 : c->undecided + it->ninsn;
+	else if (decided_by_trace(it))
+		c->undecided = 0;
+	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->to)
+		c->cbr = (unsigned)it->to;
+	else if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_CBR)
+		c->cbr = (unsigned)it->payload;
+}
 
-		for (size_t k = 0; k < n; k++) {
-			size_t i = done + k;
-
-			w[k].start = i ? psbs[i * n_psbs / pieces] : 0;
-			w[k].stop = i + 1 < pieces ? psbs[(i + 1) * n_psbs / pieces] : 0;
-			if (pthread_create(&th[k], NULL, worker_run, &w[k]) != 0) {
-				worker_run(&w[k]);	/* no thread: do it here */
-				th[k] = 0;
-			}
-		}
-		for (size_t k = 0; k < n; k++) {
-			if (th[k])
-				pthread_join(th[k], NULL);
-			fwrite(w[k].buf, 1, w[k].len, f);
-			if (w[k].ret < 0 && !ret)
-				ret = w[k].ret;
-		}
-	}
-out:
-	for (int k = 0; k < jobs; k++) {
-		vmpt_script_out_free(w[k].o);
-		vmpt_flow_free(w[k].dec);
-		if (w[k].mem)
-			fclose(w[k].mem);
-		free(w[k].buf);
-	}
-	free(w);
-	free(psbs);
-	if (shared.cache != base->cache)
-		vmpt_bcache_free(shared.cache);
-	return ret;
+void script_stream_drain(struct vmpt_consumer *c, uint64_t next_time)
+{
+	if (c->n_pending)
+		run_pending(c, next_time ? next_time : c->pending[c->n_pending - 1].time);
+	script_settle_held(c, NULL);
 }

@@ -44,6 +44,25 @@ int pd_step(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur)
 	if (pos >= cur->end)
 		return 0;
 	left = cur->end - pos;
+	/* The file cut in its data: a cut record ends the walk; of a cut
+	 * AUXTRACE the trace that is there is read (its size clamped).
+	 */
+	if ((pd->truncated || (pd->pipe && pd->read_cut)) && !cur->part) {
+		if (left < 8 || pd_u16(d + pos + 6) > left) {
+			pd_warn(pd, pos, "the file ends in a record: read up to the one before");
+			cur->pos = cur->end;
+			return 0;
+		}
+		if (pd_u32(d + pos) == VMPT_PERF_RECORD_AUXTRACE &&
+		    pd_u16(d + pos + 6) >= AUXTRACE_RECORD_SIZE &&
+		    pd_u64(d + pos + 8) > left - pd_u16(d + pos + 6)) {
+			pd_warn(pd, pos, "the file ends in AUXTRACE data: %llu of its %llu bytes "
+				"read", (unsigned long long)(left - pd_u16(d + pos + 6)),
+				(unsigned long long)pd_u64(d + pos + 8));
+			cur->pos = cur->end;
+			return 1;
+		}
+	}
 	if (left < 8)
 		return pd_error(pd, pos, VMPT_ERR_FORMAT,
 				"record header truncated (%llu bytes left)",
@@ -402,6 +421,9 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 	switch (ev->type) {
 	case VMPT_PERF_RECORD_AUXTRACE:
 		ev->auxtrace.size = pd_u64(b);
+		/* Cut off with the file (pd_step let it through). */
+		if (ev->auxtrace.size > cur->end - ev->offset - ev->size)
+			ev->auxtrace.size = cur->end - ev->offset - ev->size;
 		ev->auxtrace.offset = pd_u64(b + 8);
 		ev->auxtrace.reference = pd_u64(b + 16);
 		ev->auxtrace.idx = pd_u32(b + 24);

@@ -61,7 +61,7 @@ static int fb_string(struct feat_buf *fb, char **out)
 
 static int replace_string(struct feat_buf *fb, char **field)
 {
-	char *s;
+	char *s = NULL;
 	int err = fb_string(fb, &s);
 
 	if (err < 0)
@@ -262,6 +262,10 @@ int pd_parse_feature(struct vmpt_perf_data *pd, unsigned feat,
 	case VMPT_PERF_FEAT_PMU_MAPPINGS: return parse_pmu_mappings(&fb, env);
 	case VMPT_PERF_FEAT_BUILD_ID: return parse_build_ids(&fb, env);
 	case VMPT_PERF_FEAT_AUXTRACE: return parse_auxtrace_index(&fb);
+	case VMPT_PERF_FEAT_SAMPLE_TIME:
+		if ((err = fb_u64(&fb, &env->first_sample_time)) < 0)
+			return err;
+		return fb_u64(&fb, &env->last_sample_time);
 	case VMPT_PERF_FEAT_CLOCK_DATA:
 		/* u32 version, u32 clockid, u64 tod_ns, u64 clockid_ns */
 		if ((err = fb_u32(&fb, &v32)) < 0 || (err = fb_u32(&fb, &v32)) < 0)

@@ -40,6 +40,9 @@ static inline uint16_t pd_u16(const uint8_t *p)
 }
 
 /* Set pd->errmsg to "PATH: offset 0x..: message" and return -err. */
+/* A warning in pd->warnmsg (the first one), as pd_error's. */
+void pd_warn(struct vmpt_perf_data *pd, uint64_t offset, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 int pd_error(struct vmpt_perf_data *pd, uint64_t offset, int err,
 	     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 

@@ -30,6 +30,20 @@ int pd_error(struct vmpt_perf_data *pd, uint64_t offset, int err,
 	return -err;
 }
 
+void pd_warn(struct vmpt_perf_data *pd, uint64_t offset, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	if (pd->warnmsg[0])
+		return;	/* the first cut tells */
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(pd->warnmsg, sizeof(pd->warnmsg), "%s: offset %#llx: %s", pd->path,
+		 (unsigned long long)offset, what);
+}
+
 int vmpt_perf_is_perf_data(const uint8_t *buf, size_t size)
 {
 	/* The magic alone decides: a short file with it is a damaged
@@ -128,17 +142,31 @@ static int read_features(struct vmpt_perf_data *pd, uint64_t feat_offset)
 
 		if (!vmpt_perf_has_feature(pd, feat))
 			continue;
-		if (pos > fsize || fsize - pos < 16)
-			return pd_error(pd, pos, VMPT_ERR_FORMAT,
-					"feature section table truncated (feature %u)", feat);
-		off = pd_u64(d + pos);
-		size = pd_u64(d + pos + 8);
-		if (off > fsize || size > fsize - off)
-			return pd_error(pd, pos, VMPT_ERR_FORMAT,
-					"feature %u (offset %#llx, size %llu) beyond end of file (%llu bytes)",
-					feat, (unsigned long long)off,
-					(unsigned long long)size,
-					(unsigned long long)fsize);
+		/* A file cut in its feature section: the features before the
+		 * cut stand (perf reads what is there).
+		 */
+		if (!pd->read_cut) {
+			if (pos > fsize || fsize - pos < 16)
+				return pd_error(pd, pos, VMPT_ERR_FORMAT,
+						"feature section table truncated (feature %u)",
+						feat);
+			off = pd_u64(d + pos);
+			size = pd_u64(d + pos + 8);
+			if (off > fsize || size > fsize - off)
+				return pd_error(pd, pos, VMPT_ERR_FORMAT,
+						"feature %u (offset %#llx, size %llu) beyond end "
+						"of file (%llu bytes)", feat,
+						(unsigned long long)off, (unsigned long long)size,
+						(unsigned long long)fsize);
+		} else if (pos > fsize || fsize - pos < 16 ||
+			   (off = pd_u64(d + pos)) > fsize ||
+			   (size = pd_u64(d + pos + 8)) > fsize - off) {
+			pd_warn(pd, pos, "the file ends (at %llu bytes) in its feature section: "
+				"feature %u and later ones lost", (unsigned long long)fsize, feat);
+			for (unsigned f = feat; f < VMPT_PERF_FEAT_BITS; f++)
+				pd->features[f / 64] &= ~(1ULL << (f % 64));
+			return 0;
+		}
 		err = pd_parse_feature(pd, feat, d + off, size, off);
 		if (err < 0)
 			return err;
@@ -203,12 +231,22 @@ static int read_file_header(struct vmpt_perf_data *pd)
 				"data offset %#llx outside the file (%llu bytes)",
 				(unsigned long long)pd->data_offset,
 				(unsigned long long)fsize);
-	if (pd->data_size > fsize - pd->data_offset)
+	if (pd->data_size > fsize - pd->data_offset && !pd->read_cut)
 		return pd_error(pd, 48, VMPT_ERR_FORMAT,
 				"data section (offset %#llx, size %llu) beyond end of file (%llu bytes)",
 				(unsigned long long)pd->data_offset,
 				(unsigned long long)pd->data_size,
 				(unsigned long long)fsize);
+	if (pd->data_size > fsize - pd->data_offset) {
+		/* Cut in its data: the records up to the last whole one. */
+		pd_warn(pd, 48, "data section (offset %#llx, size %llu) goes beyond the end "
+			"of the file (%llu bytes): the file was cut, read up to where it ends",
+			(unsigned long long)pd->data_offset, (unsigned long long)pd->data_size,
+			(unsigned long long)fsize);
+		pd->data_size = fsize - pd->data_offset;
+		pd->truncated = 1;
+		memset(pd->features, 0, sizeof(pd->features));
+	}
 	err = read_attrs(pd, attr_size, attrs_off, attrs_size);
 	if (err < 0)
 		return err;
@@ -314,7 +352,14 @@ static int map_parts(struct vmpt_perf_data *pd, const char *dir)
 	}
 }
 
+static int parse_mapped(struct vmpt_perf_data *pd);
+
 int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
+{
+	return vmpt_perf_open_flags(pd, path, 0);
+}
+
+int vmpt_perf_open_flags(struct vmpt_perf_data *pd, const char *path, unsigned flags)
 {
 	char *data_path = NULL;
 	struct stat st;
@@ -322,10 +367,11 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 
 	memset(pd, 0, sizeof(*pd));
 	pd->env.clockid = -1;
+	pd->read_cut = !!(flags & VMPT_PERF_READ_CUT);
 	pd->path = strdup(path);
 	if (!pd->path)
 		return -VMPT_ERR_NOMEM;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (strcmp(path, "-") && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		if (asprintf(&data_path, "%s/data", path) < 0)
 			return -VMPT_ERR_NOMEM;
 		if (asprintf(&pd->kcore_dir, "%s/kcore_dir", path) < 0) {
@@ -338,6 +384,14 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 		}
 	}
 	err = vmpt_file_map(&pd->map, data_path ? data_path : path);
+	if (err < 0 && data_path && errno == ENOENT) {
+		/* perf's directory form holds PATH/data: this is none. */
+		snprintf(pd->errmsg, sizeof(pd->errmsg),
+			 "%s: is a directory, not a perf.data (perf's directory form "
+			 "holds %s/data)", path, path);
+		free(data_path);
+		return err;
+	}
 	if (err < 0) {
 		snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: %s",
 			 data_path ? data_path : path,
@@ -347,6 +401,39 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 	}
 	is_dir = data_path != NULL;
 	free(data_path);
+	err = parse_mapped(pd);
+	if (err < 0 || pd->pipe)
+		return err;
+	return is_dir ? map_parts(pd, path) : 0;
+}
+
+int vmpt_perf_open_mapped(struct vmpt_perf_data *pd, struct vmpt_file *file,
+			  unsigned flags)
+{
+	int err;
+
+	memset(pd, 0, sizeof(*pd));
+	pd->env.clockid = -1;
+	pd->read_cut = !!(flags & VMPT_PERF_READ_CUT);
+	pd->map = *file;
+	memset(file, 0, sizeof(*file));
+	pd->path = strdup(pd->map.path ? pd->map.path : "-");
+	if (!pd->path)
+		return -VMPT_ERR_NOMEM;
+	err = parse_mapped(pd);
+	return err;
+}
+
+/* The header, attrs and ids of pd->map (a pipe's headers too). */
+static int parse_mapped(struct vmpt_perf_data *pd)
+{
+	int err;
+
+	if (!pd->map.size) {
+		snprintf(pd->errmsg, sizeof(pd->errmsg),
+			 "%s: zero-sized data, nothing to do", pd->map.path);
+		return -VMPT_ERR_FORMAT;
+	}
 	if (pd->map.size < PERF_PIPE_HEADER_SIZE)
 		return pd_error(pd, pd->map.size, VMPT_ERR_FORMAT,
 				"file too short for a perf.data header (%zu bytes)",
@@ -362,9 +449,7 @@ int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path)
 	err = read_file_header(pd);
 	if (err < 0)
 		return err;
-	if (pd->pipe)
-		return scan_pipe_headers(pd);
-	return is_dir ? map_parts(pd, path) : 0;
+	return pd->pipe ? scan_pipe_headers(pd) : 0;
 }
 
 static void free_env(struct vmpt_perf_env *env)

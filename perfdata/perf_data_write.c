@@ -85,6 +85,7 @@ int vmpt_perf_writer_open(struct vmpt_perf_writer **wp, const char *path,
 		return -VMPT_ERR_NOMEM;
 	w->fd = -1;
 	w->env.clockid = -1;
+	w->want_build_ids = opts && opts->build_ids;
 	if (opts && opts->dir) {
 		if (mkdir(path, 0755) < 0 && errno != EEXIST)
 			goto io_err;
@@ -305,6 +306,8 @@ int vmpt_perf_write_event(struct vmpt_perf_writer *w, const void *record)
 		return -VMPT_ERR_INVAL;
 	if ((err = pw_start(w)) < 0)
 		return err;
+	if (w->want_build_ids)
+		pw_note_mapping(w, r, size);
 	if ((err = pw_write(w, record, size)) < 0)
 		return err;
 	w->nr_records++;

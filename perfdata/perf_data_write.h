@@ -22,6 +22,14 @@ struct pw_raw_feature {
 	uint64_t size;
 };
 
+/* An executable file a written MMAP named (opts.build_ids). */
+struct pw_mapped {
+	char *name;
+	uint16_t misc;		/* PERF_RECORD_MISC_KERNEL or _USER */
+	int have_id;		/* the MMAP2 carried it */
+	uint8_t id[20], id_size;
+};
+
 struct vmpt_perf_writer {
 	int fd;
 	char *path;		/* the file written (PATH or PATH/data) */
@@ -38,6 +46,9 @@ struct vmpt_perf_writer {
 	int started;
 	uint64_t nr_records;	/* records taken (buffered or written) */
 	int err;		/* sticky: the first write error */
+	int want_build_ids;	/* opts.build_ids */
+	struct pw_mapped *mapped;
+	size_t nr_mapped;
 	size_t wlen;
 	uint8_t wbuf[WBUF_SIZE];
 };
@@ -50,5 +61,10 @@ int pd_write_header(struct vmpt_perf_writer *w, uint64_t data_size,
 		    const uint64_t *features);
 /* Write header placeholder, ids and attrs before the first record. */
 int pw_start(struct vmpt_perf_writer *w);
+/* perf_data_write_build_ids.c: note a record's executable file; name
+ * the build-ids of all noted in w->env (at close).
+ */
+void pw_note_mapping(struct vmpt_perf_writer *w, const uint8_t *r, uint16_t size);
+int pw_mapped_build_ids(struct vmpt_perf_writer *w);
 
 #endif

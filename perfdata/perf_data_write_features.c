@@ -469,6 +469,9 @@ static void free_writer(struct vmpt_perf_writer *w)
 	for (size_t i = 0; i < e->nr_build_ids; i++)
 		free(e->build_ids[i].filename);
 	free(e->build_ids);
+	for (size_t i = 0; i < w->nr_mapped; i++)
+		free(w->mapped[i].name);
+	free(w->mapped);
 	for (size_t i = 0; i < w->nr_raw_features; i++)
 		free(w->raw_features[i].data);
 	free(w->raw_features);
@@ -484,6 +487,8 @@ int vmpt_perf_writer_close(struct vmpt_perf_writer *w)
 
 	fill_env_defaults(&w->env);
 	err = pw_start(w);
+	if (!err && w->want_build_ids && !w->env.nr_build_ids)
+		err = pw_mapped_build_ids(w);
 	if (!err)
 		err = write_features_and_header(w);
 	if (err == -VMPT_ERR_IO)

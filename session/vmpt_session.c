@@ -3,6 +3,7 @@
  * settings, time conversion and who ran when.  See include/vmpt/session.h.
  */
 #include "vmpt/session.h"
+#include "vmpt_session_int.h"
 #include "vmpt/correlate.h"
 #include "vmpt/error.h"
 
@@ -85,12 +86,15 @@ static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev
 {
 	const char *name = ev->mmap.filename;
 	char path[4096];
+	int n;
 
 	if (!strcmp(name, "[vdso]") && vdso)
-		snprintf(path, sizeof(path), "%s", vdso);
+		n = snprintf(path, sizeof(path), "%s", vdso);
 	else if (name[0] == '/')
-		snprintf(path, sizeof(path), "%s%s", root, name);
+		n = snprintf(path, sizeof(path), "%s%s", root, name);
 	else
+		return;
+	if (n < 0 || (size_t)n >= sizeof(path))
 		return;
 	if (vmpt_image_add_elf_map(img, path, ev->mmap.start, ev->mmap.pgoff,
 				   asid) == -VMPT_ERR_FORMAT)
@@ -242,12 +246,78 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 	}
 }
 
+/* Keep the mapping for naming code whose binary is missing here, with
+ * its build-id (the record's, else HEADER_BUILD_ID's for its file).
+ */
+static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct vmpt_session_map m = {
+		.pid = pid, .start = ev->mmap.start, .len = ev->mmap.len,
+		.pgoff = ev->mmap.pgoff, .name = ev->mmap.filename, .seq = s->n_maps,
+	};
+	const uint8_t *id = NULL;
+	size_t n = 0;
+
+	/* perf's kernel dso is "[kernel.kallsyms]", whatever its map's name
+	 * ("[kernel.kallsyms]_text").
+	 */
+	if (!strncmp(m.name, "[kernel.kallsyms]", 17))
+		m.name = "[kernel.kallsyms]";
+
+	if (ev->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+		id = ev->mmap.build_id;
+		n = ev->mmap.build_id_size;
+	}
+	for (size_t i = 0; !id && i < s->pd.env.nr_build_ids; i++) {
+		const struct vmpt_perf_build_id *b = &s->pd.env.build_ids[i];
+
+		if (b->filename && !strcmp(b->filename, m.name)) {
+			id = b->id;
+			n = b->size;
+		}
+	}
+	for (size_t i = 0; id && i < n && i < 20; i++) {
+		m.build_id[2 * i] = hex[id[i] >> 4];
+		m.build_id[2 * i + 1] = hex[id[i] & 15];
+	}
+	return PUSH(s->maps, s->n_maps, m);
+}
+
+/* A host mapping's code, from where the binary is found (named as the
+ * recording names it).  A binary found nowhere is no error: its code
+ * shows up as decoding errors, its mapping names it.
+ */
+static void host_code(struct vmpt_session *s, const struct vmpt_perf_event *ev,
+		      struct vmpt_session_map *m, const struct vmpt_asid *asid)
+{
+	char path[4096];
+
+	if (session_find_binary(s, m->name, m->build_id, path, sizeof(path),
+				m->changed_id) < 0) {
+		int told = 0;
+
+		for (size_t i = 0; m->changed_id[0] && i + 1 < s->n_maps; i++)
+			told |= !strcmp(s->maps[i].name, m->name) && s->maps[i].changed_id[0];
+		if (m->changed_id[0] && !told && s->opts.warn)
+			fprintf(s->opts.warn, "vmpt: warning: %s has build-id %s, the "
+				"recording's is %s: not used (the file changed since it "
+				"was recorded)\n", m->name, m->changed_id, m->build_id);
+		return;
+	}
+	if (vmpt_image_add_elf_map_named(s->image, path, m->name, ev->mmap.start,
+					 ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
+		vmpt_image_add_raw(s->image, path, ev->mmap.pgoff, ev->mmap.len,
+				   ev->mmap.start, asid);
+}
+
 static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 {
 	struct vmpt_asid asid = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 	int pid = sid_int(ev->mmap.pid);
 	uint64_t time = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
 	unsigned cpumode = ev->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+	int ret;
 
 	/* The kernel (pid -1, kernel cpumode) is shared by all processes. */
 	if (pid > 0 && cpumode != PERF_RECORD_MISC_KERNEL) {
@@ -260,7 +330,10 @@ static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev
 		p->has_maps = 1;
 		asid.cr3 = VMPT_ASID_PID(pid);
 	}
-	add_mapping(s->image, ev, "", NULL, &asid);
+	ret = keep_map(s, ev, pid > 0 && cpumode != PERF_RECORD_MISC_KERNEL ? pid : -1);
+	if (ret < 0)
+		return ret;
+	host_code(s, ev, &s->maps[s->n_maps - 1], &asid);
 	return 0;
 }
 
@@ -349,6 +422,19 @@ static int cmp_by_cpu(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+/* The records a consumer may show among the samples. */
+static int shown_record(uint32_t type)
+{
+	switch (type) {
+	case PERF_RECORD_COMM: case PERF_RECORD_FORK: case PERF_RECORD_EXIT:
+	case PERF_RECORD_MMAP: case PERF_RECORD_MMAP2: case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE: case PERF_RECORD_LOST: case PERF_RECORD_AUX:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* A VM recording: its guest TSC packets read as the host TSCs the
  * correlator finds (the same computation as vmpt correlate's).  A
  * recording it cannot correlate (no TSC or MTC) decodes as it is; with
@@ -360,6 +446,11 @@ static int correlate(struct vmpt_session *s, const char *path)
 	uint64_t guest, patched;
 	int vmx = 0, ret;
 
+	/* A recording read from a pipe cannot be read again by the
+	 * correlator: it decodes as it is.
+	 */
+	if (s->pd.map.read_in)
+		return 0;
 	/* No VMCS packet (02 c8) anywhere: no VMX, nothing to correlate. */
 	for (size_t i = 0; i < s->n_bufs && !vmx; i++)
 		vmx = memmem(s->bufs[i].data, s->bufs[i].size, "\x02\xc8", 2) != NULL;
@@ -388,12 +479,22 @@ static int correlate(struct vmpt_session *s, const char *path)
 int vmpt_session_open(struct vmpt_session *s, const char *path,
 		      struct vmpt_image *img)
 {
+	return vmpt_session_open_opts(s, path, img, NULL);
+}
+
+int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
+			   struct vmpt_image *img, const struct vmpt_session_opts *opts)
+{
 	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
+	char kdir[4096];
+	struct stat st;
 	int ret;
 
 	memset(s, 0, sizeof(*s));
+	if (opts)
+		s->opts = *opts;
 	s->own_image = !img;
 	s->image = img ? img : vmpt_image_new();
 	if (!s->image) {
@@ -401,7 +502,7 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 		return -VMPT_ERR_NOMEM;
 	}
 	s->cfg.image = s->image;
-	ret = vmpt_perf_open(&s->pd, path);
+	ret = vmpt_perf_open_flags(&s->pd, path, VMPT_PERF_READ_CUT);
 	if (ret < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", s->pd.errmsg);
 		return ret;
@@ -411,6 +512,16 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", s->pd.kcore_dir,
 			 vmpt_strerror(ret));
 		return ret;
+	}
+	/* The kernel vmpt archive copied next to a recording of one file. */
+	if (!s->pd.kcore_dir && vmpt_session_sysroot(path, kdir, sizeof(kdir) - 10) == 0) {
+		strcat(kdir, "/kcore_dir");
+		if (stat(kdir, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    (ret = vmpt_image_add_kcore_dir(s->image, kdir, &host)) < 0) {
+			snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", kdir,
+				 vmpt_strerror(ret));
+			return ret;
+		}
 	}
 	ret = add_guest(s, path);
 	if (ret < 0)
@@ -424,22 +535,39 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 			s->tc = ev.time_conv;
 			s->have_tc = 1;
 		} else if (ev.type == VMPT_PERF_RECORD_AUXTRACE_INFO) {
-			struct vmpt_perf_intel_pt_info info;
-
-			if (vmpt_perf_intel_pt_info(&ev, &info) == 0)
-				intel_pt_config(s, &info);
+			if (vmpt_perf_intel_pt_info(&ev, &s->info) == 0) {
+				s->have_info = 1;
+				intel_pt_config(s, &s->info);
+			}
 		} else if (ev.type == VMPT_PERF_RECORD_AUXTRACE) {
 			struct vmpt_session_buffer b = {
 				.data = ev.auxtrace.data, .size = ev.auxtrace.size,
 				.cpu = sid_int(ev.auxtrace.cpu),
 				.tid = sid_int(ev.auxtrace.tid),
 				.idx = ev.auxtrace.idx, .offset = ev.offset,
+				.data_offset = ev.auxtrace.data_offset,
 			};
 
 			ret = PUSH(s->bufs, s->n_bufs, b);
 		} else {
 			ret = sideband(s, &ev);
 		}
+		/* An error a decoder reported before (perf inject keeps
+		 * them): among the records at its time.
+		 */
+		if (ev.type == VMPT_PERF_RECORD_AUXTRACE_ERROR && ev.size >= 48) {
+			uint32_t fmt;
+
+			memcpy(&fmt, ev.raw + 28, 4);
+			ev.sid.present = PERF_SAMPLE_TIME;
+			ev.sid.time = 0;
+			if (fmt)
+				memcpy(&ev.sid.time, ev.raw + 40, 8);
+		}
+		s->n_records++;
+		if (ret == 0 && (shown_record(ev.type) ||
+				 ev.type == VMPT_PERF_RECORD_AUXTRACE_ERROR))
+			ret = PUSH(s->sb, s->n_sb, ev);
 		if (ret < 0)
 			break;
 	}
@@ -448,6 +576,9 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 			 s->pd.errmsg[0] ? s->pd.errmsg : vmpt_strerror(ret));
 		return ret;
 	}
+	for (size_t i = 0; s->have_info && i < s->pd.nr_attrs; i++)
+		if (s->pd.attrs[i].attr.type == s->info.priv[VMPT_INTEL_PT_PMU_TYPE])
+			s->intel_pt = &s->pd.attrs[i].attr;
 	if (s->n_comms)
 		qsort(s->comms, s->n_comms, sizeof(*s->comms), cmp_by_tid);
 	if (s->n_switches)
@@ -457,6 +588,8 @@ int vmpt_session_open(struct vmpt_session *s, const char *path,
 		ret = correlate(s, path);
 	if (ret < 0)
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
+	if (s->pd.warnmsg[0] && s->opts.warn)
+		fprintf(s->opts.warn, "vmpt: warning: %s\n", s->pd.warnmsg);
 	return ret;
 }
 
@@ -471,6 +604,8 @@ void vmpt_session_close(struct vmpt_session *s)
 	free(s->switches);
 	free(s->forks);
 	free(s->procs);
+	free(s->maps);
+	free(s->sb);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -516,8 +651,8 @@ lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
 }
 
 /* vmpt_session_task, and until when the answer holds. */
-static void task_at(const struct vmpt_session *s, const struct vmpt_session_buffer *b,
-		    uint64_t time, struct vmpt_script_task *t, uint64_t *until)
+void vmpt_session_task_until(const struct vmpt_session *s, const struct vmpt_session_buffer *b,
+		    uint64_t time, struct vmpt_task *t, uint64_t *until)
 {
 	const struct vmpt_session_task_rec *r;
 	uint64_t until2;
@@ -559,194 +694,59 @@ static void task_at(const struct vmpt_session *s, const struct vmpt_session_buff
 
 void vmpt_session_task(const struct vmpt_session *s,
 		       const struct vmpt_session_buffer *b, uint64_t time,
-		       struct vmpt_script_task *task)
+		       struct vmpt_task *task)
 {
 	uint64_t until;
 
-	task_at(s, b, time, task, &until);
+	vmpt_session_task_until(s, b, time, task, &until);
 }
 
-/* One queue of buffers (a CPU, or a thread), decoded buffer after buffer;
- * item is the next one to print.
- */
-struct queue {
-	size_t *bufs, n, next;
-	const struct vmpt_session_buffer *buf;
-	struct vmpt_flow *dec;
-	int dec_done;		/* dec is at its buffer's end */
-	struct vmpt_script_out *out;
-	/* The next item (NULL: none), and the rest of its batch. */
-	const struct vmpt_flow_item *item, *batch;
-	size_t left;
-	struct vmpt_script_task task;
-	uint64_t task_from, task_until;	/* perf time the task holds for */
-};
-
-/* The item's perf time for sideband lookups. */
-static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_item *it)
+const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t time)
 {
-	/* Timeless decoding (no TSC yet): perf names the tasks as they are
-	 * at the end of the recording.
+	const struct vmpt_session_task_rec *r;
+	uint64_t until;
+
+	r = lookup(s->comms, s->n_comms, 0, tid, time, &until);
+	if (r)
+		return r->comm;
+	return tid == 0 ? "swapper" : NULL;
+}
+
+/* The last mapping of pid holding addr. */
+static const struct vmpt_session_map *map_in(const struct vmpt_session *s, int pid,
+					     uint64_t addr)
+{
+	const struct vmpt_session_map *best = NULL;
+
+	for (size_t i = 0; i < s->n_maps; i++) {
+		const struct vmpt_session_map *m = &s->maps[i];
+
+		if (m->pid == pid && addr - m->start < m->len)
+			best = m;
+	}
+	return best;
+}
+
+int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map)
+{
+	const struct vmpt_session *s = ctx;
+	const struct vmpt_session_map *m = NULL;
+
+	/* The process's own, its parents' (a fork that has not exec'd),
+	 * then the kernel's.
 	 */
-	return s->have_tc && it->time ? vmpt_perf_tsc_to_time(&s->tc, it->time) :
-	       UINT64_MAX;
-}
+	for (int depth = 0; !m && depth < 64 && pid > 0; depth++) {
+		const struct vmpt_session_proc *p = find_proc(s, pid);
 
-static void queue_task(const struct vmpt_session *s, struct queue *q, uint64_t t)
-{
-	uint64_t space = q->task.space;
-
-	if (q->task_until && t >= q->task_from && t < q->task_until)
-		return;
-	task_at(s, q->buf, t, &q->task, &q->task_until);
-	q->task_from = t;
-	vmpt_script_out_set_task(q->out, &q->task);
-	if (q->task.space != space)
-		vmpt_flow_set_host_space(q->dec, q->task.space);
-}
-
-/* Make q->item the queue's next item, from the decoder's batch; 0, or
- * -VMPT_ERR_EOS when done.
- */
-static int queue_fill(struct vmpt_session *s, struct queue *q)
-{
-	while (!q->item) {
-		int ret;
-
-		if (q->left) {
-			q->item = q->batch++;
-			q->left--;
-			queue_task(s, q, item_time(s, q->item));
-			return 0;
-		}
-		if (!q->dec || q->dec_done) {
-			struct vmpt_flow_config cfg = s->cfg;
-			struct vmpt_flow *dec;
-
-			if (q->next == q->n)
-				return -VMPT_ERR_EOS;
-			q->buf = &s->bufs[q->bufs[q->next++]];
-			cfg.begin = q->buf->data;
-			cfg.end = q->buf->data + q->buf->size;
-			if (q->buf->tsc_patches.n)
-				cfg.tsc_patches = &q->buf->tsc_patches;
-			dec = vmpt_flow_new(&cfg);
-			if (!dec)
-				return -VMPT_ERR_NOMEM;
-			/* perf decodes each buffer anew, but counts cycles on. */
-			if (q->dec)
-				vmpt_flow_count_on(dec, q->dec);
-			vmpt_flow_free(q->dec);
-			q->dec = dec;
-			q->dec_done = 0;
-			q->task_until = 0;
-			q->task.space = 0;
-			vmpt_script_out_restart(q->out);
-		}
-		ret = vmpt_flow_next_items(q->dec, &q->batch, &q->left);
-		if (ret < 0) {
-			vmpt_script_out_drain(q->out, 0);
-			q->dec_done = 1;
-			if (ret != -VMPT_ERR_EOS)
-				return ret;
-		}
+		m = map_in(s, pid, addr);
+		pid = p ? p->parent : -1;
 	}
+	if (!m)
+		m = map_in(s, -1, addr);
+	if (!m)
+		return -VMPT_ERR_NOT_FOUND;
+	map->name = m->name;
+	map->start = m->start;
+	map->build_id = m->build_id[0] ? m->build_id : NULL;
 	return 0;
-}
-
-static int script_jobs(struct vmpt_session *s, const struct vmpt_script_opts *opts,
-		       int jobs, FILE *f)
-{
-	for (size_t i = 0; i < s->n_bufs; i++) {
-		const struct vmpt_session_buffer *b = &s->bufs[i];
-		struct vmpt_flow_config cfg = s->cfg;
-		struct vmpt_script_task task;
-		int ret;
-
-		/* Pieces decode apart: the buffer's task as of its end. */
-		vmpt_session_task(s, b, UINT64_MAX, &task);
-		cfg.begin = b->data;
-		cfg.end = b->data + b->size;
-		if (b->tsc_patches.n)
-			cfg.tsc_patches = &b->tsc_patches;
-		ret = vmpt_script_run(&cfg, opts, &task, task.space, jobs, f);
-		if (ret < 0) {
-			snprintf(s->errmsg, sizeof(s->errmsg),
-				 "%.500s: AUXTRACE at offset %#llx: %s", s->pd.path,
-				 (unsigned long long)b->offset, vmpt_strerror(ret));
-			return ret;
-		}
-	}
-	return 0;
-}
-
-int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *opts,
-			int jobs, FILE *f)
-{
-	struct queue *qs = NULL;
-	size_t nq = 0;
-	struct queue *cur = NULL;
-	int ret = 0;
-
-	/* IPC counts from the sample before, which may be in another piece. */
-	if (jobs > 1 && !(opts->fields & VMPT_F_IPC))
-		return script_jobs(s, opts, jobs, f);
-	/* Queues by perf's mmap index, buffers in file order. */
-	for (size_t i = 0; i < s->n_bufs && ret == 0; i++) {
-		size_t k;
-
-		for (k = 0; k < nq; k++)
-			if (s->bufs[qs[k].bufs[0]].idx == s->bufs[i].idx)
-				break;
-		if (k == nq) {
-			struct queue q = { 0 };
-
-			ret = PUSH(qs, nq, q);
-			if (ret < 0)
-				break;
-			qs[k].out = vmpt_script_out_new(opts, f);
-			if (!qs[k].out)
-				ret = -VMPT_ERR_NOMEM;
-		}
-		if (ret == 0)
-			ret = PUSH(qs[k].bufs, qs[k].n, i);
-	}
-	for (size_t k = 0; k < nq && ret == 0; k++) {
-		ret = queue_fill(s, &qs[k]);
-		if (ret == -VMPT_ERR_EOS)
-			ret = 0;
-	}
-	/* Merge by time: print from the queue whose next item is earliest;
-	 * as perf, the queue printing goes on while its time is not later
-	 * than any other's (then, on ties, the first queue).
-	 */
-	while (ret == 0) {
-		struct queue *best = cur && cur->item ? cur : NULL;
-
-		for (size_t k = 0; k < nq; k++)
-			if (qs[k].item && (!best || qs[k].item->time < best->item->time))
-				best = &qs[k];
-		if (!best)
-			break;
-		if (cur && cur != best) {
-			vmpt_script_out_drain(cur->out, cur->item ? cur->item->time : 0);
-			vmpt_script_out_flush(cur->out);
-		}
-		cur = best;
-		vmpt_script_out_item(best->out, best->item);
-		best->item = NULL;
-		ret = queue_fill(s, best);
-		if (ret == -VMPT_ERR_EOS)
-			ret = 0;
-	}
-	if (ret < 0)
-		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", s->pd.path,
-			 vmpt_strerror(ret));
-	for (size_t k = 0; k < nq; k++) {
-		vmpt_script_out_free(qs[k].out);
-		vmpt_flow_free(qs[k].dec);
-		free(qs[k].bufs);
-	}
-	free(qs);
-	return ret;
 }

@@ -16,9 +16,10 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
+# (--itrace=be as perf_lines below: vmpt's default is perf script's)
 script() {
 	"$VMPT" script --vmlinux "$VMX_KERNEL" --guest-elf "$GUEST_KERNEL" --ns \
-		-F time,flags,ip,addr "$@"
+		--itrace=be -F time,flags,ip,addr "$@"
 }
 norm() {
 	sed 's/bcyh/vmexit/' "$1" | tr -s ' '

@@ -9,7 +9,7 @@
 #include <string.h>
 
 /* Long straight runs are cut so a block stays cheap to split at a FUP. */
-#define MAX_BLOCK_INSNS 1024
+#define MAX_BLOCK_INSNS VMPT_FLOW_BLOCK_MAX
 #define ARENA_CHUNK (1u << 20)
 /* Section tables by section id: a directory of chunks made on first use. */
 #define SEC_CHUNK 256

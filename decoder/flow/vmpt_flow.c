@@ -28,6 +28,7 @@
 #define MAX_WALK (1u << 22)
 
 enum want { W_TNT, W_TIP, W_PGD, W_FUP };
+enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
 
 /* Events bound to the IP of the next FUP (perf's set_fup_*): a FUP with
  * any of them is theirs, no TIP follows (but after a TSX abort). */
@@ -73,12 +74,12 @@ struct vmpt_flow {
 	uint64_t pkt_off, pkt_ip;
 	uint8_t have_pkt, pkt_ip_valid;
 	uint8_t synced, enabled, mode, after_ovf;
+	/* perf_resync after an error: RESYNC_KEEP_IP (perf's ERR_RESYNC)
+	 * or RESYNC_NO_IP (perf's NO_IP: the last IP is gone too).
+	 */
+	uint8_t resync;
 	/* At stop_offset: walking to the next segment's first IP. */
 	uint8_t stopping;
-	/* Started at a PSB after the first (vmpt_flow_sync_at): the piece
-	 * before ended where its PSB+ says, tracing on or off as it was.
-	 */
-	uint8_t resumed;
 	/* Bound to the next branch target (MODE.Exec, PIP, VMCS). */
 	uint8_t have_pend_mode, pend_mode;
 	uint8_t have_pend_pip, pend_nr;
@@ -284,11 +285,13 @@ static void reset_flow_state(struct vmpt_flow *dec)
 }
 
 /* Report an error at the current packet and IP, then look for the next
- * PSB, as perf's error events do.
+ * PSB (libipt), or with perf_resync the next IP packet (perf).
  */
 static int error_resync(struct vmpt_flow *dec, int err)
 {
 	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+	int decode_error = err == -VMPT_ERR_NO_MATCH || err == -VMPT_ERR_NO_IMAGE ||
+			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP;
 
 	if (!it)
 		return -VMPT_ERR_NOMEM;
@@ -298,8 +301,17 @@ static int error_resync(struct vmpt_flow *dec, int err)
 	it->ip_valid = dec->enabled;
 	it->cyc = dec->cyc.tot;
 	reset_flow_state(dec);
-	dec->synced = 0;
 	dec->enabled = 0;
+	if (!dec->cfg.perf_resync || !decode_error || !dec->synced) {
+		dec->synced = 0;
+		dec->resync = 0;
+		return 0;
+	}
+	dec->resync = err == -VMPT_ERR_NO_IMAGE ? RESYNC_NO_IP : RESYNC_KEEP_IP;
+	if (dec->resync == RESYNC_NO_IP) {
+		dec->ip = 0;
+		vmpt_last_ip_init(&dec->lip);
+	}
 	return 0;
 }
 
@@ -386,7 +398,9 @@ static inline void tsc_patch(const struct vmpt_flow *dec, uint64_t off,
  */
 static int psb_plus(struct vmpt_flow *dec)
 {
+	struct vmpt_flow_item *psb;
 	struct vmpt_packet pkt;
+	uint64_t psb_off = dec->pkt_off;
 	int have_fup = 0, ret;
 
 	vmpt_last_ip_init(&dec->lip);
@@ -450,17 +464,18 @@ static int psb_plus(struct vmpt_flow *dec)
 	}
 done:
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
-	ret = emit_ipc_event(dec, VMPT_EV_PSB, dec->ip, 0, 0);
-	if (ret < 0)
-		return ret;
+	psb = event(dec, VMPT_EV_PSB, have_fup ? dec->pkt_ip : dec->ip, have_fup, psb_off);
+	if (!psb)
+		return -VMPT_ERR_NOMEM;
+	psb->cyc = vmpt_cycles_point(&dec->cyc);
+	psb->to = dec->time.cbr;
 	if (!dec->synced) {
 		dec->synced = 1;
 		reset_flow_state(dec);
 		dec->enabled = (uint8_t)have_fup;
 		if (have_fup) {
 			dec->ip = dec->pkt_ip;
-			if (!dec->resumed)
-				ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+			ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
 		}
 		return ret < 0 ? ret : have_fup;
 	}
@@ -469,9 +484,19 @@ done:
 		dec->enabled = 1;
 		dec->ip = dec->pkt_ip;
 		dec->after_ovf = 0;
-		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, 0);
+		dec->resync = 0;
+		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
 		if (ret < 0)
 			return ret;
+	} else if (dec->resync && dec->ip && !dec->stopping) {
+		/* perf goes on at the error's IP after a PSB+ without FUP. */
+		dec->enabled = 1;
+		dec->resync = 0;
+		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
+		if (ret < 0)
+			return ret;
+	} else if (dec->resync == RESYNC_NO_IP) {
+		dec->resync = RESYNC_KEEP_IP;	/* a PSB gives a last IP again */
 	}
 	return have_fup;
 }
@@ -488,14 +513,10 @@ static int stop_at_psb(struct vmpt_flow *dec)
 	dec->stopping = 1;
 	ret = psb_plus(dec);
 	dec->block_time = dec->time.tsc;
-	if (ret > 0 && !was_enabled) {
-		/* Tracing comes on at the PSB+'s FUP, as one decoder going on
-		 * would say; the next piece starts there, enabled.
-		 */
-		ret = emit_event(dec, VMPT_EV_ENABLED, dec->pkt_ip, 1, 0);
-		return ret < 0 ? ret : -VMPT_ERR_EOS;
-	}
-	if (ret <= 0)
+	/* Tracing off: the next piece says where it comes on (vmpt/jobs.h
+	 * keeps that, as one decoder going on says it).
+	 */
+	if (ret <= 0 || !was_enabled)
 		return -VMPT_ERR_EOS;
 	dec->pkt.type = VMPT_PKT_FUP;
 	dec->pkt_ip_valid = 1;
@@ -679,6 +700,14 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 			/* fall through */
 		case VMPT_PKT_TIP:
 		case VMPT_PKT_FUP:
+			if (dec->resync == RESYNC_NO_IP && !dec->lip.have_ip &&
+			    pkt.ip.ipc != VMPT_IPC_SEXT_48 && pkt.ip.ipc != VMPT_IPC_FULL) {
+				/* perf: without a last IP only full IPs count. */
+				dec->pkt = pkt;
+				dec->have_pkt = 1;
+				dec->pkt_ip_valid = 0;
+				return 0;
+			}
 			ret = vmpt_last_ip_update(&dec->lip, &pkt);
 			if (ret < 0)
 				return ret;
@@ -994,6 +1023,10 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 			it->to = dec->pkt_ip;
 		}
 		it->cyc = vmpt_cycles_point(&dec->cyc);
+		/* perf's decoder stays at the branch, or goes where the
+		 * TIP.PGD says: later events (a CBR) are there.
+		 */
+		dec->ip = dec->pkt_ip_valid ? dec->pkt_ip : b->end_ip;
 		ret = apply_pending(dec);
 		if (ret < 0)
 			return ret;
@@ -1153,7 +1186,36 @@ static int overflow(struct vmpt_flow *dec)
 	dec->n_evd = 0;
 	dec->enabled = 0;
 	dec->after_ovf = 1;
+	/* perf resynchronizes after an overflow as after an error. */
+	if (dec->cfg.perf_resync)
+		dec->resync = RESYNC_KEEP_IP;
 	return 0;
+}
+
+/* perf_resync: the packet after an error that says where the trace goes
+ * on (perf's intel_pt_walk_to_ip); TNT bits are passed over.
+ */
+static int step_resync(struct vmpt_flow *dec)
+{
+	uint64_t ip;
+
+	if (dec->tnt_n) {
+		dec->tnt_n = 0;
+		return 0;
+	}
+	dec->have_pkt = 0;
+	if (dec->pkt.type == VMPT_PKT_OVF)
+		return overflow(dec);
+	ip = dec->pkt_ip_valid ? dec->pkt_ip :
+	     dec->resync == RESYNC_KEEP_IP ? dec->ip : 0;
+	if (!ip)
+		return 0;
+	dec->resync = 0;
+	if (dec->pkt.type != VMPT_PKT_TIP_PGD)
+		return enable_at(dec, ip);
+	/* Tracing stopped there: perf's "tr strt tr end". */
+	dec->ip = ip;
+	return emit_ipc_event(dec, VMPT_EV_ENABLED, ip, 1, VMPT_ENABLED_RESYNC_END);
 }
 
 /* Handle the pending flow packet while tracing is off. */
@@ -1220,7 +1282,9 @@ static int step(struct vmpt_flow *dec)
 			return error_resync(dec, ret);
 		return 0;
 	}
-	if (!dec->enabled)
+	if (dec->resync)
+		ret = step_resync(dec);
+	else if (!dec->enabled)
 		ret = step_disabled(dec);
 	else if (dec->tnt_n)
 		ret = walk(dec, W_TNT);
@@ -1263,8 +1327,8 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->pd.sync = NULL;
 	dec->synced = 0;
 	dec->enabled = 0;
+	dec->resync = 0;
 	dec->stopping = 0;
-	dec->resumed = offset > 0;
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;
 	reset_flow_state(dec);
@@ -1514,6 +1578,62 @@ next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int runs)
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 {
 	return next_item(dec, item, 0);
+}
+
+/* vmpt_flow_carry's contents. */
+struct carry {
+	struct vmpt_time time;
+	uint64_t cr3, vmcs, machine;
+	uint8_t have_nr, nr, have_vmcs, mode;
+};
+_Static_assert(sizeof(struct carry) <= sizeof(struct vmpt_flow_carry),
+	       "vmpt_flow_carry too small");
+
+void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c)
+{
+	struct carry k;
+
+	/* Bytes compared as they are: padding zeroed, the time copied whole. */
+	memset(c, 0, sizeof(*c));
+	memset(&k, 0, sizeof(k));
+	memcpy(&k.time, &dec->time, sizeof(k.time));
+	k.cr3 = dec->cr3;
+	k.vmcs = dec->vmcs;
+	k.machine = dec->asid.machine;
+	k.have_nr = dec->have_nr;
+	k.nr = dec->nr;
+	k.have_vmcs = dec->have_vmcs;
+	k.mode = dec->mode;
+	memcpy(c, &k, sizeof(k));
+}
+
+void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
+{
+	struct carry k;
+
+	memcpy(&k, c, sizeof(k));
+	memcpy(&dec->time, &k.time, sizeof(dec->time));
+	dec->cr3 = k.cr3;
+	dec->vmcs = k.vmcs;
+	dec->asid.machine = k.machine;
+	dec->have_nr = k.have_nr;
+	dec->nr = k.nr;
+	dec->have_vmcs = k.have_vmcs;
+	dec->mode = k.mode;
+	dec->block_time = dec->time.tsc;
+	dec->sec = NULL;
+	dec->rec = NULL;
+	update_asid(dec);
+}
+
+int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+int vmpt_flow_enabled(const struct vmpt_flow *dec)
+{
+	return dec->enabled;
 }
 
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,

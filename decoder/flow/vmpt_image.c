@@ -343,6 +343,111 @@ static int attach_symbols(struct vmpt_image *img, struct vmpt_section *const *se
 	return 0;
 }
 
+/* The symbols perf keeps (dso__load_sym): functions and objects, and
+ * labels (no type) in text sections, all in loaded sections.
+ */
+static int symbol_kept(Elf *elf, const GElf_Sym *s)
+{
+	unsigned type = GELF_ST_TYPE(s->st_info);
+	GElf_Shdr sh;
+	size_t shstrndx;
+	const char *name;
+
+	if (s->st_shndx == SHN_UNDEF || s->st_shndx == SHN_ABS ||
+	    s->st_shndx >= SHN_LORESERVE)
+		return 0;
+	if (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_OBJECT &&
+	    type != STT_NOTYPE)
+		return 0;
+	if (!gelf_getshdr(elf_getscn(elf, s->st_shndx), &sh) || !(sh.sh_flags & SHF_ALLOC))
+		return 0;
+	if (type != STT_NOTYPE)
+		return 1;
+	name = elf_getshdrstrndx(elf, &shstrndx) ? NULL :
+	       elf_strptr(elf, shstrndx, sh.sh_name);
+	return name && strstr(name, "text");
+}
+
+/* perf's symbols__fixup_end: a symbol without a size ends where the next
+ * one starts (the last at the end of the page after its own).
+ */
+static void fixup_sizes(struct vmpt_symbol *syms, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (syms[i].size)
+			continue;
+		if (i + 1 < n)
+			syms[i].size = syms[i + 1].addr - syms[i].addr;
+		else
+			syms[i].size = ((syms[i].addr + 4095) & ~4095ull) + 4096 - syms[i].addr;
+	}
+}
+
+struct bound_symbol {
+	struct vmpt_symbol sym;
+	unsigned bind;
+};
+
+static size_t underscores(const char *name)
+{
+	size_t n = 0;
+
+	while (name[n] == '_')
+		n++;
+	return n;
+}
+
+/* perf's choose_best_symbol among symbols at one address: one with a
+ * size, not weak, global, fewer leading underscores, the longer name.
+ * Returns > 0 when b is better than a.
+ */
+static int better(const struct bound_symbol *a, const struct bound_symbol *b)
+{
+	size_t la, lb;
+
+	if (!!a->sym.size != !!b->sym.size)
+		return b->sym.size ? 1 : -1;
+	if ((a->bind == STB_WEAK) != (b->bind == STB_WEAK))
+		return a->bind == STB_WEAK ? 1 : -1;
+	if ((a->bind == STB_GLOBAL) != (b->bind == STB_GLOBAL))
+		return b->bind == STB_GLOBAL ? 1 : -1;
+	if (underscores(a->sym.name) != underscores(b->sym.name))
+		return underscores(a->sym.name) > underscores(b->sym.name) ? 1 : -1;
+	la = strlen(a->sym.name);
+	lb = strlen(b->sym.name);
+	return la == lb ? 0 : lb > la ? 1 : -1;
+}
+
+static int cmp_bound(const void *x, const void *y)
+{
+	const struct bound_symbol *a = x, *b = y;
+
+	if (a->sym.addr != b->sym.addr)
+		return a->sym.addr < b->sym.addr ? -1 : 1;
+	return 0;
+}
+
+/* Sorted, one symbol per address (perf's symbols__fixup_duplicate), into
+ * out.  Returns how many.
+ */
+static size_t best_symbols(struct bound_symbol *v, size_t n, struct vmpt_symbol *out)
+{
+	size_t k = 0;
+
+	qsort(v, n, sizeof(*v), cmp_bound);
+	for (size_t i = 0; i < n; i++) {
+		size_t best = i;
+
+		while (i + 1 < n && v[i + 1].sym.addr == v[best].sym.addr) {
+			i++;
+			if (better(&v[best], &v[i]) > 0)
+				best = i;
+		}
+		out[k++] = v[best].sym;
+	}
+	return k;
+}
+
 /* Function symbols of .symtab (or .dynsym), moved by bias; names point
  * into the mapped file.
  */
@@ -351,6 +456,7 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 		       struct vmpt_symbol **out, size_t *n_out)
 {
 	Elf_Scn *scn = NULL, *use = NULL;
+	struct bound_symbol *bind;
 	struct vmpt_symbol *syms;
 	GElf_Shdr sh, strsh;
 	size_t n = 0, count;
@@ -378,20 +484,27 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 	ret = own(img, syms);
 	if (ret < 0)
 		return ret;
+	bind = malloc((count ? count : 1) * sizeof(*bind));
+	if (!bind)
+		return -VMPT_ERR_NOMEM;
 	for (size_t i = 0; i < count; i++) {
 		GElf_Sym s;
 
-		if (!gelf_getsym(data, (int)i, &s))
+		if (!gelf_getsym(data, (int)i, &s)) {
+			free(bind);
 			return -VMPT_ERR_FORMAT;
-		if (GELF_ST_TYPE(s.st_info) != STT_FUNC || !s.st_value ||
-		    s.st_name >= strsh.sh_size)
+		}
+		if (!s.st_value || !s.st_name || s.st_name >= strsh.sh_size ||
+		    !symbol_kept(elf, &s))
 			continue;
-		syms[n].addr = s.st_value + bias;
-		syms[n].size = s.st_size ? s.st_size : 1;
-		syms[n].name = (const char *)f->data + strsh.sh_offset + s.st_name;
+		bind[n].sym.addr = s.st_value + bias;
+		bind[n].sym.size = s.st_size;
+		bind[n].sym.name = (const char *)f->data + strsh.sh_offset + s.st_name;
+		bind[n].bind = GELF_ST_BIND(s.st_info);
 		n++;
 	}
-	qsort(syms, n, sizeof(*syms), cmp_sym);
+	n = best_symbols(bind, n, syms);
+	free(bind);
 	*out = syms;
 	*n_out = n;
 	return 0;
@@ -635,6 +748,7 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 			memcpy(all, syms, n_syms * sizeof(*all));
 		n_syms += plt_symbols(img, elf, bias, all + n_syms);
 		qsort(all, n_syms, sizeof(*all), cmp_sym);
+		fixup_sizes(all, n_syms);
 		ret = attach_symbols(img, list, n, all, n_syms);
 		if (ret < 0)
 			goto out;
@@ -677,6 +791,19 @@ int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
 	struct placement pl = { PLACE_MAP, 0, start, pgoff };
 
 	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
+}
+
+int vmpt_image_add_elf_map_named(struct vmpt_image *img, const char *path,
+				 const char *name, uint64_t start, uint64_t pgoff,
+				 const struct vmpt_asid *asid)
+{
+	struct placement pl = { PLACE_MAP, 0, start, pgoff };
+	char *copy = strdup(name);
+	int ret = own(img, copy);
+
+	if (ret < 0)
+		return ret;
+	return add_elf_segments(img, path, &pl, 0, asid, copy, NULL, NULL);
 }
 
 int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,

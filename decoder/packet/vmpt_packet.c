@@ -430,7 +430,7 @@ unsigned vmpt_pkt_next_ctx(unsigned ctx, const struct vmpt_packet *pkt)
  */
 const uint8_t *vmpt_pkt_find_psb(const uint8_t *pos, const uint8_t *end)
 {
-	while ((size_t)(end - pos) >= VMPT_PKT_MAX_SIZE) {
+	while (pos < end && (size_t)(end - pos) >= VMPT_PKT_MAX_SIZE) {
 		const uint8_t *p = memchr(pos, 0x82, (size_t)(end - pos));
 		const uint8_t *run_end;
 

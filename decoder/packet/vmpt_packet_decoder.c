@@ -19,9 +19,12 @@ int vmpt_pkt_sync_forward(struct vmpt_pkt_decoder *dec)
 	const uint8_t *from = dec->pos;
 	const uint8_t *psb;
 
-	if (from == dec->sync)
+	/* Past the PSB synced to; an empty buffer (begin == end == NULL)
+	 * has none.
+	 */
+	if (dec->sync && from == dec->sync)
 		from++;
-	psb = vmpt_pkt_find_psb(from, dec->end);
+	psb = from < dec->end ? vmpt_pkt_find_psb(from, dec->end) : NULL;
 	if (!psb) {
 		dec->pos = dec->end;
 		return -VMPT_ERR_EOS;

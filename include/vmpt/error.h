@@ -31,6 +31,7 @@ enum vmpt_err {
 	VMPT_ERR_PERM,         /* permission denied */
 	VMPT_ERR_NO_PT,        /* no Intel PT on this machine */
 	VMPT_ERR_REMOTE,       /* the remote side failed */
+	VMPT_ERR_LOST,         /* trace data lost (AUX area full: AUX truncated) */
 	VMPT_ERR_COUNT
 };
 

@@ -14,10 +14,12 @@ struct vmpt_file {
 	const uint8_t *data;
 	size_t size;
 	char *path;
+	int read_in;	/* a pipe, read into memory */
 };
 
-/* Map path.  Returns 0 or a negative vmpt_err; errno says why on
- * -VMPT_ERR_IO.  An empty file maps to data == NULL, size == 0.
+/* Map path: a file, or read to its end a pipe, a character device or
+ * "-" (standard input).  Returns 0 or a negative vmpt_err; errno says why
+ * on -VMPT_ERR_IO.  An empty file maps to data == NULL, size == 0.
  */
 int vmpt_file_map(struct vmpt_file *file, const char *path);
 void vmpt_file_unmap(struct vmpt_file *file);

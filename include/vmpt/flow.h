@@ -69,10 +69,23 @@ enum vmpt_event {
 	VMPT_EV_EXSTOP,
 	VMPT_EV_MWAIT,		/* payload: hints, extensions << 32 */
 	VMPT_EV_ERROR,		/* err; decoding resumes at the next PSB */
-	VMPT_EV_PSB,		/* a PSB+ (status) was read */
+	VMPT_EV_PSB,		/* a PSB+ (status) was read: payload its offset,
+				 * ip the FUP in it (ip_valid), to the core:bus
+				 * ratio as of its end (0: none seen yet) */
 	VMPT_EV_CFE,		/* Event Trace (below): payload type, vector << 8,
 				 * the packet's IP bit << 16; evd: its ninsn EVDs */
 	VMPT_EV_COUNT
+};
+
+/* Why tracing (re)starts: VMPT_EV_ENABLED's payload.  perf shows a trace
+ * start ("tr strt") where a TIP.PGE (or, after an overflow, a FUP) says
+ * so, but not at a PSB+'s FUP, which is status.
+ */
+enum vmpt_enabled_cause {
+	VMPT_ENABLED_PGE,	/* TIP.PGE, or the FUP after an overflow */
+	VMPT_ENABLED_PSB,	/* the FUP in a PSB+ (synchronizing) */
+	VMPT_ENABLED_RESYNC_END,/* after an error, a TIP.PGD naming where
+				 * tracing was: it starts and ends there */
 };
 
 /* Event Trace (Intel SDM Vol. 3C, "Event Trace"): a CFE packet names an
@@ -111,6 +124,11 @@ struct vmpt_evd {
 #define VMPT_CFE_IP_BIT(payload) ((unsigned)((payload) >> 16) & 1)
 
 /* One item of the flow: a block of executed instructions or an event. */
+/* A block item holds at most this many instructions: straight-line code
+ * longer than that comes as several blocks.
+ */
+#define VMPT_FLOW_BLOCK_MAX 1024
+
 struct vmpt_flow_item {
 	uint8_t kind;		/* enum vmpt_flow_kind */
 	uint8_t mode;		/* enum vmpt_exec_mode of the block */
@@ -181,6 +199,14 @@ struct vmpt_flow_config {
 	uint8_t cyc_thresh;
 	/* Stop at this offset (for segment-parallel decoding); 0: end. */
 	uint64_t stop_offset;
+	/* After a decoding error (trace and code disagree, no code, an
+	 * overflow), go on at the next IP packet as perf's decoder does: a
+	 * TIP, TIP.PGE or FUP starts the trace there, a TIP.PGD starts and
+	 * ends it (VMPT_ENABLED_RESYNC_END), keeping the IP of the error
+	 * when the packet has none (not after missing code).  0: at the next
+	 * PSB, as libipt.  Packet errors always go to the next PSB.
+	 */
+	int perf_resync;
 	/* The block cache of this image to share (see vmpt_bcache_new);
 	 * NULL: the decoder keeps its own.
 	 */
@@ -237,6 +263,25 @@ int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item);
  */
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n);
+
+/* Tracing is on where the decoder stands (after its last item): a
+ * piece decoded apart (vmpt/jobs.h) says so at its end.
+ */
+int vmpt_flow_enabled(const struct vmpt_flow *dec);
+
+/* What a piece of a trace decoded apart (vmpt/jobs.h) takes over from
+ * the decoder of the piece before: the machine (PIP, VMCS) and execution
+ * mode, which a PSB+ restores only while tracing is on, and the time
+ * (a PSB+'s TSC is read against the estimate before it: its wraps, and
+ * a TSC a little behind a CYC estimate).  Opaque.
+ */
+struct vmpt_flow_carry {
+	uint64_t opaque[24];
+};
+void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c);
+/* Take c over (no event: the trace says nothing new). */
+void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c);
+int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b);
 
 /* Instruction i of a block item. */
 static inline uint64_t vmpt_block_insn_ip(const struct vmpt_flow_item *b, uint32_t i)

@@ -123,6 +123,13 @@ int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
 			   uint64_t start, uint64_t pgoff,
 			   const struct vmpt_asid *asid);
 
+/* The same, the code named name (the path the recording mapped, when
+ * the file read is a copy of it: a build-id cache's, an archive's).
+ */
+int vmpt_image_add_elf_map_named(struct vmpt_image *img, const char *path,
+				 const char *name, uint64_t start, uint64_t pgoff,
+				 const struct vmpt_asid *asid);
+
 /* Add size bytes (0: to the end) at offset of a raw file at vaddr. */
 int vmpt_image_add_raw(struct vmpt_image *img, const char *path,
 		       uint64_t offset, uint64_t size, uint64_t vaddr,

@@ -240,6 +240,10 @@ struct vmpt_perf_env {
 	struct vmpt_perf_build_id *build_ids;
 	size_t nr_build_ids;
 	int32_t clockid;		/* from CLOCK_DATA (read only); -1 when absent */
+	/* SAMPLE_TIME (read only): perf time of the first and last sample,
+	 * 0 when absent.
+	 */
+	uint64_t first_sample_time, last_sample_time;
 };
 
 /* An opened perf.data (file, pipe-mode file, or directory form). */
@@ -259,6 +263,14 @@ struct vmpt_perf_data {
 	 * "PATH: strerror" when the file cannot be opened. */
 	char errmsg[512];
 	uint64_t err_offset;
+	/* The file was cut (perf record killed, a disk full): what is there
+	 * is read, warnmsg says where it ends ("" when whole).  truncated:
+	 * in its data section, whose last record may be cut (the walk ends
+	 * before it).
+	 */
+	char warnmsg[512];
+	int truncated;
+	int read_cut;			/* VMPT_PERF_READ_CUT */
 	struct vmpt_file map;
 	/* perf record --threads: DIR/data.0, data.1, ... hold records only
 	 * (no header); the walk goes through them after the data section. */
@@ -275,6 +287,16 @@ struct vmpt_perf_data {
  * vmpt_perf_close in both cases.
  */
 int vmpt_perf_open(struct vmpt_perf_data *pd, const char *path);
+/* VMPT_PERF_READ_CUT: a file cut off (perf record killed, a disk full) is
+ * read up to where it ends, warnmsg saying so, instead of an error.
+ */
+#define VMPT_PERF_READ_CUT 1u
+int vmpt_perf_open_flags(struct vmpt_perf_data *pd, const char *path, unsigned flags);
+/* The same for a file mapped (or read from a pipe) already: pd takes it
+ * over (file is left empty), vmpt_perf_close unmaps it.
+ */
+int vmpt_perf_open_mapped(struct vmpt_perf_data *pd, struct vmpt_file *file,
+			  unsigned flags);
 void vmpt_perf_close(struct vmpt_perf_data *pd);
 
 /* Does this buffer start like a perf.data (file or pipe mode)? */
@@ -349,6 +371,11 @@ struct vmpt_perf_writer_opts {
 	/* perf's directory form: PATH/ holding PATH/data (and kcore_dir,
 	 * which the caller fills: see vmpt_perf_writer_kcore_dir). */
 	unsigned dir : 1;
+	/* HEADER_BUILD_ID naming the build-id of every executable file the
+	 * written MMAP/MMAP2 records map (from MMAP2's own, or the file at
+	 * close), as perf record does for AUX area tracing.
+	 */
+	unsigned build_ids : 1;
 };
 
 /* Create path (truncating it).  Nothing is written until the first record. */

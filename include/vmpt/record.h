@@ -51,6 +51,10 @@ struct vmpt_record_stats {
 	uint64_t snapshots;
 	uint64_t bytes_written;		/* size of the data section */
 	int write_error;		/* errno of the failed write, or 0 */
+	/* -- COMMAND: its wait status once it ended on its own (as
+	 * waitpid gives it), or -1: not run, or stopped by vmpt.
+	 */
+	int child_status;
 	int output_created;		/* the output was made (the previous one kept as .old) */
 	uint64_t dropped_records, dropped_aux_bytes;	/* after a write error */
 };

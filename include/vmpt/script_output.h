@@ -1,13 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* Printing the instruction flow the way perf script prints Intel PT
- * samples: perf's --itrace letters choose the samples, its -F field names
- * the columns, and lines are laid out column for column as perf 6.1's.
+/* vmpt script's output: the instruction flow printed the way perf script
+ * prints Intel PT samples.  perf's --itrace letters (vmpt/itrace.h) choose
+ * the samples, its -F fields the columns, and lines are laid out column
+ * for column as perf 6.1's.  The formatter is a consumer of decoding
+ * (vmpt/consumer.h): the session or the raw-trace driver feeds it.
+ *
+ * struct vmpt_script_opts is plain data the caller fills (defaults from
+ * vmpt_script_opts_init, then the command line, then the recording);
+ * struct vmpt_script is opaque.
  */
 #ifndef VMPT_SCRIPT_OUTPUT_H
 #define VMPT_SCRIPT_OUTPUT_H
 
+#include "vmpt/consumer.h"
+#include "vmpt/error.h"
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
+#include "vmpt/itrace.h"
 #include "vmpt/perf_data.h"
 
 #include <stddef.h>
@@ -18,93 +27,161 @@
 extern "C" {
 #endif
 
+/* perf script's -F fields ("flags" is apart: vmpt_script_fields.flags). */
 enum vmpt_script_field {
 	VMPT_F_TIME = 1 << 0, VMPT_F_IP = 1 << 1, VMPT_F_ADDR = 1 << 2,
 	VMPT_F_SYM = 1 << 3, VMPT_F_SYMOFF = 1 << 4, VMPT_F_DSO = 1 << 5,
-	VMPT_F_FLAGS = 1 << 6, VMPT_F_INSN = 1 << 7, VMPT_F_CPU = 1 << 8,
+	VMPT_F_EVENT = 1 << 6, VMPT_F_INSN = 1 << 7, VMPT_F_CPU = 1 << 8,
 	VMPT_F_PID = 1 << 9, VMPT_F_TID = 1 << 10, VMPT_F_COMM = 1 << 11,
-	VMPT_F_IPC = 1 << 12,
+	VMPT_F_IPC = 1 << 12, VMPT_F_PERIOD = 1 << 13, VMPT_F_CALLINDENT = 1 << 14,
+	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
+	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
 };
 
-/* perf's --itrace letters. */
-struct vmpt_itrace {
-	unsigned insns : 1, branches : 1, calls : 1, returns : 1, errors : 1,
-		 timeless : 1;
-	unsigned period_time : 1;
-	uint64_t period;	/* instructions, or ns/ticks when period_time */
-};
-
-/* "i100usbe" -> it.  -VMPT_ERR_INVAL on an unknown letter. */
-int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it);
-
-/* "ip,sym" sets *fields, "+insn" adds, "-dso" removes.  -VMPT_ERR_INVAL
- * on an unknown name, which starts at s + *bad_at.
+/* perf's output types of Intel PT samples: instructions, branches and
+ * transactions are hardware events, ptwrite, power and PSB events synth.
  */
-int vmpt_script_fields_parse(const char *s, unsigned *fields, size_t *bad_at);
+enum { VMPT_OUT_HW, VMPT_OUT_SYNTH, VMPT_OUT_TYPES };
 
-/* The i-th -F field name, NULL past the last (for completion). */
+struct vmpt_script_fields {
+	unsigned set[VMPT_OUT_TYPES];		/* enum vmpt_script_field bits */
+	unsigned named[VMPT_OUT_TYPES];		/* the ones -F asked for */
+	uint8_t user_set[VMPT_OUT_TYPES];	/* -F changed the type's fields */
+	uint8_t flags;				/* perf's print_flags */
+};
+
+/* One -F argument as perf takes it: "ip,sym" sets, "+insn" adds, "-dso"
+ * removes, "hw:ip" for one type; several -F accumulate.  0, or a negative
+ * vmpt_err with err in perf's words (an unknown field, a field vmpt does
+ * not print, +- mixed with a plain list).
+ */
+int vmpt_script_fields_parse(const char *s, struct vmpt_script_fields *f,
+			     char *err, size_t errlen);
+
+/* The i-th -F field name vmpt prints, NULL past the last (completion). */
 const char *vmpt_script_field_name(size_t i);
 
-/* What the lines show: the same for every stream of a run. */
+/* The events perf synthesizes from an Intel PT trace. */
+enum vmpt_script_event {
+	VMPT_SE_INSTRUCTIONS, VMPT_SE_BRANCHES, VMPT_SE_TRANSACTIONS,
+	VMPT_SE_PTWRITE, VMPT_SE_CBR, VMPT_SE_PSB, VMPT_SE_MWAIT, VMPT_SE_PWRE,
+	VMPT_SE_EXSTOP, VMPT_SE_PWRX, VMPT_SE_COUNT
+};
+
+/* perf script's sample filters (-C, --pid, --tid, --comm, --dsos,
+ * --symbols, --time): a sample is shown when it passes every one given.
+ */
+struct vmpt_script_filter {
+	const uint8_t *cpus;		/* -C: cpus[n] for CPU n < ncpus */
+	int ncpus;
+	const int *pids, *tids;		/* --pid, --tid */
+	size_t npids, ntids;
+	char *const *comms, *const *dsos, *const *syms;	/* --comm --dsos --symbols */
+	size_t ncomms, ndsos, nsyms;
+	const uint64_t *time_from, *time_to;	/* --time: ranges, ns, to 0: open */
+	size_t ntimes;
+};
+
 struct vmpt_script_opts {
 	struct vmpt_itrace it;
-	unsigned fields;		/* enum vmpt_script_field bits */
-	int call_trace;			/* calls/returns indented by depth */
-	int disasm;			/* insn shows the disassembly too */
-	int ns;				/* sample times in nanoseconds (--ns) */
+	struct vmpt_script_fields f;
+	int ns;			/* --ns: times to the nanosecond */
+	int disasm;		/* --insn-trace=disasm: the instruction's text too */
+	unsigned pad_dso;	/* --call-trace pads dso names so (perf's 50) */
 	/* perf's --guest-code: samples of guest code are of the guest's
 	 * thread "[guest/PID]" (else perf's nameless ":TID").
 	 */
 	int guest_code;
-	const struct vmpt_image *image;	/* sym/dso of branch targets */
+	const struct vmpt_image *image;	/* symbols and dsos */
+	vmpt_map_fn map_of;		/* missing binaries; NULL: none */
+	void *map_ctx;
 	/* perf.data: TSC -> perf time, printed sec.usec; else the TSC. */
 	int have_tc;
 	struct vmpt_perf_time_conv tc;
+	/* Event names and the width of their column, as perf's evlist. */
+	const char *ev_name[VMPT_SE_COUNT];
+	char ev_mod[8];		/* the intel_pt event's modifiers (":uH") */
+	int name_width;
+	uint32_t max_nonturbo;	/* for cbr samples (percent) */
+	uint64_t cbr2khz;	/* kHz per CBR step; 0: unknown */
+	uint64_t kernel_start;	/* kernel at or above (perf's 1 << 63 on x86_64) */
+	/* The recording (its sideband records' events), NULL: a raw trace. */
+	const struct vmpt_perf_data *pd;
+	/* perf's est_tsc: on a branch from the kernel or from nowhere into
+	 * user space, a sample's time is estimated from the instructions
+	 * since the last timestamp.
+	 */
+	int est_tsc;
+	int raw;		/* a raw trace: no events, vmpt's own columns */
+	/* --show-task-events (COMM, FORK, EXIT), --show-mmap-events,
+	 * --show-switch-events, --show-lost-events: the sideband records
+	 * among the samples, as perf script prints them.
+	 */
+	int show_task, show_mmap, show_switch, show_lost;
+	struct vmpt_script_filter filter;
 };
 
-/* Who ran the code being printed (sideband), as perf prints it: -1 when
- * unknown; comm NULL prints perf's ":TID".
+/* perf script's defaults: --itrace=cewxpo (vmpt_itrace_default), the
+ * fields perf prints for Intel PT's hardware and synth events.
  */
-struct vmpt_script_task {
-	int cpu, pid, tid;
-	const char *comm;
-	uint64_t space;	/* host address space of pid (VMPT_ASID_PID), 0: any */
+void vmpt_script_opts_init(struct vmpt_script_opts *o);
+
+/* perf's shortcuts: "call-trace", "call-ret-trace", "insn-trace" (arg
+ * NULL, or "disasm" for the instruction's text), applied as perf does
+ * (fields and --itrace).  -VMPT_ERR_INVAL on an unknown one.
+ */
+int vmpt_script_opts_shortcut(struct vmpt_script_opts *o, const char *name,
+			      const char *arg);
+
+/* Settle the options for a perf.data: event names and their column width
+ * as perf's evlist has them, fields the samples do not carry dropped
+ * from the defaults (cpu for a per-thread recording, time for a timeless
+ * one) or, when asked for with -F, refused in perf's words.  intel_pt:
+ * the Intel PT event's attr; info: AUXTRACE_INFO's words (NULL: none).
+ * 0 or -VMPT_ERR_INVAL with err set.
+ */
+int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_perf_data *pd,
+			       const struct perf_event_attr *intel_pt,
+			       const struct vmpt_perf_intel_pt_info *info,
+			       char *err, size_t errlen);
+
+/* Settle the options for a raw trace: no sideband, no events; branch
+ * lines show flags, ip, symbols and the target unless -F says otherwise.
+ */
+void vmpt_script_opts_raw(struct vmpt_script_opts *o);
+
+/* What a run printed and what went wrong, for the summary on stderr. */
+struct vmpt_script_stats {
+	uint64_t insns, branches;	/* decoded (not only those shown) */
+	uint64_t errors[VMPT_ERR_COUNT];	/* by -vmpt_err */
+	uint64_t overflows, lost;	/* OVF packets, lost AUX data */
+	uint64_t skipped;		/* trace bytes not decoded after errors */
+	/* AUX records, and those telling of lost, partial (gaps) or
+	 * collided data (perf's end warnings); AUXTRACE_ERROR records.
+	 */
+	uint64_t aux, aux_lost, aux_partial, aux_collision, recorded_errors;
+	uint64_t lost_records;		/* LOST: sideband the kernel dropped */
+	uint64_t synthesized;		/* samples and errors made (perf's count) */
+	uint64_t error_events;		/* errors made (--itrace e): perf's count */
 };
 
-struct vmpt_script_out;
+struct vmpt_script;
 
-/* An output stream to f (NULL: set later with vmpt_script_out_set_file).
- * NULL: no memory or no capstone.
+/* A formatter for these options (kept by reference).  NULL: no memory or
+ * no capstone.
  */
-struct vmpt_script_out *vmpt_script_out_new(const struct vmpt_script_opts *opts,
-					    FILE *f);
-void vmpt_script_out_free(struct vmpt_script_out *o);
-void vmpt_script_out_set_file(struct vmpt_script_out *o, FILE *f);
-void vmpt_script_out_set_task(struct vmpt_script_out *o,
-			      const struct vmpt_script_task *task);
-/* Print the samples of one flow item.  With time periods, blocks that end
- * in a direct branch are held until the next item (perf's decoder knows
- * its time while walking them); vmpt_script_out_drain prints them, given
- * the time of the item after them (0: unknown, the end of the trace).
+struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts);
+void vmpt_script_free(struct vmpt_script *s);
+/* Its consumer interface (ops.ctx is s). */
+const struct vmpt_consumer_ops *vmpt_script_consumer(struct vmpt_script *s);
+/* Totals over all its streams (closed ones included). */
+void vmpt_script_get_stats(struct vmpt_script *s, struct vmpt_script_stats *st);
+/* The i-th binary missing here that decoding needed (the mapping's
+ * name, as vmpt_script_opts.map_of gave it) and its decoding errors.  1,
+ * or 0 past the last one.
  */
-void vmpt_script_out_item(struct vmpt_script_out *o, const struct vmpt_flow_item *it);
-void vmpt_script_out_drain(struct vmpt_script_out *o, uint64_t next_time);
-/* Another trace (buffer) follows on this stream: perf's decoder counts its
- * time periods anew.
- */
-void vmpt_script_out_restart(struct vmpt_script_out *o);
-/* Write out what is buffered (to the FILE, which may buffer it too). */
-void vmpt_script_out_flush(struct vmpt_script_out *o);
-
-/* Decode a whole trace (base->begin..end) and print it.  jobs > 1 cuts
- * it at PSBs into pieces decoded in parallel and printed in trace order,
- * identical to one thread.  host_space: vmpt_flow_set_host_space's
- * (0: none).  0 or a negative vmpt_err.
- */
-int vmpt_script_run(const struct vmpt_flow_config *base,
-		    const struct vmpt_script_opts *opts,
-		    const struct vmpt_script_task *task, uint64_t host_space,
-		    int jobs, FILE *f);
+size_t vmpt_script_missing(struct vmpt_script *s, size_t i, const char **name,
+			   uint64_t *errors);
 
 /* TSC -> ns of perf time with opts' conversion (the TSC when none). */
 uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc);

@@ -9,10 +9,10 @@
 #ifndef VMPT_SESSION_H
 #define VMPT_SESSION_H
 
+#include "vmpt/consumer.h"
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
 #include "vmpt/perf_data.h"
-#include "vmpt/script_output.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +29,7 @@ struct vmpt_session_buffer {
 	int cpu, tid;		/* -1: per-thread / per-cpu recording */
 	uint32_t idx;		/* perf's mmap index: buffers of one queue */
 	uint64_t offset;	/* of the AUXTRACE record in its file */
+	uint64_t data_offset;	/* of the trace in its file */
 	/* Its guest TSC packets as host TSCs (a VM recording, correlated
 	 * when opened); n 0: none.
 	 */
@@ -46,15 +47,41 @@ struct vmpt_session_task_rec {
 	uint64_t seq;		/* record order: ties in time keep it */
 };
 
+/* An executable mapping (MMAP/MMAP2) as recorded, and where its code
+ * came from.
+ */
+struct vmpt_session_map {
+	int pid;		/* -1: the kernel's, every process's */
+	uint64_t start, len, pgoff;
+	const char *name;	/* as recorded (in the mapped file) */
+	char build_id[41];	/* hex; "" when not recorded */
+	/* Not decoded: a file is there, of this other build-id ("none":
+	 * without one); "": found, or nothing there.
+	 */
+	char changed_id[41];
+	uint64_t seq;		/* record order: the last mapping wins */
+};
+
 struct vmpt_session_proc {
 	int pid, parent;	/* parent: from FORK, -1 unknown */
 	int has_maps;		/* its own MMAPs: address space VMPT_ASID_PID(pid) */
 	uint64_t maps_from;	/* perf time of its first MMAP (an exec's) */
 };
 
+/* How to open a recording. */
+struct vmpt_session_opts {
+	/* perf's --symfs: look for the recorded binaries under this
+	 * directory (after the recording's own sysroot, before perf's
+	 * build-id cache and the paths themselves).
+	 */
+	const char *symfs;
+	FILE *warn;	/* warnings (a binary's build-id differs), or NULL */
+	struct vmpt_progress progress;	/* of vmpt_session_decode */
+};
 struct vmpt_corr;
 
 struct vmpt_session {
+	struct vmpt_session_opts opts;
 	struct vmpt_perf_data pd;
 	struct vmpt_image *image;
 	int own_image;			/* vmpt_session_close frees it */
@@ -71,6 +98,18 @@ struct vmpt_session {
 	size_t n_forks;
 	struct vmpt_session_proc *procs;	/* sorted by pid */
 	size_t n_procs;
+	struct vmpt_session_map *maps;		/* executable, file order */
+	size_t n_maps;
+	/* Records consumers may show, in file order: COMM, FORK, EXIT,
+	 * MMAP, MMAP2, SWITCH, SWITCH_CPU_WIDE, LOST, AUX.
+	 */
+	struct vmpt_perf_event *sb;
+	size_t n_sb;
+	size_t n_records;	/* in the file, of every type (perf's event count) */
+	/* The Intel PT event and its AUXTRACE_INFO (NULL: none). */
+	const struct perf_event_attr *intel_pt;
+	struct vmpt_perf_intel_pt_info info;
+	int have_info;
 	/* A VM recording's correlation (guest TSC -> host TSC), or NULL. */
 	struct vmpt_corr *corr;
 	char errmsg[600];	/* after a failure: what, naming the file */
@@ -86,6 +125,15 @@ struct vmpt_session {
  */
 int vmpt_session_open(struct vmpt_session *s, const char *path,
 		      struct vmpt_image *img);
+/* The same with options (NULL: none). */
+int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
+			   struct vmpt_image *img, const struct vmpt_session_opts *opts);
+
+/* The recording's own sysroot, where vmpt archive copies the binaries it
+ * maps: DIR/root for perf's directory form, FILE.root next to a file.
+ * 0, or -VMPT_ERR_INVAL when it does not fit.
+ */
+int vmpt_session_sysroot(const char *recording, char *buf, size_t size);
 void vmpt_session_close(struct vmpt_session *s);
 
 /* perf script --guest-code: the guest runs the code of the host process
@@ -101,7 +149,13 @@ int vmpt_session_add_guest_code(struct vmpt_session *s);
  */
 void vmpt_session_task(const struct vmpt_session *s,
 		       const struct vmpt_session_buffer *b, uint64_t time,
-		       struct vmpt_script_task *task);
+		       struct vmpt_task *task);
+
+/* The name of thread tid at perf time `time` (NULL: none known). */
+const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t time);
+
+/* vmpt_map_fn over the recorded mappings (ctx: the session). */
+int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
 
 /* The host address space (VMPT_ASID_PID) process pid's code is in at perf
  * time `time`: its own once it mapped code, before that its parent's (a
@@ -109,12 +163,13 @@ void vmpt_session_task(const struct vmpt_session *s,
  */
 uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time);
 
-/* Decode every buffer and print it as perf script does: the samples of
- * all queues (CPUs, threads) merged in time order, each with its task.
- * jobs > 1 decodes each buffer in pieces in parallel instead, buffer after
- * buffer in file order.  0 or a negative vmpt_err (errmsg set).
+/* Decode every buffer and hand the items to the consumer as perf script
+ * sees them: the items of all queues (CPUs, threads) merged in time order,
+ * each with its task, and the sideband records among them.  jobs > 1
+ * decodes in pieces in parallel with the same result (vmpt/jobs.h).
+ * 0 or a negative vmpt_err (errmsg set).
  */
-int vmpt_session_script(struct vmpt_session *s, const struct vmpt_script_opts *opts,
+int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *ops,
 			int jobs, FILE *f);
 
 #ifdef __cplusplus

@@ -96,7 +96,7 @@ done
 out=$T/synth-file.data
 data_size=$(od -An -t u8 -j 48 -N 8 "$out" | tr -d ' ')
 head -c 1000 "$out" >"$T/cut.data"
-if "$VMPT" dump "$T/cut.data" >/dev/null 2>"$T/err"; then fail "vmpt dump of a cut file succeeded"; fi
-echo "vmpt dump: $T/cut.data: offset 0x30: data section (offset 0x198, size $data_size) beyond end of file (1000 bytes)" >"$T/want"
-diff -u "$T/want" "$T/err" || fail "vmpt dump error for a cut file"
+"$VMPT" dump "$T/cut.data" >/dev/null 2>"$T/err" || fail "vmpt dump of a cut file failed"
+echo "vmpt dump: warning: $T/cut.data: offset 0x30: data section (offset 0x198, size $data_size) goes beyond the end of the file (1000 bytes): the file was cut, read up to where it ends" >"$T/want"
+diff -u "$T/want" "$T/err" || fail "vmpt dump warning for a cut file"
 echo "ok: perf accepts vmpt's perf.data"

@@ -537,7 +537,7 @@ static void test_corrupt(void **state)
 	first_rec = data_off;	/* TIME_CONV, 56 bytes */
 	const struct corruption cases[] = {
 		{ "empty", 0, 1, 0, 0, -VMPT_ERR_FORMAT,
-		  "offset 0: file too short for a perf.data header (0 bytes)" },
+		  "zero-sized data, nothing to do" },
 		{ "magic", 0, 0, 0x4c4946524550ULL, 8, -VMPT_ERR_FORMAT,
 		  "offset 0: not a perf.data file (no PERFILE2 magic)" },
 		{ "swapped", 0, 0, 0x50455246494c4532ULL, 8, -VMPT_ERR_UNSUPPORTED,
@@ -628,7 +628,10 @@ static void test_record_errors(void **state)
 		 tmp_path("bad.data"), (unsigned long long)comm_off);
 	assert_string_equal(msg, want);
 
-	/* the file cut in the middle of the data section */
+	/* the file cut in the middle of the data section: an error, or
+	 * with VMPT_PERF_READ_CUT read up to the cut, with a warning (the
+	 * cut record ends the walk)
+	 */
 	spit(tmp_path("bad.data"), good, data_off + 60);
 	assert_int_equal(walk(tmp_path("bad.data"), msg, sizeof(msg)), -VMPT_ERR_FORMAT);
 	snprintf(want, sizeof(want),
@@ -636,6 +639,27 @@ static void test_record_errors(void **state)
 		 tmp_path("bad.data"), (unsigned long long)data_off,
 		 (unsigned long long)data_size, (unsigned long long)(data_off + 60));
 	assert_string_equal(msg, want);
+	{
+		struct vmpt_perf_data pd;
+		struct vmpt_perf_cursor cur;
+		struct vmpt_perf_event ev;
+		int n = 0, ret;
+
+		assert_int_equal(vmpt_perf_open_flags(&pd, tmp_path("bad.data"),
+						      VMPT_PERF_READ_CUT), 0);
+		vmpt_perf_cursor_init(&pd, &cur);
+		while ((ret = vmpt_perf_next(&pd, &cur, &ev)) > 0)
+			n++;
+		assert_int_equal(ret, 0);
+		assert_int_equal(n, 1);		/* TIME_CONV (56 bytes); then cut */
+		snprintf(want, sizeof(want),
+			 "%s: offset 0x30: data section (offset %#llx, size %llu) goes beyond "
+			 "the end of the file (%llu bytes): the file was cut, read up to where "
+			 "it ends", tmp_path("bad.data"), (unsigned long long)data_off,
+			 (unsigned long long)data_size, (unsigned long long)(data_off + 60));
+		assert_string_equal(pd.warnmsg, want);
+		vmpt_perf_close(&pd);
+	}
 
 	/* perf record -z output is refused, not skipped */
 	{

@@ -23,8 +23,8 @@ check() {
 	[ "$got" = "$want" ] || fail "[$*]: got '$got', want '$want'"
 }
 check "script " vmpt scr
-check "ip,sym ip,symoff " vmpt script -F ip,sy
-check "+ip +insn +ipc " vmpt script -F +i
+check "ip,sym ip,symoff ip,synth " vmpt script -F ip,sy
+check "+ip +insn +insnlen +ipc " vmpt script -F +i
 check "--itrace " vmpt script --itr
 complete_words vmpt script --itrace i | grep -qx ib || fail "--itrace i: no ib"
 n=0

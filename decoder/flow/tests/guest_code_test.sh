@@ -24,15 +24,13 @@ insns=0
 
 # same NAME ARGS...: perf script and vmpt script print the same lines.
 # perf 6.1.y prints a VM exit's flags as "bcyh" (a stable backport added
-# "async" to them without a name for the combination; docs/script.md):
-# that is vmpt's "vmexit", the same width.
+# "async" to them without a name for the combination; docs/script.md),
+# and so does vmpt.
 same() {
 	name=$1; shift
-	perf script -i "$out/t.perf.data" --guest-code --vmlinux "$K" "$@" 2>&1 |
-		sed 's/^\(.*\)  bcyh    /\1  vmexit  /' > "$out/perf"
-	# (stderr without the correlator's line per VMCS: perf has none)
-	"$VMPT" script -i "$out/t.perf.data" --guest-code --vmlinux "$K" "$@" 2>&1 |
-		sed '/^vmpt script: VMCS 0x[0-9a-f]* TSC offset /d' > "$out/vmpt"
+	perf script -i "$out/t.perf.data" --guest-code --vmlinux "$K" "$@" > "$out/perf" 2>&1
+	"$VMPT" script -i "$out/t.perf.data" --guest-code --vmlinux "$K" "$@" \
+		> "$out/vmpt" 2>/dev/null
 	[ -s "$out/perf" ] || fail "$name: perf printed nothing"
 	cmp -s "$out/perf" "$out/vmpt" ||
 		fail "$name $*: differs from perf script (< perf, > vmpt): $(diff "$out/perf" "$out/vmpt" | sed -n 2,5p)"
@@ -71,7 +69,7 @@ for seed in 1 2 3 4 5; do
 	same "$name" --itrace=be -F flags,ip,addr,sym,symoff,dso
 	grep -q '^  vmentry  *0 \[unknown\] (\[unknown\]) =>  *[0-9a-f]* [a-z_]*+0x[0-9a-f]* ('"$P"')$' "$out/vmpt" ||
 		fail "$name: no VM entry into the program's code"
-	grep -q '^  vmexit  *0 \[unknown\] (\[unknown\]) => '"$VMEXIT"' vmx_vmexit+0x0 (\[kernel.kallsyms\])$' "$out/vmpt" ||
+	grep -q '^  bcyh  *0 \[unknown\] (\[unknown\]) => '"$VMEXIT"' vmx_vmexit+0x0 (\[kernel.kallsyms\])$' "$out/vmpt" ||
 		fail "$name: no VM exit"
 	same "$name" --itrace=be -F comm,pid,tid,cpu,flags,ip,addr,sym,symoff,dso
 	grep -q '^    \[guest/4242\]  4242/4242  \[-01\]   ' "$out/vmpt" || fail "$name: no guest comm"
@@ -91,6 +89,6 @@ done
 # mappings are the host's): an error at the first guest instruction.
 entry=$(grep -v '^#' "$out/t.branches" | awk '$NF == "vmentry" { print $2; exit }')
 "$VMPT" script -i "$out/t.perf.data" --vmlinux "$K" --itrace=e > "$out/e"
-grep -q "^ instruction trace error type 1 time [0-9.]* cpu -1 pid 4242 tid 4242 ip 0x$entry offset 0x[0-9a-f]* code 14: no code mapped at this address$" "$out/e" ||
+grep -q "^ instruction trace error type 1 time [0-9.]* cpu -1 pid 4242 tid 4242 ip 0x$entry offset 0x[0-9a-f]* code 5: Failed to get instruction$" "$out/e" ||
 	fail "without --guest-code: $(head -n 2 "$out/e")"
 echo "ok: $lines lines equal to perf script --guest-code's, $insns instructions equal to the truth"

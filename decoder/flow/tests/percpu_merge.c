@@ -8,6 +8,9 @@
  * CPU:PERF.DATA:PPID makes the input a child forked from PPID that has not
  * exec'd: its COMM and MMAPs are left out, a FORK comes instead, so it
  * runs in its parent's address space under its parent's name.
+ * The first and last record times go to HEADER_SAMPLE_TIME, as perf
+ * record --timestamp-boundary writes them (perf script's --time with
+ * percentages needs them).
  * usage: percpu_merge OUT CPU:PERF.DATA[:PPID]...
  */
 #include "vmpt/error.h"
@@ -36,7 +39,7 @@ int main(int argc, char **argv)
 	struct input in[MAX_IN];
 	char comm[MAX_IN][16];
 	int prev_pid[MAX_IN], n = argc - 2, ret = 0;
-	uint64_t aux_off[MAX_IN] = { 0 };
+	uint64_t aux_off[MAX_IN] = { 0 }, span[2] = { 0 };
 	struct vmpt_perf_writer *w;
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
@@ -157,6 +160,12 @@ int main(int argc, char **argv)
 					}
 					prev_pid[cpu] = in[i].pid;
 				}
+				if (ev.sid.present & PERF_SAMPLE_TIME) {
+					if (!span[0] || ev.sid.time < span[0])
+						span[0] = ev.sid.time;
+					if (ev.sid.time > span[1])
+						span[1] = ev.sid.time;
+				}
 				ret = vmpt_perf_write_record(w, &ev);
 			}
 			if (ret < 0)
@@ -165,6 +174,9 @@ int main(int argc, char **argv)
 		if (!ret)
 			ret = vmpt_perf_write_finished_round(w);
 	}
+	if (!ret && span[0])
+		ret = vmpt_perf_writer_copy_feature(w, VMPT_PERF_FEAT_SAMPLE_TIME, span,
+						    sizeof(span));
 	if (ret)
 		return die(argv[1], ret);
 	ret = vmpt_perf_writer_close(w);

@@ -35,17 +35,18 @@ done
 
 # Code missing from the image: error lines with offset and ip, as perf's.
 "$VMPT" script --pt "$T/dyn_test/sample_raw_0" --pagecache "$T/dyn_test/page_cache" \
-	--itrace=e > "$out/e"
-[ "$(head -n 1 "$out/e")" = " instruction trace error type 1 time 0 cpu -1 pid -1 tid -1 ip 0x7ffff7fcf000 offset 0x1ac8 code 14: no code mapped at this address" ] ||
+	--itrace=e > "$out/e" 2>/dev/null
+[ "$(head -n 1 "$out/e")" = " instruction trace error type 1 time 0 cpu -1 pid -1 tid -1 ip 0x7ffff7fcf000 offset 0x1ac8 code 5: Failed to get instruction" ] ||
 	fail "dyn_test errors: '$(head -n 1 "$out/e")'"
 [ "$(wc -l < "$out/e")" -eq 14 ] || fail "dyn_test: $(wc -l < "$out/e") errors, expected 14"
 
 # perf.data input: perf script reports this error at the same time and ip
 # (" instruction trace error type 1 time 641.256845844 cpu 3 pid 3174 tid
 # 3174 ip 0xffffffffb960d302 code 5: Failed to get instruction"): the
-# binaries are not in the recording.
-"$VMPT" script -i "$SHARED/realtraces/perf-data/perf.data.intel_pt-4.14" --itrace=e > "$out/pd"
-grep -q "^ instruction trace error type 1 time 641.256845844 cpu 3 pid 3174 tid 3174 ip 0xffffffffb960d302 offset 0x60 code 14: no code mapped at this address$" "$out/pd" ||
+# binaries are not in the recording.  The offset is the file's, as vmpt
+# dump lists it.
+"$VMPT" script -i "$SHARED/realtraces/perf-data/perf.data.intel_pt-4.14" --itrace=e > "$out/pd" 2>/dev/null
+grep -q "^ instruction trace error type 1 time 641.256845844 cpu 3 pid 3174 tid 3174 ip 0xffffffffb960d302 offset 0x7818 code 5: Failed to get instruction$" "$out/pd" ||
 	fail "perf.data errors: $(head -n 3 "$out/pd")"
 
 "$VMPT" script --pt /nonexistent 2> "$out/err" && fail "missing trace accepted"

@@ -28,7 +28,7 @@ int main(int argc, char **argv)
 	}
 	while (scanf(" %c %d %" SCNu64, &kind, &key, &ns) == 3) {
 		struct vmpt_session_buffer b = { .cpu = -1, .tid = -1 };
-		struct vmpt_script_task t;
+		struct vmpt_task t;
 
 		if (kind == 'C')
 			b.cpu = key;

@@ -172,8 +172,8 @@ static void test_retcomp(void **state)
 	for (int rc = VMPT_RETCOMP_AUTO; rc <= VMPT_RETCOMP_ON; rc++) {
 		decode(&t, rc, 0, out, sizeof(out));
 		assert_string_equal(out,
-			"e psb 0 0 0\n"
-			"e enabled 1000 0 0\n"
+			"e psb 1000 0 0\n"
+			"e enabled 1000 0 1\n"
 			"b 1000 2 taken 1010 m0 t0\n"
 			"b 1010 2 taken 1008 m0 t0\n"
 			"b 1008 1 taken 100c m0 t0\n"
@@ -183,8 +183,8 @@ static void test_retcomp(void **state)
 	/* The same bit recorded without return compression is a mismatch. */
 	decode(&t, VMPT_RETCOMP_OFF, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 1012 m0 t0\n"
 		"e error 1011 @1d trace does not match the code\n");
@@ -218,8 +218,8 @@ static void test_tip_async_ptw_tsc(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x1008));	/* ret leaves */
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t1000\n"
 		"b 1010 2 taken 1008 m0 t1000\n"
 		"b 1008 1 100a m0 t1000\n"
@@ -247,16 +247,16 @@ static void test_overflow_and_resync(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0x2000));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0\n"
 		"e overflow 1008 0 0\n"
 		"e enabled 1010 0 0\n"
 		"b 1010 2 1012 m0 t0\n"
 		"e error 1011 @31 trace does not match the code\n"
-		"e psb 1011 0 0\n"
-		"e enabled 100e 0 0\n"
+		"e psb 100e 0 32\n"
+		"e enabled 100e 0 1\n"
 		"b 100e 4 taken 2000 m0 t0\n"
 		"e disabled 2000 0 0\n");
 }
@@ -277,8 +277,8 @@ static void test_exec_modes(void **state)
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
 		"e exec-mode 0 0 1\n"
-		"e psb 0 0 0\n"
-		"e enabled 2000 0 0\n"
+		"e psb 2000 0 0\n"
+		"e enabled 2000 0 1\n"
 		"b 2000 3 taken 2000 m1 t0\n"
 		"e exec-mode 2000 0 2\n"
 		"b 2000 2 taken 2000 m2 t0\n"
@@ -295,8 +295,8 @@ static void test_no_image(void **state)
 	put(&t, tnt(0x1, 1));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 5000 0 0\n"
+		"e psb 5000 0 0\n"
+		"e enabled 5000 0 1\n"
 		"e error 5000 @1d no code mapped at this address\n");
 }
 
@@ -313,8 +313,8 @@ static void test_bad_instruction(void **state)
 	put(&t, tnt(0x1, 1));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 3000 0 0\n"
+		"e psb 3000 0 0\n"
+		"e enabled 3000 0 1\n"
 		"b 3000 2 3002 m0 t0\n"
 		"e error 3002 @1d trace does not match the code\n");
 }
@@ -340,8 +340,8 @@ static void test_cycles(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
 	decode(&t, 1, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0 c5\n"
 		"b 1008 1 taken 100c m0 t0\n"
@@ -349,8 +349,8 @@ static void test_cycles(void **state)
 		"e disabled 0 0 0\n");
 	decode(&t, 1, 1, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0 c5\n"
 		"b 1008 1 taken 100c m0 t0\n"
@@ -407,8 +407,8 @@ static void test_event_trace(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 1000 0 0\n"
+		"e psb 1000 0 0\n"
+		"e enabled 1000 0 1\n"
 		"b 1000 2 taken 1010 m0 t0\n"
 		"b 1010 2 taken 1008 m0 t0\n"
 		"b 1008 1 taken 100c m0 t0\n"
@@ -456,8 +456,8 @@ static void test_power(void **state)
 	put(&t, ippkt(VMPT_PKT_TIP_PGD, 0));
 	decode(&t, 0, 0, out, sizeof(out));
 	assert_string_equal(out,
-		"e psb 0 0 0\n"
-		"e enabled 100e 0 0\n"
+		"e psb 100e 0 0\n"
+		"e enabled 100e 0 1\n"
 		"b 100e 1 100f m0 t0\n"
 		"e mwait 100f 0 100000020 v1\n"
 		"e pwre 100f 0 3 v1\n"

@@ -812,6 +812,15 @@ static void test_sync_forward(void **state)
 	/* A PSB cut off by the end is no sync point. */
 	assert_null(vmpt_pkt_find_psb(psb, psb + 15));
 	assert_ptr_equal(vmpt_pkt_find_psb(psb, psb + 16), psb);
+	/* An empty buffer (an empty file maps to NULL, 0) has no PSB; the
+	 * sync reports the end instead of searching from NULL + 1.
+	 */
+	assert_null(vmpt_pkt_find_psb(NULL, NULL));
+	assert_null(vmpt_pkt_find_psb(psb + 4, psb));
+	vmpt_pkt_decoder_init(&dec, NULL, 0);
+	assert_int_equal(vmpt_pkt_sync_forward(&dec), -VMPT_ERR_EOS);
+	assert_int_equal(vmpt_pkt_sync_forward(&dec), -VMPT_ERR_EOS);
+	assert_int_equal(vmpt_pkt_offset(&dec), 0);
 }
 
 /* Fill in type-specific fields from a seed, within each field's range. */

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* What decoding hands on: the flow items of each trace queue, who ran
+ * them, and the recording's sideband in time order, to a consumer that
+ * formats them (perf's struct perf_tool).  session/ drives decoding and
+ * calls these; output/ implements them (vmpt script's lines), so the
+ * session knows no formatter.
+ */
+#ifndef VMPT_CONSUMER_H
+#define VMPT_CONSUMER_H
+
+#include "vmpt/flow.h"
+#include "vmpt/perf_data.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Who ran the code being decoded (sideband), as perf shows it: -1 when
+ * unknown; comm NULL prints perf's ":TID".
+ */
+struct vmpt_task {
+	int cpu, pid, tid;
+	const char *comm;
+	uint64_t space;	/* host address space of pid (VMPT_ASID_PID), 0: any */
+};
+
+/* The mapping (MMAP) an address is in, for naming code whose binary is
+ * missing here (perf names it by the mapping's path).
+ */
+struct vmpt_map_ref {
+	const char *name;
+	uint64_t start;		/* the address the mapping starts at */
+	const char *build_id;	/* hex, or NULL when not recorded */
+};
+/* The mapping of addr in process pid (and its parents, and the kernel's):
+ * 0, or -VMPT_ERR_NOT_FOUND.
+ */
+typedef int (*vmpt_map_fn)(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
+
+/* A trace buffer a stream goes on with. */
+struct vmpt_buffer_ref {
+	uint64_t file_offset;	/* of its first byte in its file (0: a raw trace) */
+	/* Of its first byte in its queue's trace: the sizes of the queue's
+	 * buffers before it (perf's PSB offsets count so).
+	 */
+	uint64_t queue_offset;
+	int cpu;		/* -1: not per-cpu */
+	/* 1: it continues the stream's previous buffer (perf's snapshot
+	 * overlap handling found it consecutive): nothing is restarted.
+	 */
+	int consecutive;
+};
+
+struct vmpt_consumer;	/* one output stream: a trace queue's, or a worker's */
+
+struct vmpt_consumer_ops {
+	/* A new stream writing to f (NULL: set later).  NULL: no memory. */
+	struct vmpt_consumer *(*open)(void *ctx, FILE *f);
+	void (*close)(struct vmpt_consumer *c);
+	void (*set_file)(struct vmpt_consumer *c, FILE *f);
+	void (*set_task)(struct vmpt_consumer *c, const struct vmpt_task *task);
+	void (*begin_buffer)(struct vmpt_consumer *c, const struct vmpt_buffer_ref *b);
+	void (*item)(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+	/* Items the stream held back (time periods) go out, given the time
+	 * of the item after them (0: the end of the trace).
+	 */
+	void (*drain)(struct vmpt_consumer *c, uint64_t next_time);
+	/* Write out what is buffered.  0, or -VMPT_ERR_IO (errno set) when
+	 * the output failed: decoding should stop.
+	 */
+	int (*flush)(struct vmpt_consumer *c);
+	/* Bytes the stream produced so far, buffered ones included. */
+	uint64_t (*produced)(const struct vmpt_consumer *c);
+	/* A sideband record, in time order among the items, on stream c
+	 * (the one printing last, or any); task: the record's thread (comm)
+	 * and sample id (pid, tid, cpu).
+	 */
+	void (*sideband)(struct vmpt_consumer *c, const struct vmpt_perf_event *ev,
+			 const struct vmpt_task *task);
+	/* Is the item's sample time (perf time, ns) wanted (--time)?  NULL:
+	 * every time is.  Lets the session skip whole buffers.
+	 */
+	int (*time_wanted)(void *ctx, uint64_t from_ns, uint64_t to_ns);
+	/* The consumer uses the items' cycle counts (IPC), which count on
+	 * from the trace's start: the trace takes one decoder (vmpt/jobs.h).
+	 */
+	int serial;
+	void *ctx;
+};
+
+/* How far decoding is: trace bytes done of total, now and then (about
+ * every 16k items).  fn NULL: not wanted.
+ */
+struct vmpt_progress {
+	void (*fn)(void *ctx, uint64_t done, uint64_t total);
+	void *ctx;
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

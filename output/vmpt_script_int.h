@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/* vmpt script's formatter inside: the run (struct vmpt_script, shared by
+ * its streams), one output stream per trace queue or worker (struct
+ * vmpt_consumer), and a sample as perf synthesizes one.  Internal to
+ * output/: vmpt_script_output.c turns flow items into samples,
+ * vmpt_script_line.c lays them out.
+ */
+#ifndef VMPT_SCRIPT_INT_H
+#define VMPT_SCRIPT_INT_H
+
+#include "vmpt/script_output.h"
+#include "vmpt_script_stack.h"
+
+#include <capstone/capstone.h>
+#include <pthread.h>
+
+#define SCRIPT_OUT_CAP (1u << 16)
+#define ITRACE_CHAIN_MAX 1024		/* perf's largest g size */
+#define ITRACE_BRANCHES_MAX 1024	/* and l size */
+
+/* A binary missing here (its mapping named by the sideband) and the
+ * decoding errors inside it.
+ */
+struct script_missing {
+	char *name;
+	uint64_t errors;
+};
+
+struct vmpt_script {
+	const struct vmpt_script_opts *o;
+	struct vmpt_consumer_ops ops;
+	pthread_mutex_t lock;		/* stats and missing, from closing streams */
+	struct vmpt_script_stats stats;
+	struct script_missing *missing;
+	size_t n_missing;
+	/* perf's thread stacks: --call-trace depth, g callchains, l branch
+	 * stacks (one thread decodes when they are on).
+	 */
+	int use_stacks;
+	struct script_stacks stacks;
+	uint64_t num_events;		/* samples seen, for s (initial skip) */
+	int spacing;			/* callindent's column, as perf's static */
+};
+
+/* One sample as perf's intel-pt.c synthesizes it. */
+struct script_sample {
+	enum vmpt_script_event ev;
+	uint64_t ip, addr;
+	uint32_t flags;			/* PF_* */
+	uint64_t time;			/* TSC */
+	uint64_t period;
+	const struct vmpt_section *sec;	/* of ip, when known; else looked up */
+	uint8_t mode;			/* of the instruction at ip */
+	unsigned insn_len;		/* the instruction at ip: bytes shown */
+	int guest, addr_guest;		/* machine of ip and of addr */
+	uint64_t ipc_insns, ipc_cyc;	/* perf's IPC (0: none) */
+	char synth[96];			/* the synth event's payload text */
+	int synth_len;
+};
+
+struct vmpt_consumer {
+	struct vmpt_script *s;
+	const struct vmpt_script_opts *o;
+	FILE *f;
+	char *buf;
+	size_t len;
+	uint64_t produced;
+	int werr;			/* errno of a failed write */
+	struct vmpt_task task;
+	csh cs[3];
+	cs_insn *insn[3];
+	/* The symbols looked up last: a branch line names two, and the next
+	 * line's source is mostly in the function of this one's target.
+	 */
+	struct sym_seen {
+		const struct vmpt_section *sec;	/* NULL: unused */
+		const struct vmpt_symbol *sym;
+		uint64_t from, to;	/* addresses with this answer */
+		size_t name_len, dso_len;
+	} seen[4];
+	unsigned seen_next;
+	/* Instruction samples: every Nth, or time periods as perf counts
+	 * them (TSC ticks, one per instruction since the last timestamp).
+	 */
+	uint64_t since;
+	uint64_t p_ticks, p_mask;
+	uint64_t p_ts, p_cnt, p_last, p_left;
+	int p_cont;
+	uint64_t insn_time, block_time;
+	int have_block;
+	/* Time periods: blocks ending in a direct branch wait for the next
+	 * item, whose time perf's decoder already has while walking them.
+	 */
+	struct vmpt_flow_item pending[64];
+	unsigned n_pending;
+	uint64_t next_time;
+	/* The machine the trace is in (PIP.NR, VMCS) and the one the code
+	 * before the last transfer ran in.
+	 */
+	uint8_t nr, from_nr;
+	uint64_t vmcs;
+	unsigned last_iclass;		/* of the last instruction walked */
+	/* The last block ended in a far branch where tracing stopped. */
+	struct vmpt_flow_item stopped;
+	int have_stopped;
+	/* IPC as perf counts it (see the comment in vmpt_script_output.c). */
+	uint64_t insns, est_cyc;
+	uint64_t br_insns, br_cyc, in_insns, in_cyc;
+	uint64_t last_insn_cnt;		/* instruction samples' period */
+	/* The sample of a branch the trace has not decided yet: perf has no
+	 * state there when the trace then disagrees (an error at its ip).
+	 */
+	struct held_sample {
+		int on;
+		struct script_sample smp;
+		uint64_t cyc, tot, prev_cnt;
+	} held;
+	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
+	/* perf's ptq->timestamp, the time of its samples: forward only,
+	 * but for its estimate on returns to user space (est_tsc), which
+	 * counts 2 cycles per instruction since the last timestamp (ts_time,
+	 * ts_insns) at the current core:bus ratio.
+	 */
+	uint64_t ptq_ts, ts_time, ts_insns;
+	uint64_t undecided;	/* insns since the last trace-decided branch */
+	unsigned cbr;
+	uint64_t buf_offset;		/* file offset of the buffer's start */
+	uint64_t queue_offset;		/* and its offset in the queue's trace */
+	uint64_t trace_nr;		/* perf's buffer number, for the stacks */
+	int64_t err_offset;		/* last error's offset, -1: none since */
+	struct vmpt_script_stats stats;	/* this stream's, summed at close */
+	struct script_missing *missing;
+	size_t n_missing;
+};
+
+/* vmpt_script_line.c: layout. */
+void script_out_flush(struct vmpt_consumer *c);
+void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp);
+/* The same with a callchain (g), a branch stack (l) and the call depth
+ * (callindent).
+ */
+void script_print_sample_x(struct vmpt_consumer *c, const struct script_sample *smp,
+			   const uint64_t *chain, size_t nchain,
+			   const struct script_branch *br, size_t nbr, size_t depth);
+/* perf's error line; time in TSC, or perf ns with time_ns; offset the
+ * packet's in its file (UINT64_MAX: none, as for lost data).
+ */
+void script_print_error(struct vmpt_consumer *c, uint64_t time, int time_ns,
+			uint64_t ip, uint64_t offset, int err);
+void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
+/* A recorded AUXTRACE_ERROR as perf_event__fprintf_auxtrace_error. */
+void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
+/* The section of code at addr in machine guest (0: host) of c's task. */
+const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest);
+/* perf's "%-15s%4s"-style name of sample flags (perf_sample__sprintf_flags). */
+void script_flags_name(uint32_t flags, char *buf, size_t size);
+
+/* vmpt_script_output.c: the samples of the items of one stream. */
+void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+/* The items held back are due (next_time: the next item's, 0: none). */
+void script_stream_drain(struct vmpt_consumer *c, uint64_t next_time);
+/* The sample of an undecided branch, delivered unless next is an error
+ * at its instruction (NULL: no next item in this stream).
+ */
+void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *next);
+/* An error line at perf time ns (lost data has no packet). */
+void script_error_ns(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+		     int err, uint64_t ns);
+/* Instruction samples by time (ticks, ns) rather than by count. */
+int script_time_period(const struct vmpt_consumer *c);
+
+#endif

@@ -1,0 +1,816 @@
+/* SPDX-License-Identifier: MIT */
+/* perf script's line layout for one sample, column for column as perf
+ * 6.1's builtin-script.c lays it out (perf_sample__fprintf_start,
+ * process_event, perf_sample__fprintf_bts), its error lines and its
+ * sideband lines (--show-*-events: perf_event__fprintf).  Output goes
+ * through a buffer per stream: stdio's per-call cost would be most of the
+ * time of printing every instruction.
+ */
+#include "vmpt_script_int.h"
+#include "vmpt/error.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+void script_out_flush(struct vmpt_consumer *c)
+{
+	if (c->len && c->f && !c->werr &&
+	    fwrite(c->buf, 1, c->len, c->f) != c->len)
+		c->werr = errno ? errno : EIO;
+	c->produced += c->len;
+	c->len = 0;
+}
+
+static void outf(struct vmpt_consumer *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void outf(struct vmpt_consumer *c, const char *fmt, ...)
+{
+	char big[4096];
+	va_list ap;
+	int n;
+
+	if (c->len > SCRIPT_OUT_CAP - 1024)
+		script_out_flush(c);
+	va_start(ap, fmt);
+	n = vsnprintf(c->buf + c->len, SCRIPT_OUT_CAP - c->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < SCRIPT_OUT_CAP - c->len) {
+		c->len += (size_t)n;
+		return;
+	}
+	/* Longer than the room left (a long symbol name): on its own. */
+	script_out_flush(c);
+	va_start(ap, fmt);
+	n = vsnprintf(big, sizeof(big), fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < SCRIPT_OUT_CAP) {
+		memcpy(c->buf, big, (size_t)n);
+		c->len = (size_t)n;
+	}
+}
+
+static void out_char(struct vmpt_consumer *c, char ch)
+{
+	if (c->len == SCRIPT_OUT_CAP)
+		script_out_flush(c);
+	c->buf[c->len++] = ch;
+}
+
+static void out_mem(struct vmpt_consumer *c, const char *str, size_t n)
+{
+	while (n) {
+		size_t k;
+
+		if (c->len == SCRIPT_OUT_CAP)
+			script_out_flush(c);
+		k = SCRIPT_OUT_CAP - c->len < n ? SCRIPT_OUT_CAP - c->len : n;
+		memcpy(c->buf + c->len, str, k);
+		c->len += k;
+		str += k;
+		n -= k;
+	}
+}
+
+static void out_spaces(struct vmpt_consumer *c, int n)
+{
+	while (n-- > 0)
+		out_char(c, ' ');
+}
+
+/* Two hex digits per byte value. */
+static const char hex_pairs[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+/* The hex digits of v, no leading zeros, ending right before end;
+ * returns how many.  Written in pairs: an odd count writes a 0 before.
+ */
+static unsigned hex_digits(char *end, uint64_t v)
+{
+	unsigned n = v ? (unsigned)(67 - __builtin_clzll(v)) / 4 : 1;
+
+	for (unsigned k = 0; k < n; k += 2, v >>= 8)
+		memcpy(end - k - 2, &hex_pairs[2 * (v & 0xff)], 2);
+	return n;
+}
+
+/* "%lx" without printf. */
+static void out_hex(struct vmpt_consumer *c, uint64_t v)
+{
+	char tmp[18];
+	unsigned n = hex_digits(tmp + sizeof(tmp), v);
+
+	out_mem(c, tmp + sizeof(tmp) - n, n);
+}
+
+/* "%16lx", the way perf prints addresses, without printf. */
+static void out_hex16(struct vmpt_consumer *c, uint64_t v)
+{
+	unsigned n;
+	char *p;
+
+	if (c->len > SCRIPT_OUT_CAP - 32)
+		script_out_flush(c);
+	p = c->buf + c->len;
+	memset(p, ' ', 16);
+	n = hex_digits(p + 16, v);
+	if (n & 1)
+		p[15 - n] = ' ';	/* the extra 0 of an odd count */
+	c->len += 16;
+}
+
+/* Flag names as perf_sample__sprintf_flags: the combination's name
+ * ("%-15s" and a 4-wide in-transaction mark), "tr strt NAME" or
+ * "tr end  NAME", else one letter per flag.
+ */
+static const char *flags_to_name(uint32_t flags)
+{
+	static const struct { uint32_t flags; const char *name; } names[] = {
+		{ PF_BRANCH | PF_CALL, "call" },
+		{ PF_BRANCH | PF_RETURN, "return" },
+		{ PF_BRANCH | PF_CONDITIONAL, "jcc" },
+		{ PF_BRANCH, "jmp" },
+		{ PF_BRANCH | PF_CALL | PF_INTERRUPT, "int" },
+		{ PF_BRANCH | PF_RETURN | PF_INTERRUPT, "iret" },
+		{ PF_BRANCH | PF_CALL | PF_SYSCALLRET, "syscall" },
+		{ PF_BRANCH | PF_RETURN | PF_SYSCALLRET, "sysret" },
+		{ PF_BRANCH | PF_ASYNC, "async" },
+		{ PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT, "hw int" },
+		{ PF_BRANCH | PF_TX_ABORT, "tx abrt" },
+		{ PF_BRANCH | PF_TRACE_BEGIN, "tr strt" },
+		{ PF_BRANCH | PF_TRACE_END, "tr end" },
+		{ PF_BRANCH | PF_CALL | PF_VMENTRY, "vmentry" },
+		{ PF_BRANCH | PF_CALL | PF_VMEXIT, "vmexit" },
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i].flags == flags)
+			return names[i].name;
+	return NULL;
+}
+
+void script_flags_name(uint32_t flags, char *buf, size_t size)
+{
+	const char *tx = flags & PF_IN_TX ? "(x)" : "";
+	const char *chars = "bcrosyiABExgh";
+	const char *name = flags_to_name(flags & ~PF_IN_TX);
+	size_t pos = 0;
+
+	if (name) {
+		snprintf(buf, size, "%-15s%4s", name, tx);
+		return;
+	}
+	if ((flags & PF_TRACE_BEGIN) &&
+	    (name = flags_to_name(flags & ~(PF_IN_TX | PF_TRACE_BEGIN)))) {
+		snprintf(buf, size, "tr strt %-7s%4s", name, tx);
+		return;
+	}
+	if ((flags & PF_TRACE_END) &&
+	    (name = flags_to_name(flags & ~(PF_IN_TX | PF_TRACE_END)))) {
+		snprintf(buf, size, "tr end  %-7s%4s", name, tx);
+		return;
+	}
+	for (unsigned i = 0; chars[i] && pos + 1 < size; i++)
+		if (flags & (1u << i))
+			buf[pos++] = chars[i];
+	buf[pos] = 0;
+}
+
+/* Samples show microseconds unless --ns, error lines nanoseconds, as perf
+ * script; a raw trace has no perf time: its TSC.
+ */
+static void print_time(struct vmpt_consumer *c, uint64_t tsc)
+{
+	const struct vmpt_script_opts *o = c->o;
+	uint64_t ns;
+	char tmp[48];
+
+	if (!o->have_tc) {
+		outf(c, "%" PRIu64 ": ", tsc);
+		return;
+	}
+	ns = vmpt_perf_tsc_to_time(&o->tc, tsc);
+	if (o->ns) {
+		outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000, ns % 1000000000);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64, ns / 1000000000,
+		 ns % 1000000000 / 1000);
+	outf(c, "%12s: ", tmp);
+}
+
+const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest)
+{
+	struct vmpt_asid space = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+
+	if (!c->o->image)
+		return NULL;
+	if (guest)
+		space.machine = c->vmcs ? c->vmcs : VMPT_MACHINE_GUEST;
+	else if (c->task.space)
+		space.cr3 = c->task.space;
+	return vmpt_image_find(c->o->image, &space, addr);
+}
+
+/* The symbol at ip in sec (sym NULL: none there, or no sec), from the
+ * ones seen last if it is one of them.
+ */
+static const struct sym_seen *sym_at(struct vmpt_consumer *c,
+				     const struct vmpt_section *sec, uint64_t ip)
+{
+	const size_t n = sizeof(c->seen) / sizeof(c->seen[0]);
+	static const struct sym_seen none;
+	struct sym_seen *e;
+
+	if (!sec)
+		return &none;
+	for (size_t i = 0; i < n; i++) {
+		e = &c->seen[i];
+		if (e->sec == sec && ip - e->from < e->to - e->from)
+			return e;
+	}
+	e = &c->seen[c->seen_next++ % n];
+	e->sec = sec;
+	e->sym = vmpt_section_symbol_span(sec, ip, &e->from, &e->to);
+	e->name_len = e->sym ? strlen(e->sym->name) : 0;
+	e->dso_len = strlen(sec->name);
+	return e;
+}
+
+/* The dso perf names for an address: its code's, else the mapping's
+ * (a binary missing here), else [unknown].
+ */
+static const char *dso_name(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			    uint64_t addr, int guest, size_t *len)
+{
+	struct vmpt_map_ref map;
+	const char *name = "[unknown]";
+
+	if (sec)
+		name = sec->name;
+	else if (addr && !guest && c->o->map_of &&
+		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0)
+		name = map.name;
+	*len = strlen(name);
+	return name;
+}
+
+/* perf's scnprintf_pad: at most pad - 1 characters, spaces up to pad. */
+static void print_dso(struct vmpt_consumer *c, const char *name, size_t len)
+{
+	size_t pad = c->o->pad_dso;
+
+	if (pad && len >= pad)
+		len = pad - 1;
+	out_mem(c, name, len);
+	if (pad)
+		out_spaces(c, (int)(pad - len));
+}
+
+/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields. */
+static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
+			  const struct vmpt_section *sec, uint64_t ip, int guest)
+{
+	const struct sym_seen *e;
+
+	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
+		return;
+	e = sym_at(c, sec, ip);
+	if (f & VMPT_F_SYM) {
+		out_char(c, ' ');
+		if (e->sym)
+			out_mem(c, e->sym->name, e->name_len);
+		else
+			out_mem(c, "[unknown]", 9);
+		if ((f & VMPT_F_SYMOFF) && e->sym) {
+			out_mem(c, "+0x", 3);
+			out_hex(c, ip - e->sym->addr);
+		}
+	}
+	if (f & VMPT_F_DSO) {
+		size_t len;
+		const char *name = dso_name(c, sec, ip, guest, &len);
+
+		out_mem(c, " (", 2);
+		print_dso(c, name, len);
+		out_char(c, ')');
+	}
+}
+
+/* perf_sample__fprintf_start: the columns before the event. */
+static void print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
+			int guest, int callchain)
+{
+	const struct vmpt_task *t = &c->task;
+
+	if (f & VMPT_F_COMM) {
+		char name[32];
+		const char *comm = t->comm;
+
+		/* perf names a thread without COMM ":TID"; guest code runs
+		 * in a thread of the guest machine, which has no COMM but
+		 * with --guest-code.
+		 */
+		if (guest && c->o->guest_code && t->pid > 0)
+			snprintf(name, sizeof(name), "[guest/%d]", t->pid);
+		else if (!comm || guest)
+			snprintf(name, sizeof(name), ":%d", t->tid);
+		if (!comm || guest)
+			comm = name;
+		outf(c, callchain ? "%s " : "%16s ", comm);
+	}
+	if ((f & VMPT_F_PID) && (f & VMPT_F_TID))
+		outf(c, "%5d/%-5d ", t->pid, t->tid);
+	else if (f & (VMPT_F_PID | VMPT_F_TID))
+		outf(c, "%5d ", f & VMPT_F_PID ? t->pid : t->tid);
+	if (f & VMPT_F_CPU)
+		outf(c, "[%03d] ", t->cpu);
+	if (f & VMPT_F_TIME)
+		print_time(c, time);
+}
+
+/* perf's "insn: 41 57", then the disassembly (--insn-trace=disasm). */
+static void print_insn(struct vmpt_consumer *c, unsigned f, const struct script_sample *smp)
+{
+	const struct vmpt_section *s = smp->sec;
+	const uint8_t *code = NULL;
+	size_t avail;
+	uint64_t at = smp->ip;
+
+	if (!(f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM)))
+		return;
+	if (smp->insn_len && s && smp->ip - s->vaddr < s->size &&
+	    s->size - (smp->ip - s->vaddr) >= smp->insn_len && s->data)
+		code = s->data + (smp->ip - s->vaddr);
+	if (f & VMPT_F_INSNLEN)
+		outf(c, " ilen: %u", code ? smp->insn_len : 0);
+	if (!code)
+		return;
+	if (f & VMPT_F_INSN) {
+		out_mem(c, " insn:", 6);
+		for (unsigned i = 0; i < smp->insn_len; i++) {
+			out_char(c, ' ');
+			out_mem(c, &hex_pairs[2 * code[i]], 2);
+		}
+	}
+	avail = smp->insn_len;
+	if (((f & VMPT_F_DISASM) || c->o->disasm) &&
+	    cs_disasm_iter(c->cs[smp->mode], &code, &avail, &at, c->insn[smp->mode]))
+		outf(c, "\t\t%s %s", c->insn[smp->mode]->mnemonic,
+		     c->insn[smp->mode]->op_str);
+}
+
+static void print_ipc(struct vmpt_consumer *c, unsigned f, const struct script_sample *smp)
+{
+	unsigned ipc;
+
+	if (!(f & VMPT_F_IPC) || !smp->ipc_cyc || !smp->ipc_insns)
+		return;
+	ipc = (unsigned)(smp->ipc_insns * 100 / smp->ipc_cyc);	/* perf keeps 32 bits */
+	outf(c, " \t IPC: %u.%02u (%" PRIu64 "/%" PRIu64 ") ", ipc / 100, ipc % 100,
+	     smp->ipc_insns, smp->ipc_cyc);
+}
+
+/* perf_sample__fprintf_callindent: the call depth, then the function
+ * called or returned from, in a column that keeps its width.
+ */
+static void print_callindent(struct vmpt_consumer *c, unsigned f,
+			     const struct script_sample *smp, size_t depth)
+{
+	const char *name = NULL;
+	const struct sym_seen *e;
+	uint64_t ip = 0;
+	int len = 0;
+
+	if (smp->flags & PF_RETURN)
+		depth++;	/* the return was popped: the call's depth */
+	if (smp->flags & (PF_CALL | PF_TRACE_BEGIN)) {
+		e = sym_at(c, smp->addr ? script_find(c, smp->addr, smp->addr_guest) : NULL,
+			   smp->addr);
+		if (e->sym)
+			name = e->sym->name;
+		else
+			ip = smp->addr;
+	} else if (smp->flags & (PF_RETURN | PF_TRACE_END)) {
+		e = sym_at(c, smp->sec, smp->ip);
+		if (e->sym)
+			name = e->sym->name;
+		else
+			ip = smp->ip;
+	}
+	if ((f & VMPT_F_DSO) && !(f & (VMPT_F_IP | VMPT_F_ADDR))) {
+		size_t dlen;
+		const char *dso = dso_name(c, smp->sec, smp->ip, smp->guest, &dlen);
+
+		out_char(c, '(');
+		print_dso(c, dso, dlen);
+		out_mem(c, ")\t", 2);
+	}
+	if (name) {
+		out_spaces(c, (int)depth * 4);
+		out_mem(c, name, strlen(name));
+		len = (int)depth * 4 + (int)strlen(name);
+	} else if (ip) {
+		out_spaces(c, (int)depth * 4);
+		out_hex16(c, ip);
+		len = (int)depth * 4 + 16;
+	}
+	if (len > c->s->spacing || (len && len < c->s->spacing - 52))
+		c->s->spacing = (len + 4 + 31) / 32 * 32;
+	if (len < c->s->spacing)
+		out_spaces(c, c->s->spacing - len);
+}
+
+/* A callchain frame's address as perf prints it: relative to its
+ * mapping in user space, as is in the kernel.
+ */
+static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_section *sec,
+			   uint64_t ip)
+{
+	if (!sec || (c->o->kernel_start && ip >= c->o->kernel_start) || sec->name[0] == '[')
+		return ip;
+	return sec->file_offset + (ip - sec->vaddr);
+}
+
+static void print_callchain(struct vmpt_consumer *c, unsigned f,
+			    const uint64_t *chain, size_t n, int guest)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct vmpt_section *sec;
+
+		if (chain[i] >= SCRIPT_CONTEXT_USER)
+			continue;	/* a context marker */
+		sec = script_find(c, chain[i], guest);
+		out_char(c, '\t');
+		out_hex16(c, frame_addr(c, sec, chain[i]));
+		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO), sec,
+			      chain[i], guest);
+		out_char(c, '\n');
+	}
+}
+
+static void print_brstack(struct vmpt_consumer *c, unsigned f,
+			  const struct script_branch *br, size_t n, int guest)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (f & VMPT_F_BRSTACKSYM) {
+			const struct vmpt_section *from = script_find(c, br[i].from, guest);
+			const struct vmpt_section *to = script_find(c, br[i].to, guest);
+			const struct sym_seen *e = sym_at(c, from, br[i].from);
+			size_t len;
+			const char *dso;
+
+			if (e->sym)
+				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].from - e->sym->addr);
+			else
+				out_mem(c, "[unknown]", 9);
+			if (f & VMPT_F_DSO) {
+				dso = dso_name(c, from, br[i].from, guest, &len);
+				outf(c, "(%s)", dso);
+			}
+			out_char(c, '/');
+			e = sym_at(c, to, br[i].to);
+			if (e->sym)
+				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].to - e->sym->addr);
+			else
+				out_mem(c, "[unknown]", 9);
+			if (f & VMPT_F_DSO) {
+				dso = dso_name(c, to, br[i].to, guest, &len);
+				outf(c, "(%s)", dso);
+			}
+		} else {
+			outf(c, " 0x%" PRIx64, br[i].from);
+			if (f & VMPT_F_DSO) {
+				size_t len;
+				const char *dso = dso_name(c, script_find(c, br[i].from, guest),
+							   br[i].from, guest, &len);
+
+				outf(c, "(%s)", dso);
+			}
+			outf(c, "/0x%" PRIx64, br[i].to);
+			if (f & VMPT_F_DSO) {
+				size_t len;
+				const char *dso = dso_name(c, script_find(c, br[i].to, guest),
+							   br[i].to, guest, &len);
+
+				outf(c, "(%s)", dso);
+			}
+		}
+		outf(c, "/-/%c/%c/0/ ", br[i].in_tx ? 'X' : '-', br[i].abort ? 'A' : '-');
+	}
+}
+
+struct script_extra {
+	const uint64_t *chain;
+	size_t nchain;
+	const struct script_branch *br;
+	size_t nbr;
+	size_t depth;
+};
+
+static void print_sample(struct vmpt_consumer *c, const struct script_sample *in,
+			 const struct script_extra *x)
+{
+	const struct vmpt_script_opts *o = c->o;
+	int type = in->ev <= VMPT_SE_TRANSACTIONS ? VMPT_OUT_HW : VMPT_OUT_SYNTH;
+	unsigned f = o->f.set[type];
+	int bts = in->ev == VMPT_SE_BRANCHES;
+	int callchain = x && x->nchain && (f & VMPT_F_IP);
+	struct script_sample copy = *in;
+	const struct script_sample *smp = &copy;
+	const struct vmpt_section *sec;
+
+	if (!f)
+		return;		/* perf shows nothing of a type without fields */
+	if (!copy.sec && copy.ip)
+		copy.sec = script_find(c, copy.ip, copy.guest);
+	sec = copy.sec;
+	/* perf shows the instruction an asynchronous event struck (it did
+	 * not run).
+	 */
+	if ((copy.flags & PF_ASYNC) && !copy.insn_len && sec && sec->data &&
+	    (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))) {
+		const uint8_t *code = sec->data + (copy.ip - sec->vaddr);
+		size_t avail = sec->size - (copy.ip - sec->vaddr);
+		uint64_t at = copy.ip;
+
+		if (avail > 16)
+			avail = 16;
+		if (cs_disasm_iter(c->cs[copy.mode], &code, &avail, &at, c->insn[copy.mode]))
+			copy.insn_len = c->insn[copy.mode]->size;
+	}
+	print_start(c, f, smp->time, smp->guest, callchain);
+	if (f & VMPT_F_PERIOD)
+		outf(c, "%10" PRIu64 " ", smp->period);
+	if (f & VMPT_F_EVENT)
+		outf(c, "%*s: ", o->name_width, o->ev_name[smp->ev] ? o->ev_name[smp->ev] : "");
+	if (o->f.flags) {
+		char flags[32];
+
+		script_flags_name(smp->flags, flags, sizeof(flags));
+		outf(c, "  %-21s ", flags);
+	}
+	if (bts) {
+		if (f & VMPT_F_CALLINDENT)
+			print_callindent(c, f, smp, x ? x->depth : 0);
+		if (f & VMPT_F_IP) {
+			out_char(c, ' ');
+			out_hex16(c, smp->ip);
+			print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
+		}
+		if ((f & VMPT_F_ADDR) || !o->f.user_set[VMPT_OUT_HW]) {
+			out_mem(c, " => ", 4);
+			out_hex16(c, smp->addr);
+			print_sym_dso(c, f, smp->addr ? script_find(c, smp->addr, smp->addr_guest) :
+				      NULL, smp->addr, smp->addr_guest);
+		}
+		print_ipc(c, f, smp);
+		print_insn(c, f, smp);
+		out_char(c, '\n');
+		return;
+	}
+	if (type == VMPT_OUT_SYNTH && (f & VMPT_F_SYNTH)) {
+		out_mem(c, smp->synth, (size_t)smp->synth_len);
+		if (smp->synth_len < 34)
+			out_spaces(c, 34 - smp->synth_len);
+	}
+	if (f & VMPT_F_ADDR)
+		out_hex16(c, smp->addr);
+	if (f & VMPT_F_IP) {
+		if (callchain) {
+			out_char(c, '\n');
+			print_callchain(c, f, x->chain, x->nchain, smp->guest);
+		} else {
+			out_char(c, ' ');
+			out_hex16(c, smp->ip);
+			print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
+		}
+	}
+	if (x && x->nbr && (f & (VMPT_F_BRSTACK | VMPT_F_BRSTACKSYM)))
+		print_brstack(c, f, x->br, x->nbr, smp->guest);
+	print_insn(c, f, smp);
+	print_ipc(c, f, smp);
+	out_char(c, '\n');
+}
+
+void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp)
+{
+	print_sample(c, smp, NULL);
+}
+
+void script_print_sample_x(struct vmpt_consumer *c, const struct script_sample *smp,
+			   const uint64_t *chain, size_t nchain,
+			   const struct script_branch *br, size_t nbr, size_t depth)
+{
+	struct script_extra x = { chain, nchain, br, nbr, depth };
+
+	print_sample(c, smp, &x);
+}
+
+/* perf's codes and messages for the decoder's errors (intel-pt-decoder.h,
+ * INTEL_PT_ERR_*), so error lines read as perf's.
+ */
+static int perf_code(int err, const char **msg)
+{
+	switch (-err) {
+	case VMPT_ERR_NOMEM: *msg = "Memory allocation failed"; return 1;
+	case VMPT_ERR_BAD_OPC:
+	case VMPT_ERR_BAD_PACKET:
+	case VMPT_ERR_TRUNCATED: *msg = "Bad packet"; return 3;
+	case VMPT_ERR_NO_IMAGE: *msg = "Failed to get instruction"; return 5;
+	case VMPT_ERR_NO_MATCH:
+	case VMPT_ERR_IP_SUPPRESSED:
+	case VMPT_ERR_NO_LAST_IP: *msg = "Trace doesn't match instruction"; return 6;
+	case VMPT_ERR_OVERFLOW: *msg = "Overflow packet"; return 7;
+	case VMPT_ERR_LOST: *msg = "Lost trace data"; return 8;
+	default: *msg = "Unknown error!"; return 9;
+	}
+}
+
+/* perf_event__fprintf_auxtrace_error's line, with the file offset of
+ * the packet the decoder was at (vmpt dump lists it).
+ */
+void script_print_error(struct vmpt_consumer *c, uint64_t time, int time_ns,
+			uint64_t ip, uint64_t offset, int err)
+{
+	const char *msg;
+	int code = perf_code(err, &msg);
+
+	out_mem(c, " instruction trace error type 1 time ", 37);
+	if (time && (time_ns || (c->o->have_tc && !c->o->it.timeless))) {
+		uint64_t ns = time_ns ? time : vmpt_perf_tsc_to_time(&c->o->tc, time);
+
+		outf(c, "%" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
+	} else if (!c->o->have_tc && time) {
+		outf(c, "%" PRIu64, time);
+	} else {
+		out_char(c, '0');
+	}
+	outf(c, " cpu %d pid %d tid %d ip %#" PRIx64, c->task.cpu, c->task.pid,
+	     c->task.tid, ip);
+	if (offset != UINT64_MAX)
+		outf(c, " offset %#" PRIx64, offset);
+	outf(c, " code %d: %s\n", code, msg);
+}
+
+static const char *record_name(uint32_t type)
+{
+	return vmpt_perf_record_name(type);
+}
+
+/* A sideband record as perf script --show-*-events prints it: the
+ * sample's columns, then perf_event__fprintf's text.  The caller set
+ * c->task to the record's thread (comm) and sample id (pid, tid, cpu).
+ */
+void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
+{
+	uint32_t type, code, cpu, pid, tid, fmt, mpid = 0, vcpu = 0;
+	uint64_t ip, ns;
+	char msg[65];
+
+	if (ev->size < 48 + 64)
+		return;
+	memcpy(&type, ev->raw + 8, 4);
+	memcpy(&code, ev->raw + 12, 4);
+	memcpy(&cpu, ev->raw + 16, 4);
+	memcpy(&pid, ev->raw + 20, 4);
+	memcpy(&tid, ev->raw + 24, 4);
+	memcpy(&fmt, ev->raw + 28, 4);
+	memcpy(&ip, ev->raw + 32, 8);
+	memcpy(&ns, ev->raw + 40, 8);
+	/* Format 0 has no time: the message starts there. */
+	memcpy(msg, ev->raw + (fmt ? 48 : 40), 64);
+	msg[64] = 0;
+	if (fmt >= 2 && ev->size >= 48 + 64 + 8) {
+		memcpy(&mpid, ev->raw + 112, 4);
+		memcpy(&vcpu, ev->raw + 116, 4);
+	}
+	outf(c, " %s error type %u", type == 1 ? "instruction trace" : "unknown AUX", type);
+	if (fmt && ns)
+		outf(c, " time %" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
+	else
+		outf(c, " time 0");
+	if (fmt >= 2 && mpid)
+		outf(c, " machine_pid %d vcpu %d", (int)mpid, (int)vcpu);
+	outf(c, " cpu %d pid %d tid %d ip %#" PRIx64 " code %u: %s\n", (int)cpu, (int)pid,
+	     (int)tid, ip, code, msg);
+}
+
+void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
+{
+	const unsigned start = VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
+	const struct vmpt_perf_attr *a = c->o->pd ?
+		(ev->sid.present & (PERF_SAMPLE_ID | PERF_SAMPLE_IDENTIFIER) ?
+			vmpt_perf_attr_by_id(c->o->pd, ev->sid.id) : c->o->pd->attrs) : NULL;
+	unsigned f = c->o->f.set[VMPT_OUT_HW] & start;
+	const struct vmpt_task saved = c->task;
+
+	if (a && a->attr.type == PERF_TYPE_SOFTWARE && a->attr.config == PERF_COUNT_SW_DUMMY) {
+		/* perf checks no sample type for a dummy event: a software
+		 * event's fields, the missing ones as zero (cpu -1).
+		 */
+		if (!c->o->f.user_set[VMPT_OUT_HW])
+			f = VMPT_F_COMM | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
+	} else {
+		if (!(ev->sid.present & PERF_SAMPLE_CPU))
+			f &= ~VMPT_F_CPU;
+		if (!(ev->sid.present & PERF_SAMPLE_TIME))
+			f &= ~VMPT_F_TIME;
+		if (!(ev->sid.present & PERF_SAMPLE_TID))
+			f &= ~(VMPT_F_PID | VMPT_F_TID);
+	}
+	if (f & VMPT_F_TIME) {
+		/* The record's time is perf time already. */
+		uint64_t ns = ev->sid.time;
+
+		print_start(c, f & ~VMPT_F_TIME, 0, 0, 0);
+		if (c->o->ns) {
+			outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000,
+			     ns % 1000000000);
+		} else {
+			char tmp[48];
+
+			snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64,
+				 ns / 1000000000, ns % 1000000000 / 1000);
+			outf(c, "%12s: ", tmp);
+		}
+	} else {
+		print_start(c, f, 0, 0, 0);
+	}
+	c->task = saved;
+	outf(c, "PERF_RECORD_%s", record_name(ev->type));
+	switch (ev->type) {
+	case PERF_RECORD_COMM:
+		outf(c, "%s: %s:%d/%d\n", ev->misc & PERF_RECORD_MISC_COMM_EXEC ? " exec" : "",
+		     ev->comm.comm, (int)ev->comm.pid, (int)ev->comm.tid);
+		break;
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		outf(c, "(%d:%d):(%d:%d)\n", (int)ev->fork.pid, (int)ev->fork.tid,
+		     (int)ev->fork.ppid, (int)ev->fork.ptid);
+		break;
+	case PERF_RECORD_MMAP:
+		outf(c, " %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64 "]: %c %s\n",
+		     (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start, ev->mmap.len,
+		     ev->mmap.pgoff, ev->misc & PERF_RECORD_MISC_MMAP_DATA ? 'r' : 'x',
+		     ev->mmap.filename);
+		break;
+	case PERF_RECORD_MMAP2: {
+		char prot[5] = {
+			ev->mmap.prot & PROT_READ ? 'r' : '-',
+			ev->mmap.prot & PROT_WRITE ? 'w' : '-',
+			ev->mmap.prot & PROT_EXEC ? 'x' : '-',
+			ev->mmap.flags & MAP_SHARED ? 's' : 'p', 0 };
+
+		if (ev->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+			char bid[41];
+
+			for (unsigned i = 0; i < ev->mmap.build_id_size && i < 20; i++)
+				memcpy(bid + 2 * i, &hex_pairs[2 * ev->mmap.build_id[i]], 2);
+			bid[2 * (ev->mmap.build_id_size < 20 ? ev->mmap.build_id_size : 20)] = 0;
+			outf(c, " %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64 " <%s>]: %s %s\n",
+			     (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start,
+			     ev->mmap.len, ev->mmap.pgoff, bid, prot, ev->mmap.filename);
+		} else {
+			outf(c, " %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64
+			     " %02x:%02x %" PRIu64 " %" PRIu64 "]: %s %s\n",
+			     (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start,
+			     ev->mmap.len, ev->mmap.pgoff, ev->mmap.maj, ev->mmap.min,
+			     ev->mmap.ino, ev->mmap.ino_generation, prot, ev->mmap.filename);
+		}
+		break;
+	}
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE: {
+		const char *in_out = !ev->sw.out ? "IN         " :
+				     !ev->sw.preempt ? "OUT        " : "OUT preempt";
+
+		if (ev->type == PERF_RECORD_SWITCH)
+			outf(c, " %s\n", in_out);
+		else
+			outf(c, " %s  %s pid/tid: %5d/%-5d\n", in_out,
+			     ev->sw.out ? "next" : "prev", (int)ev->sw.next_prev_pid,
+			     (int)ev->sw.next_prev_tid);
+		break;
+	}
+	case PERF_RECORD_LOST:
+		outf(c, " lost %" PRIu64 "\n", ev->lost.lost);
+		break;
+	default:
+		out_char(c, '\n');
+		break;
+	}
+}

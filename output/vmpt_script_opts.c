@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/* vmpt script's options as perf script settles them: its defaults for
+ * Intel PT, the --call-trace/--call-ret-trace/--insn-trace shortcuts, and
+ * what a recording decides (the events perf synthesizes and their names,
+ * the fields its samples carry).
+ */
+#include "vmpt/script_output.h"
+#include "vmpt/error.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The fields perf prints by default: Intel PT's instructions, branches
+ * and transactions are hardware events, its synth events have no period
+ * but their payload.
+ */
+#define HW_DEFAULT (VMPT_F_COMM | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME | \
+		    VMPT_F_EVENT | VMPT_F_IP | VMPT_F_SYM | VMPT_F_SYMOFF | \
+		    VMPT_F_DSO | VMPT_F_PERIOD)
+#define SYNTH_DEFAULT ((HW_DEFAULT & ~VMPT_F_PERIOD) | VMPT_F_SYNTH)
+
+void vmpt_script_opts_init(struct vmpt_script_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	vmpt_itrace_default(&o->it);
+	o->f.set[VMPT_OUT_HW] = HW_DEFAULT;
+	o->f.set[VMPT_OUT_SYNTH] = SYNTH_DEFAULT;
+	o->kernel_start = 1ULL << 63;
+}
+
+int vmpt_script_opts_shortcut(struct vmpt_script_opts *o, const char *name,
+			      const char *arg)
+{
+	char err[256];
+	const char *fields, *itrace;
+
+	if (!strcmp(name, "call-trace")) {
+		fields = "-ip,-addr,-event,-period,+callindent";
+		itrace = "cewp";
+		o->pad_dso = 50;
+	} else if (!strcmp(name, "call-ret-trace")) {
+		fields = "-ip,-addr,-event,-period,+callindent,+flags";
+		itrace = "crewp";
+	} else if (!strcmp(name, "insn-trace")) {
+		fields = "+insn,-event,-period";
+		itrace = "i0ns";
+		if (arg && strcmp(arg, "disasm") && strcmp(arg, "raw"))
+			return -VMPT_ERR_INVAL;
+		o->disasm = arg && !strcmp(arg, "disasm");
+	} else {
+		return -VMPT_ERR_INVAL;
+	}
+	if (vmpt_script_fields_parse(fields, &o->f, err, sizeof(err)) < 0 ||
+	    vmpt_itrace_parse(itrace, &o->it, err, sizeof(err)) < 0)
+		return -VMPT_ERR_INTERNAL;
+	o->ns = 1;
+	return 0;
+}
+
+void vmpt_script_opts_raw(struct vmpt_script_opts *o)
+{
+	o->raw = 1;
+	if (!o->f.user_set[VMPT_OUT_HW])
+		o->f.set[VMPT_OUT_HW] = VMPT_F_IP | VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO;
+	if (!o->f.user_set[VMPT_OUT_SYNTH])
+		o->f.set[VMPT_OUT_SYNTH] = VMPT_F_IP | VMPT_F_SYM | VMPT_F_SYMOFF |
+					   VMPT_F_DSO | VMPT_F_SYNTH;
+}
+
+/* perf's evsel__add_modifiers: ":u", ":kuH"... */
+static void modifiers(const struct perf_event_attr *a, char *buf, size_t size)
+{
+	char m[16];
+	size_t n = 0;
+	unsigned guest_default = 0;
+
+	if (a->exclude_kernel || a->exclude_user || a->exclude_hv) {
+		if (!a->exclude_kernel)
+			m[n++] = 'k';
+		if (!a->exclude_user)
+			m[n++] = 'u';
+		if (!a->exclude_hv)
+			m[n++] = 'h';
+		guest_default = 1;
+	}
+	for (unsigned i = 0; i < a->precise_ip && i < 3; i++)
+		m[n++] = 'p';
+	if (a->precise_ip)
+		guest_default = 1;
+	if (a->exclude_host || a->exclude_guest == guest_default) {
+		if (!a->exclude_host)
+			m[n++] = 'H';
+		if (!a->exclude_guest)
+			m[n++] = 'G';
+	}
+	m[n] = 0;
+	snprintf(buf, size, n ? ":%s" : "%s", m);
+}
+
+/* The name perf gives a recorded event without EVENT_DESC. */
+static void attr_name(const struct perf_event_attr *a, char *buf, size_t size)
+{
+	char mod[16];
+	const char *base = "unknown";
+
+	modifiers(a, mod, sizeof(mod));
+	if (a->type == PERF_TYPE_SOFTWARE && a->config == PERF_COUNT_SW_DUMMY)
+		base = "dummy";
+	snprintf(buf, size, "%s%s", base, mod);
+}
+
+int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_perf_data *pd,
+			       const struct perf_event_attr *intel_pt,
+			       const struct vmpt_perf_intel_pt_info *info,
+			       char *err, size_t errlen)
+{
+	static const char *const fixed[VMPT_SE_COUNT] = {
+		[VMPT_SE_TRANSACTIONS] = "transactions", [VMPT_SE_PTWRITE] = "ptwrite",
+		[VMPT_SE_CBR] = "cbr", [VMPT_SE_PSB] = "psb", [VMPT_SE_MWAIT] = "mwait",
+		[VMPT_SE_PWRE] = "pwre", [VMPT_SE_EXSTOP] = "exstop",
+		[VMPT_SE_PWRX] = "pwrx",
+	};
+	static char names[2][32];
+	const struct vmpt_itrace *it = &o->it;
+	uint64_t sample_type = intel_pt ? intel_pt->sample_type : 0;
+	int per_cpu = info && info->priv[VMPT_INTEL_PT_PER_CPU_MMAPS];
+	int timeless = 1, width = 0;
+	int have[VMPT_SE_COUNT] = { 0 };
+
+	o->pd = pd;
+	if (intel_pt) {
+		modifiers(intel_pt, o->ev_mod, sizeof(o->ev_mod));
+		snprintf(names[0], sizeof(names[0]), "instructions%s", o->ev_mod);
+		snprintf(names[1], sizeof(names[1]), "branches%s", o->ev_mod);
+		/* perf decodes timeless without TSC packets or without a
+		 * time conversion, or when asked (Z).
+		 */
+		timeless = it->timeless || !info || !info->priv[VMPT_INTEL_PT_TSC_BIT] ||
+			   !(intel_pt->config & info->priv[VMPT_INTEL_PT_TSC_BIT]) ||
+			   !info->priv[VMPT_INTEL_PT_CAP_USER_TIME_ZERO] ||
+			   !(sample_type & PERF_SAMPLE_TIME);
+		have[VMPT_SE_INSTRUCTIONS] = it->insns;
+		have[VMPT_SE_BRANCHES] = it->branches;
+		have[VMPT_SE_TRANSACTIONS] = it->transactions;
+		have[VMPT_SE_PTWRITE] = it->ptwrites;
+		have[VMPT_SE_CBR] = have[VMPT_SE_PSB] = it->pwr_events;
+		/* Power events exist with the pwr_evt bit (0x10) only. */
+		have[VMPT_SE_MWAIT] = have[VMPT_SE_PWRE] = have[VMPT_SE_EXSTOP] =
+			have[VMPT_SE_PWRX] = it->pwr_events && (intel_pt->config & 0x10);
+	}
+	o->ev_name[VMPT_SE_INSTRUCTIONS] = names[0];
+	o->ev_name[VMPT_SE_BRANCHES] = names[1];
+	for (int e = VMPT_SE_TRANSACTIONS; e < VMPT_SE_COUNT; e++)
+		o->ev_name[e] = fixed[e];
+	/* perf's column is as wide as the longest name in its evlist: the
+	 * recorded events and those it synthesized.
+	 */
+	for (size_t i = 0; i < pd->nr_attrs; i++) {
+		char name[64];
+		int len;
+
+		if (pd->attrs[i].name)
+			len = (int)strlen(pd->attrs[i].name);
+		else
+			attr_name(&pd->attrs[i].attr, name, sizeof(name)), len = (int)strlen(name);
+		if (len > width)
+			width = len;
+	}
+	for (int e = 0; e < VMPT_SE_COUNT; e++)
+		if (have[e] && (int)strlen(o->ev_name[e]) > width)
+			width = (int)strlen(o->ev_name[e]);
+	o->name_width = width;
+	if (info) {
+		uint64_t mnt = info->priv[VMPT_INTEL_PT_MAX_NONTURBO_RATIO];
+
+		if (o->have_tc && o->tc.time_mult) {
+			uint64_t ns = 1000000000, tsc_freq;
+
+			tsc_freq = ((ns / o->tc.time_mult) << o->tc.time_shift) +
+				   ((ns % o->tc.time_mult) << o->tc.time_shift) / o->tc.time_mult;
+			if (!mnt)
+				mnt = (tsc_freq + 50000000) / 100000000;
+			if (mnt)
+				o->cbr2khz = tsc_freq / mnt / 1000;
+		}
+		o->max_nonturbo = (uint32_t)mnt;
+	}
+	/* Fields the samples do not carry: gone from the defaults, an error
+	 * when asked for (perf's words; cpu of a per-thread recording is
+	 * allowed, as perf allows it with AUXTRACE).  Without Intel PT
+	 * there are no such samples: the sideband keeps its fields.
+	 */
+	if (!intel_pt)
+		return 0;
+	if (timeless)
+		o->it.timeless = 1;
+	o->est_tsc = !timeless;
+	for (int t = 0; t < VMPT_OUT_TYPES; t++) {
+		const char *ev = o->ev_name[t == VMPT_OUT_HW ?
+					    (it->insns ? VMPT_SE_INSTRUCTIONS : VMPT_SE_BRANCHES) :
+					    VMPT_SE_CBR];
+
+		if (timeless && (o->f.set[t] & VMPT_F_TIME)) {
+			if (o->f.named[t] & VMPT_F_TIME) {
+				snprintf(err, errlen, "Samples for '%s' event do not have "
+					 "TIME attribute set. Cannot print 'time' field.", ev);
+				return -VMPT_ERR_INVAL;
+			}
+			o->f.set[t] &= ~VMPT_F_TIME;
+		}
+		if (!per_cpu && !(o->f.named[t] & VMPT_F_CPU))
+			o->f.set[t] &= ~VMPT_F_CPU;
+		if ((o->f.set[t] & VMPT_F_SYMOFF) && !(o->f.set[t] & VMPT_F_SYM)) {
+			snprintf(err, errlen, "Display of offsets requested but symbol is "
+				 "notselected.");
+			return -VMPT_ERR_INVAL;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/* Decoding a recording as perf script does: one queue per perf mmap index
+ * (a CPU, or a thread), its buffers decoded one after the other, the items
+ * of all queues merged in time order with the sideband records, each item
+ * with the task that ran it, all handed to a consumer (vmpt/consumer.h).
+ */
+#include "vmpt/session.h"
+#include "vmpt_session_int.h"
+#include "vmpt/error.h"
+#include "vmpt/jobs.h"
+#include "vmpt/packet.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* One queue of buffers (a CPU, or a thread), decoded buffer after buffer;
+ * item is the next one to hand on.
+ */
+struct queue {
+	size_t *bufs, n, next;
+	uint64_t bytes;		/* in the buffers before the current one */
+	const struct vmpt_session_buffer *buf;
+	const struct vmpt_session *s;
+	/* The buffer's decoder, or with -j its parallel decoding. */
+	struct vmpt_flow *dec;
+	struct vmpt_jobs *jobs;
+	int dec_done;		/* at the buffer's end */
+	struct vmpt_consumer *out;
+	/* The next item (NULL: none), and the rest of its batch. */
+	const struct vmpt_flow_item *item, *batch;
+	size_t left;
+	struct vmpt_task task;
+	uint64_t task_from, task_until;	/* perf time the task holds for */
+};
+
+struct decode {
+	struct vmpt_session *s;
+	const struct vmpt_consumer_ops *ops;
+	int jobs;
+	uint64_t items, total;	/* handed on; trace bytes of all buffers */
+	struct queue *qs;
+	size_t nq;
+	size_t *sb;		/* sideband records in time order */
+	size_t n_sb, next_sb;
+};
+
+/* The item's perf time for sideband lookups. */
+static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_item *it)
+{
+	/* Timeless decoding (no TSC yet): perf names the tasks as they are
+	 * at the end of the recording.
+	 */
+	return s->have_tc && it->time ? vmpt_perf_tsc_to_time(&s->tc, it->time) :
+	       UINT64_MAX;
+}
+
+static void queue_task(struct decode *d, struct queue *q, uint64_t t)
+{
+	uint64_t space = q->task.space;
+
+	if (q->task_until && t >= q->task_from && t < q->task_until)
+		return;
+	vmpt_session_task_until(d->s, q->buf, t, &q->task, &q->task_until);
+	q->task_from = t;
+	d->ops->set_task(q->out, &q->task);
+	if (q->task.space != space && q->dec)
+		vmpt_flow_set_host_space(q->dec, q->task.space);
+}
+
+/* The host address space at a TSC, for the threads of q->jobs: what
+ * queue_task gives one decoder.
+ */
+static uint64_t queue_space(void *ctx, uint64_t tsc)
+{
+	const struct queue *q = ctx;
+	struct vmpt_flow_item it = { .time = tsc };
+	struct vmpt_task task;
+	uint64_t until;
+
+	vmpt_session_task_until(q->s, q->buf, item_time(q->s, &it), &task, &until);
+	return task.space;
+}
+
+/* The TSC of the first PSB+ of a buffer (0: none): when its trace starts. */
+static uint64_t first_tsc(const struct vmpt_session_buffer *b)
+{
+	struct vmpt_pkt_decoder pd;
+	struct vmpt_packet pkt;
+
+	vmpt_pkt_decoder_init(&pd, b->data, b->size);
+	if (vmpt_pkt_sync_forward(&pd) < 0)
+		return 0;
+	while (vmpt_pkt_next(&pd, &pkt) > 0) {
+		if (pkt.type == VMPT_PKT_TSC)
+			return pkt.tsc;
+		if (pkt.type == VMPT_PKT_PSBEND)
+			break;
+	}
+	return 0;
+}
+
+/* With --time: can buffer i of the queue hold wanted samples?  Its trace
+ * runs from its first TSC to the next buffer's.
+ */
+static int buffer_wanted(struct decode *d, struct queue *q, size_t i)
+{
+	const struct vmpt_session *s = d->s;
+	uint64_t from, to = UINT64_MAX;
+
+	if (!d->ops->time_wanted || !s->have_tc)
+		return 1;
+	from = first_tsc(&s->bufs[q->bufs[i]]);
+	if (!from)
+		return 1;
+	if (i + 1 < q->n) {
+		uint64_t next = first_tsc(&s->bufs[q->bufs[i + 1]]);
+
+		if (next >= from)
+			to = vmpt_perf_tsc_to_time(&s->tc, next);
+	}
+	return d->ops->time_wanted(d->ops->ctx, vmpt_perf_tsc_to_time(&s->tc, from), to);
+}
+
+/* Make q->item the queue's next item, from the decoder's batch; 0, or
+ * -VMPT_ERR_EOS when done.
+ */
+static int queue_fill(struct decode *d, struct queue *q)
+{
+	struct vmpt_session *s = d->s;
+
+	while (!q->item) {
+		int ret;
+
+		if (q->left) {
+			q->item = q->batch++;
+			q->left--;
+			queue_task(d, q, item_time(s, q->item));
+			return 0;
+		}
+		if ((!q->dec && !q->jobs) || q->dec_done) {
+			struct vmpt_flow_config cfg = s->cfg;
+			struct vmpt_buffer_ref ref;
+			struct vmpt_flow *dec = NULL;
+
+			if (q->buf)
+				q->bytes += q->buf->size;
+			while (q->next < q->n && !buffer_wanted(d, q, q->next))
+				q->bytes += s->bufs[q->bufs[q->next++]].size;
+			if (q->next == q->n)
+				return -VMPT_ERR_EOS;
+			q->buf = &s->bufs[q->bufs[q->next++]];
+			cfg.begin = q->buf->data;
+			cfg.end = q->buf->data + q->buf->size;
+			/* A VM recording's guest TSCs, as host TSCs. */
+			if (q->buf->tsc_patches.n)
+				cfg.tsc_patches = &q->buf->tsc_patches;
+			vmpt_jobs_free(q->jobs);
+			q->jobs = NULL;
+			/* Cycle counts (IPC) go on over the buffers: one decoder. */
+			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
+				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
+				if (!q->jobs)
+					return -VMPT_ERR_NOMEM;
+			} else {
+				dec = vmpt_flow_new(&cfg);
+				if (!dec)
+					return -VMPT_ERR_NOMEM;
+				/* perf decodes each buffer anew, but counts
+				 * cycles on.
+				 */
+				if (q->dec)
+					vmpt_flow_count_on(dec, q->dec);
+			}
+			vmpt_flow_free(q->dec);
+			q->dec = dec;
+			q->dec_done = 0;
+			q->task_until = 0;
+			q->task.space = 0;
+			ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset,
+							.queue_offset = q->bytes,
+							.cpu = q->buf->cpu };
+			d->ops->begin_buffer(q->out, &ref);
+		}
+		ret = q->jobs ? vmpt_jobs_next_items(q->jobs, &q->batch, &q->left) :
+				vmpt_flow_next_items(q->dec, &q->batch, &q->left);
+		if (ret < 0) {
+			d->ops->drain(q->out, 0);
+			q->dec_done = 1;
+			if (ret != -VMPT_ERR_EOS)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* The sideband records before time tsc (all: UINT64_MAX) on stream c. */
+static void sideband_until(struct decode *d, struct vmpt_consumer *c, uint64_t tsc)
+{
+	const struct vmpt_session *s = d->s;
+
+	while (d->next_sb < d->n_sb) {
+		const struct vmpt_perf_event *ev = &s->sb[d->sb[d->next_sb]];
+		struct vmpt_task task = { .cpu = -1, .pid = -1, .tid = -1 };
+		uint64_t t = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
+		int thread;
+
+		/* perf decodes the queues up to a record's time first: the
+		 * samples before it come before it.
+		 */
+		if (tsc != UINT64_MAX && s->have_tc && t &&
+		    vmpt_perf_time_to_tsc(&s->tc, t) > tsc)
+			break;
+		d->next_sb++;
+		if (ev->sid.present & PERF_SAMPLE_CPU)
+			task.cpu = (int)ev->sid.cpu;
+		if (ev->sid.present & PERF_SAMPLE_TID) {
+			task.pid = (int)ev->sid.pid;
+			task.tid = (int)ev->sid.tid;
+		}
+		switch (ev->type) {
+		case PERF_RECORD_COMM: thread = (int)ev->comm.tid; break;
+		case PERF_RECORD_FORK:
+		case PERF_RECORD_EXIT: thread = (int)ev->fork.tid; break;
+		case PERF_RECORD_MMAP:
+		case PERF_RECORD_MMAP2: thread = (int)ev->mmap.tid; break;
+		default: thread = task.tid; break;
+		}
+		task.comm = thread != -1 ? vmpt_session_comm(s, thread, t) : NULL;
+		d->ops->sideband(c, ev, &task);
+	}
+}
+
+static int cmp_sb(const void *a, const void *b, void *arg)
+{
+	const struct vmpt_session *s = arg;
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct vmpt_perf_event *x = &s->sb[i], *y = &s->sb[j];
+	uint64_t tx = x->sid.present & PERF_SAMPLE_TIME ? x->sid.time : 0;
+	uint64_t ty = y->sid.present & PERF_SAMPLE_TIME ? y->sid.time : 0;
+
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return i < j ? -1 : i > j;
+}
+
+static int s_progress(const struct decode *d)
+{
+	return d->s->opts.progress.fn != NULL;
+}
+
+/* Trace bytes done: the buffers behind each queue and its place in the
+ * current one.
+ */
+static void report_progress(struct decode *d)
+{
+	uint64_t done = 0;
+
+	for (size_t k = 0; k < d->nq; k++) {
+		const struct queue *q = &d->qs[k];
+
+		done += q->bytes;
+		if (q->buf)
+			done += q->item ? q->item->offset : q->buf->size;
+	}
+	d->s->opts.progress.fn(d->s->opts.progress.ctx, done, d->total);
+}
+
+static int decode_one_thread(struct decode *d, FILE *f)
+{
+	struct queue *cur = NULL;
+	struct vmpt_consumer *last;
+	int ret = 0;
+
+	for (size_t k = 0; k < d->nq && ret == 0; k++) {
+		ret = queue_fill(d, &d->qs[k]);
+		if (ret == -VMPT_ERR_EOS)
+			ret = 0;
+	}
+	last = d->nq ? d->qs[0].out : d->ops->open(d->ops->ctx, f);
+	if (!last)
+		return -VMPT_ERR_NOMEM;
+	/* Merge by time: print from the queue whose next item is earliest;
+	 * as perf, the queue printing goes on while its time is not later
+	 * than any other's (then, on ties, the first queue).
+	 */
+	while (ret == 0) {
+		struct queue *best = cur && cur->item ? cur : NULL;
+
+		if (s_progress(d) && ++d->items % 16384 == 0)
+			report_progress(d);
+
+		for (size_t k = 0; k < d->nq; k++)
+			if (d->qs[k].item &&
+			    (!best || d->qs[k].item->time < best->item->time))
+				best = &d->qs[k];
+		if (!best)
+			break;
+		if (cur && cur != best) {
+			d->ops->drain(cur->out, cur->item ? cur->item->time : 0);
+			ret = d->ops->flush(cur->out);
+			if (ret < 0)
+				break;
+		}
+		if (d->next_sb < d->n_sb && best->item->time) {
+			if (cur && cur == best && (ret = d->ops->flush(cur->out)) < 0)
+				break;
+			sideband_until(d, best->out, best->item->time);
+		}
+		cur = best;
+		last = cur->out;
+		d->ops->item(best->out, best->item);
+		best->item = NULL;
+		ret = queue_fill(d, best);
+		if (ret == -VMPT_ERR_EOS)
+			ret = 0;
+	}
+	if (ret == 0) {
+		if (cur)
+			d->ops->drain(cur->out, 0);
+		ret = d->ops->flush(last);
+		if (ret == 0) {
+			sideband_until(d, last, UINT64_MAX);
+			ret = d->ops->flush(last);
+		}
+	}
+	if (!d->nq)
+		d->ops->close(last);
+	return ret;
+}
+
+int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *ops,
+			int jobs, FILE *f)
+{
+	struct decode d = { .s = s, .ops = ops, .jobs = jobs };
+	int ret = 0;
+
+	/* Queues by perf's mmap index, buffers in file order. */
+	for (size_t i = 0; i < s->n_bufs && ret == 0; i++) {
+		size_t k;
+
+		d.total += s->bufs[i].size;
+		for (k = 0; k < d.nq; k++)
+			if (s->bufs[d.qs[k].bufs[0]].idx == s->bufs[i].idx)
+				break;
+		if (k == d.nq) {
+			struct queue *qs = realloc(d.qs, (d.nq + 1) * sizeof(*qs));
+
+			if (!qs) {
+				ret = -VMPT_ERR_NOMEM;
+				break;
+			}
+			d.qs = qs;
+			memset(&qs[k], 0, sizeof(qs[k]));
+			qs[k].s = s;
+			d.nq++;
+			qs[k].out = ops->open(ops->ctx, f);
+			if (!qs[k].out)
+				ret = -VMPT_ERR_NOMEM;
+		}
+		if (ret == 0) {
+			size_t *b = realloc(d.qs[k].bufs, (d.qs[k].n + 1) * sizeof(*b));
+
+			if (!b)
+				ret = -VMPT_ERR_NOMEM;
+			else
+				(d.qs[k].bufs = b)[d.qs[k].n++] = i;
+		}
+	}
+	if (ret == 0 && s->n_sb) {
+		d.sb = malloc(s->n_sb * sizeof(*d.sb));
+		if (!d.sb)
+			ret = -VMPT_ERR_NOMEM;
+		for (size_t i = 0; d.sb && i < s->n_sb; i++)
+			d.sb[i] = i;
+		if (d.sb)
+			qsort_r(d.sb, s->n_sb, sizeof(*d.sb), cmp_sb, s);
+		d.n_sb = s->n_sb;
+	}
+	if (ret == 0)
+		ret = decode_one_thread(&d, f);
+	if (ret < 0)
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", s->pd.path,
+			 ret == -VMPT_ERR_IO ? "writing output" : vmpt_strerror(ret));
+	for (size_t k = 0; k < d.nq; k++) {
+		ops->close(d.qs[k].out);
+		vmpt_jobs_free(d.qs[k].jobs);
+		vmpt_flow_free(d.qs[k].dec);
+		free(d.qs[k].bufs);
+	}
+	free(d.qs);
+	free(d.sb);
+	return ret;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Inside session/: what vmpt_session.c (the recording) gives
+ * vmpt_session_decode.c (decoding it) beyond include/vmpt/session.h.
+ */
+#ifndef VMPT_SESSION_INT_H
+#define VMPT_SESSION_INT_H
+
+#include "vmpt/session.h"
+
+/* vmpt_session_task, and the perf time until which the answer holds. */
+void vmpt_session_task_until(const struct vmpt_session *s,
+			     const struct vmpt_session_buffer *b, uint64_t time,
+			     struct vmpt_task *t, uint64_t *until);
+
+/* Where the binary the recording mapped as name (build-id id, hex; ""
+ * when not recorded) is here: out.  0 or -VMPT_ERR_NOT_FOUND; then
+ * changed_id (41 bytes) is the build-id of a file found with another
+ * one ("none": without), or "".
+ */
+int session_find_binary(struct vmpt_session *s, const char *name, const char *id,
+			char *out, size_t size, char *changed_id);
+
+#endif
