@@ -52,7 +52,7 @@ for cmd in $("$root/bin/vmpt" --list-cmds) ""; do
 	want "$page"
 	out=$(MANWIDTH=80 man -l "$page" 2>&1) || fail "man -l $page: $out"
 	printf '%s\n' "$out" | grep -q "^NAME" || fail "$page: no NAME section"
-	printf '%s\n' "$out" | grep -q "vmpt${cmd:+-$cmd} - " || fail "$page: no name line"
+	printf '%s\n' "$out" | grep -Eq "vmpt${cmd:+-$cmd} +- " || fail "$page: no name line"
 	pages=$((pages + 1))
 done
 
