@@ -178,8 +178,11 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 		vmpt_flow_free(dec);
 		return NULL;
 	}
-	vmpt_pkt_decoder_init(&dec->pd, config->begin,
-			      (size_t)(config->end - config->begin));
+	if (config->n_parts)
+		vmpt_pkt_decoder_init_parts(&dec->pd, config->parts, config->n_parts);
+	else
+		vmpt_pkt_decoder_init(&dec->pd, config->begin,
+				      (size_t)(config->end - config->begin));
 	vmpt_last_ip_init(&dec->lip);
 	vmpt_time_init(&dec->time, config->tsc_ctc_ratio_n,
 		       config->tsc_ctc_ratio_d, config->mtc_period,
@@ -639,10 +642,10 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 					  VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
 				p++;
 			if (p != dec->pd.pos)
-				dec->pkt_off = (uint64_t)(p - 1 - dec->pd.begin);
+				dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
 			dec->pd.pos = p;
 			if (p < end && (uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
-				dec->pkt_off = (uint64_t)(p - dec->pd.begin);
+				dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
 				dec->pd.pos = p + 1;
 				dec->tnt_bits = e >> 24;
 				dec->tnt_n = (e >> 16) & 0xff;
@@ -1324,7 +1327,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 {
 	if (vmpt_pkt_seek(&dec->pd, offset) < 0)
 		return -VMPT_ERR_EOS;
-	dec->pd.sync = NULL;
+	dec->pd.sync = UINT64_MAX;
 	dec->synced = 0;
 	dec->enabled = 0;
 	dec->resync = 0;

@@ -11,6 +11,7 @@
 #define VMPT_FLOW_H
 
 #include "vmpt/image.h"
+#include "vmpt/packet.h"
 #include "vmpt/tsc_patch.h"
 
 #include <stddef.h>
@@ -173,6 +174,13 @@ enum vmpt_retcomp {
 
 struct vmpt_flow_config {
 	const uint8_t *begin, *end;	/* the trace */
+	/* Or the trace in n_parts > 0 parts (a queue's consecutive buffers,
+	 * kept by the caller): one stream, a packet cut at a part's end
+	 * goes on in the next; offsets (items', stop_offset, tsc_patches)
+	 * count from the first part's first byte.
+	 */
+	const struct vmpt_pkt_part *parts;
+	size_t n_parts;
 	const struct vmpt_image *image;
 	/* Return compression (enum vmpt_retcomp).  The trace itself tells a
 	 * compressed RET (a TNT bit pending when the walk meets it) from one
