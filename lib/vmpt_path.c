@@ -106,12 +106,12 @@ static int open_in(const char *root, const char *path, int walk)
 	};
 	int dir, fd, saved;
 
+	if (!root)
+		return regular_only(open(path, OPEN_FLAGS));
 	if (has_dotdot(path)) {
 		errno = EXDEV;
 		return -VMPT_ERR_IO;
 	}
-	if (!root)
-		return regular_only(open(path, OPEN_FLAGS));
 	dir = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return -VMPT_ERR_IO;

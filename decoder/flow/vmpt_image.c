@@ -3,6 +3,7 @@
 #include "vmpt/image.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
+#include "vmpt/path.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct vmpt_image {
 	struct vmpt_section **secs;	/* by id */
@@ -82,15 +84,19 @@ static const char *own_str(struct vmpt_image *img, const char *s)
 	return own(img, d) < 0 ? NULL : d;
 }
 
-static int map_file(struct vmpt_image *img, const char *path,
+/* path inside root (NULL: as is), a regular file only: vmpt/path.h. */
+static int map_file(struct vmpt_image *img, const char *root, const char *path,
 		    const struct vmpt_file **out)
 {
 	struct vmpt_file **a, *f;
+	char full[8192];
 	int ret;
 
+	snprintf(full, sizeof(full), "%s%s%s", root ? root : "",
+		 root && path[0] != '/' ? "/" : "", path);
 	/* A library mapped by many processes is mapped once. */
 	for (size_t i = 0; i < img->n_files; i++) {
-		if (!strcmp(img->files[i]->path, path)) {
+		if (!strcmp(img->files[i]->path, full)) {
 			*out = img->files[i];
 			return 0;
 		}
@@ -102,7 +108,7 @@ static int map_file(struct vmpt_image *img, const char *path,
 	f = malloc(sizeof(*f));
 	if (!f)
 		return -VMPT_ERR_NOMEM;
-	ret = vmpt_file_map(f, path);
+	ret = vmpt_path_map(f, root, path);
 	if (ret < 0) {
 		free(f);
 		return ret;
@@ -287,8 +293,15 @@ int vmpt_image_add_raw(struct vmpt_image *img, const char *path,
 		       uint64_t offset, uint64_t size, uint64_t vaddr,
 		       const struct vmpt_asid *asid)
 {
+	return vmpt_image_add_raw_in(img, NULL, path, offset, size, vaddr, asid);
+}
+
+int vmpt_image_add_raw_in(struct vmpt_image *img, const char *root,
+			  const char *path, uint64_t offset, uint64_t size,
+			  uint64_t vaddr, const struct vmpt_asid *asid)
+{
 	const struct vmpt_file *f;
-	int ret = map_file(img, path, &f);
+	int ret = map_file(img, root, path, &f);
 
 	if (ret < 0)
 		return ret;
@@ -626,7 +639,7 @@ static int debug_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
 	if (elf_build_id(elf, id, sizeof(id)) < 0)
 		return 0;
 	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
-	if (map_file(img, path, &df) < 0)
+	if (map_file(img, NULL, path, &df) < 0)
 		return 0;	/* no debug file: fine */
 	delf = elf_memory((char *)df->data, df->size);
 	if (!delf)
@@ -663,8 +676,8 @@ static uint64_t placement_bias(Elf *elf, size_t n_phdr, uint64_t lowest,
 }
 
 /* PT_LOAD segments of an ELF file (exec/dyn or core) as sections. */
-static int add_elf_segments(struct vmpt_image *img, const char *path,
-			    const struct placement *pl, int core,
+static int add_elf_segments(struct vmpt_image *img, const char *root,
+			    const char *path, const struct placement *pl, int core,
 			    const struct vmpt_asid *asid, const char *name,
 			    struct vmpt_section ***added, size_t *n_added)
 {
@@ -676,7 +689,7 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 	Elf *elf;
 	int ret;
 
-	ret = map_file(img, path, &f);
+	ret = map_file(img, root, path, &f);
 	if (ret < 0)
 		return ret;
 	if (!name)
@@ -772,7 +785,7 @@ int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 	struct placement pl = { base == VMPT_ELF_LINK_ADDR ? PLACE_LINK : PLACE_BASE,
 				base, 0, 0 };
 
-	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
+	return add_elf_segments(img, NULL, path, &pl, 0, asid, NULL, NULL, NULL);
 }
 
 int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
@@ -780,7 +793,7 @@ int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
 
-	return add_elf_segments(img, path, &pl, 0, asid, "[kernel.kallsyms]",
+	return add_elf_segments(img, NULL, path, &pl, 0, asid, "[kernel.kallsyms]",
 				NULL, NULL);
 }
 
@@ -790,20 +803,31 @@ int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
 {
 	struct placement pl = { PLACE_MAP, 0, start, pgoff };
 
-	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
+	return add_elf_segments(img, NULL, path, &pl, 0, asid, NULL, NULL, NULL);
 }
 
 int vmpt_image_add_elf_map_named(struct vmpt_image *img, const char *path,
 				 const char *name, uint64_t start, uint64_t pgoff,
 				 const struct vmpt_asid *asid)
 {
-	struct placement pl = { PLACE_MAP, 0, start, pgoff };
-	char *copy = strdup(name);
-	int ret = own(img, copy);
+	return vmpt_image_add_elf_map_in(img, NULL, path, name, start, pgoff, asid);
+}
 
-	if (ret < 0)
-		return ret;
-	return add_elf_segments(img, path, &pl, 0, asid, copy, NULL, NULL);
+int vmpt_image_add_elf_map_in(struct vmpt_image *img, const char *root,
+			      const char *path, const char *name, uint64_t start,
+			      uint64_t pgoff, const struct vmpt_asid *asid)
+{
+	struct placement pl = { PLACE_MAP, 0, start, pgoff };
+	char *copy = NULL;
+	int ret;
+
+	if (name) {
+		copy = strdup(name);
+		ret = own(img, copy);
+		if (ret < 0)
+			return ret;
+	}
+	return add_elf_segments(img, root, path, &pl, 0, asid, copy, NULL, NULL);
 }
 
 int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
@@ -811,22 +835,26 @@ int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
 
-	return add_elf_segments(img, path, &pl, 1, asid, NULL, NULL, NULL);
+	return add_elf_segments(img, NULL, path, &pl, 1, asid, NULL, NULL, NULL);
 }
 
 /* kallsyms lines: "ffffffff81000000 T _stext [module]". */
-static int read_kallsyms(struct vmpt_image *img, const char *path,
+static int read_kallsyms(struct vmpt_image *img, const char *dir,
 			 struct vmpt_symbol **out, size_t *n_out)
 {
 	struct vmpt_symbol *syms = NULL;
 	size_t n = 0, cap = 0;
 	char line[512];
-	FILE *f = fopen(path, "r");
+	int fd = vmpt_path_open(dir, "kallsyms");
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 
 	*out = NULL;
 	*n_out = 0;
-	if (!f)
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return -VMPT_ERR_IO;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
 		char type, name[256];
@@ -876,16 +904,14 @@ int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 	struct vmpt_section **list = NULL;
 	struct vmpt_symbol *syms;
 	size_t n = 0, n_syms;
-	char path[4096];
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/kcore", dir);
-	ret = add_elf_segments(img, path, &link, 1, asid,
+	/* A recording's kcore_dir: its files opened inside it. */
+	ret = add_elf_segments(img, dir, "kcore", &link, 1, asid,
 			       "[kernel.kallsyms]", &list, &n);
 	if (ret < 0)
 		return ret;
-	snprintf(path, sizeof(path), "%s/kallsyms", dir);
-	ret = read_kallsyms(img, path, &syms, &n_syms);
+	ret = read_kallsyms(img, dir, &syms, &n_syms);
 	if (ret == 0)
 		ret = attach_symbols(img, list, n, syms, n_syms);
 	free(list);
@@ -913,11 +939,11 @@ int vmpt_image_add_pagecache(struct vmpt_image *img, const char *prefix,
 	int ret;
 
 	snprintf(path, sizeof(path), "%s.addr", prefix);
-	ret = map_file(img, path, &af);
+	ret = map_file(img, NULL, path, &af);
 	if (ret < 0)
 		return ret;
 	snprintf(path, sizeof(path), "%s.dump", prefix);
-	ret = map_file(img, path, &df);
+	ret = map_file(img, NULL, path, &df);
 	if (ret < 0)
 		return ret;
 	n = af->size / 8;

@@ -20,7 +20,8 @@ extern "C" {
  * symlink in a sysroot resolves inside it; without openat2 (ENOSYS) a walk
  * component by component refusing every symlink.  A ".." component is
  * refused either way (a kernel names no mapping with one).  root NULL:
- * the host's own file, path as given.  Only a regular file is opened
+ * the host's own file (or the user's), path as given, ".." too, as perf
+ * opens it.  Either way only a regular file is opened
  * (O_NONBLOCK: a FIFO cannot block the open).
  * Returns an fd (O_CLOEXEC, blocking) or -VMPT_ERR_IO with errno:
  * EXDEV for "..", ELOOP for a refused link, EINVAL for a file that is not
