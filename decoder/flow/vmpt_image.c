@@ -84,6 +84,42 @@ static const char *own_str(struct vmpt_image *img, const char *s)
 	return own(img, d) < 0 ? NULL : d;
 }
 
+/* n elements of size bytes, NULL when that overflows: counts come from
+ * files, which anyone may have crafted.
+ */
+static void *alloc_array(size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n ? n : 1, size, &bytes))
+		return NULL;
+	return malloc(bytes);
+}
+
+/* How many entries of type a section holds: its entry size must be the
+ * type's and the section must lie inside the file, else 0.
+ */
+static size_t section_entries(Elf *elf, const struct vmpt_file *f,
+			      const GElf_Shdr *sh, Elf_Type type)
+{
+	size_t ent = gelf_fsize(elf, type, 1, EV_CURRENT);
+
+	if (!ent || sh->sh_entsize != ent || sh->sh_offset > f->size ||
+	    sh->sh_size > f->size - sh->sh_offset)
+		return 0;
+	return sh->sh_size / ent;
+}
+
+/* The bytes of a string table that strings may start in: up to its last
+ * NUL (a name running to the end of the file must not be read past it).
+ */
+static size_t strtab_usable(const char *str, size_t size)
+{
+	while (size && str[size - 1])
+		size--;
+	return size;
+}
+
 /* path inside root (NULL: as is), a regular file only: vmpt/path.h. */
 static int map_file(struct vmpt_image *img, const char *root, const char *path,
 		    const struct vmpt_file **out)
@@ -472,7 +508,8 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 	struct bound_symbol *bind;
 	struct vmpt_symbol *syms;
 	GElf_Shdr sh, strsh;
-	size_t n = 0, count;
+	size_t n = 0, count, strsize;
+	const char *str;
 	Elf_Data *data;
 	int ret;
 
@@ -489,15 +526,17 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 	if (!gelf_getshdr(elf_getscn(elf, sh.sh_link), &strsh) ||
 	    strsh.sh_offset > f->size || strsh.sh_size > f->size - strsh.sh_offset)
 		return -VMPT_ERR_FORMAT;
+	str = (const char *)f->data + strsh.sh_offset;
+	strsize = strtab_usable(str, strsh.sh_size);
 	data = elf_getdata(use, NULL);
-	if (!data)
-		return -VMPT_ERR_FORMAT;
-	count = sh.sh_size / sh.sh_entsize;
-	syms = malloc((count ? count : 1) * sizeof(*syms));
+	count = section_entries(elf, f, &sh, ELF_T_SYM);
+	if (!data || !count)
+		return 0;	/* the code without names */
+	syms = alloc_array(count, sizeof(*syms));
 	ret = own(img, syms);
 	if (ret < 0)
 		return ret;
-	bind = malloc((count ? count : 1) * sizeof(*bind));
+	bind = alloc_array(count, sizeof(*bind));
 	if (!bind)
 		return -VMPT_ERR_NOMEM;
 	for (size_t i = 0; i < count; i++) {
@@ -507,12 +546,12 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 			free(bind);
 			return -VMPT_ERR_FORMAT;
 		}
-		if (!s.st_value || !s.st_name || s.st_name >= strsh.sh_size ||
+		if (!s.st_value || !s.st_name || s.st_name >= strsize ||
 		    !symbol_kept(elf, &s))
 			continue;
 		bind[n].sym.addr = s.st_value + bias;
 		bind[n].sym.size = s.st_size;
-		bind[n].sym.name = (const char *)f->data + strsh.sh_offset + s.st_name;
+		bind[n].sym.name = str + s.st_name;
 		bind[n].bind = GELF_ST_BIND(s.st_info);
 		n++;
 	}
@@ -542,20 +581,31 @@ static Elf_Scn *section_by_name(Elf *elf, const char *want, GElf_Shdr *sh)
 	return NULL;
 }
 
+/* The .rela.plt entries, 0 when there are none or the section is bad. */
+static size_t plt_count(Elf *elf, const struct vmpt_file *f, Elf_Scn **rela,
+			GElf_Shdr *rsh)
+{
+	*rela = section_by_name(elf, ".rela.plt", rsh);
+	return *rela ? section_entries(elf, f, rsh, ELF_T_RELA) : 0;
+}
+
 /* "name@plt" for each PLT entry, as perf names them: the entries of
  * .plt.sec (IBT binaries) or those after .plt's 16-byte header, in
- * .rela.plt order.  Returns how many were added to syms (room for count).
+ * .rela.plt order.  Returns how many were added to syms (room for
+ * plt_count's).
  */
-static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
+static size_t plt_symbols(struct vmpt_image *img, Elf *elf,
+			  const struct vmpt_file *f, uint64_t bias,
 			  struct vmpt_symbol *syms)
 {
 	GElf_Shdr rsh, psh, dsh, ssh;
-	Elf_Scn *rela = section_by_name(elf, ".rela.plt", &rsh), *plt, *dyn;
+	Elf_Scn *rela, *plt, *dyn;
 	Elf_Data *rdata, *ddata, *sdata;
+	size_t count = plt_count(elf, f, &rela, &rsh), strsize;
 	uint64_t first;
 	size_t n = 0;
 
-	if (!rela || !rsh.sh_entsize)
+	if (!count)
 		return 0;
 	plt = section_by_name(elf, ".plt.sec", &psh);
 	first = plt ? psh.sh_addr : 0;
@@ -572,9 +622,10 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
 	rdata = elf_getdata(rela, NULL);
 	ddata = elf_getdata(dyn, NULL);
 	sdata = elf_getdata(elf_getscn(elf, dsh.sh_link), NULL);
-	if (!rdata || !ddata || !sdata)
+	if (!rdata || !ddata || !sdata || !sdata->d_buf)
 		return 0;
-	for (size_t i = 0; i < rsh.sh_size / rsh.sh_entsize; i++) {
+	strsize = strtab_usable(sdata->d_buf, sdata->d_size);
+	for (size_t i = 0; i < count; i++) {
 		GElf_Rela r;
 		GElf_Sym sym;
 		char name[256];
@@ -582,7 +633,7 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
 
 		if (!gelf_getrela(rdata, (int)i, &r) ||
 		    !gelf_getsym(ddata, (int)GELF_R_SYM(r.r_info), &sym) ||
-		    sym.st_name >= sdata->d_size)
+		    sym.st_name >= strsize)
 			continue;
 		nm = (const char *)sdata->d_buf + sym.st_name;
 		snprintf(name, sizeof(name), "%s@plt", nm);
@@ -744,8 +795,8 @@ static int add_elf_segments(struct vmpt_image *img, const char *root,
 	}
 	if (!core) {
 		GElf_Shdr rsh;
-		Elf_Scn *rela = section_by_name(elf, ".rela.plt", &rsh);
-		size_t n_plt = rela && rsh.sh_entsize ? rsh.sh_size / rsh.sh_entsize : 0;
+		Elf_Scn *rela;
+		size_t n_plt = plt_count(elf, f, &rela, &rsh), n_all;
 		struct vmpt_symbol *all;
 
 		ret = debug_symbols(img, elf, bias, &syms, &n_syms);
@@ -753,13 +804,14 @@ static int add_elf_segments(struct vmpt_image *img, const char *root,
 			ret = elf_symbols(img, elf, f, bias, &syms, &n_syms);
 		if (ret < 0)
 			goto out;
-		all = malloc((n_syms + n_plt + 1) * sizeof(*all));
+		all = __builtin_add_overflow(n_syms, n_plt, &n_all) ? NULL :
+		      alloc_array(n_all, sizeof(*all));
 		ret = own(img, all);
 		if (ret < 0)
 			goto out;
 		if (n_syms)
 			memcpy(all, syms, n_syms * sizeof(*all));
-		n_syms += plt_symbols(img, elf, bias, all + n_syms);
+		n_syms += plt_symbols(img, elf, f, bias, all + n_syms);
 		qsort(all, n_syms, sizeof(*all), cmp_sym);
 		fixup_sizes(all, n_syms);
 		ret = attach_symbols(img, list, n, all, n_syms);
