@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: MIT */
+/* vmpt export: vmpt script's samples numbered as perf's db-export.c
+ * numbers them (events, machines, threads, comms, dsos, symbols, samples
+ * in order of first use) and handed to a format (vmpt_export_FORMAT.c);
+ * each thread's stack is kept by vmpt_export_stack.c.
+ */
+#include "vmpt_export_int.h"
+#include "vmpt/error.h"
+#include "vmpt/image.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
+			 const struct export_sample *es);
+void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
+
+/* ---- A small map ---- */
+
+static size_t map_hash(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull;
+
+	h ^= c * 0x94d049bb133111ebull;
+	return (size_t)(h ^ (h >> 31));
+}
+
+void *export_map_get(const struct export_map *m, uint64_t a, uint64_t b, uint64_t c)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = map_hash(a, b, c) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		const struct export_slot *s = &m->slot[i];
+
+		if (!s->v)
+			return NULL;
+		if (s->k[0] == a && s->k[1] == b && s->k[2] == c)
+			return s->v;
+	}
+}
+
+int export_map_put(struct export_map *m, uint64_t a, uint64_t b, uint64_t c, void *v)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		struct export_map bigger = { NULL, 0, m->cap ? m->cap * 2 : 64 };
+
+		bigger.slot = calloc(bigger.cap, sizeof(*bigger.slot));
+		if (!bigger.slot)
+			return -VMPT_ERR_NOMEM;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->slot[i].v)
+				export_map_put(&bigger, m->slot[i].k[0], m->slot[i].k[1],
+					       m->slot[i].k[2], m->slot[i].v);
+		free(m->slot);
+		*m = bigger;
+	}
+	for (size_t i = map_hash(a, b, c) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+		struct export_slot *s = &m->slot[i];
+
+		if (!s->v) {
+			*s = (struct export_slot){ { a, b, c }, v };
+			m->n++;
+			return 0;
+		}
+	}
+}
+
+void export_map_free(struct export_map *m)
+{
+	free(m->slot);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- Errors and names ---- */
+
+void export_fail(struct vmpt_export *x, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (x->failed)
+		return;
+	x->failed = 1;
+	va_start(ap, fmt);
+	vsnprintf(x->err, sizeof(x->err), fmt, ap);
+	va_end(ap);
+}
+
+void export_frame_name(const struct export_call_path *cp, char *buf, size_t size)
+{
+	if (cp->sym && strcmp(cp->sym->name, "unknown"))
+		snprintf(buf, size, "%s", cp->sym->name);
+	else if (cp->sym)
+		snprintf(buf, size, "0x%" PRIx64, cp->sym->addr);
+	else if (cp->ip)
+		snprintf(buf, size, "0x%" PRIx64, cp->ip);
+	else
+		snprintf(buf, size, "[trace end]");
+}
+
+static const char *own_str(struct vmpt_export *x, const char *s)
+{
+	char **v = realloc(x->strings, (x->n_strings + 1) * sizeof(*v));
+	char *copy = strdup(s ? s : "");
+
+	if (!v || !copy) {
+		free(copy);
+		if (v)
+			x->strings = v;
+		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
+		return "";
+	}
+	x->strings = v;
+	v[x->n_strings++] = copy;
+	return copy;
+}
+
+static void *zalloc_obj(struct vmpt_export *x, size_t size)
+{
+	void *p = calloc(1, size);
+
+	if (!p)
+		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
+	return p;
+}
+
+static int keep(struct vmpt_export *x, struct export_map *m, uint64_t a, uint64_t b,
+		uint64_t c, void *v)
+{
+	if (export_map_put(m, a, b, c, v) < 0) {
+		free(v);
+		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- perf's db-export objects ---- */
+
+static struct export_machine *machine_of(struct vmpt_export *x, uint64_t key, int pid)
+{
+	struct export_machine *m = export_map_get(&x->machines, key, 0, 0);
+
+	if (m)
+		return m;
+	m = zalloc_obj(x, sizeof(*m));
+	if (!m || keep(x, &x->machines, key, 0, 0, m) < 0)
+		return NULL;
+	m->key = key;
+	m->pid = key == VMPT_MACHINE_HOST ? -1 : pid;
+	m->db_id = ++x->last_id[EK_MACHINE];
+	if (x->ops->machine)
+		x->ops->machine(x, m);
+	return m;
+}
+
+static struct export_comm *comm_new(struct vmpt_export *x, const char *name, uint64_t time,
+				    int exec)
+{
+	struct export_comm *c = zalloc_obj(x, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	if (keep(x, &x->comms, (uint64_t)(uintptr_t)c, 0, 0, c) < 0)
+		return NULL;
+	c->name = own_str(x, name);
+	c->time = time;
+	c->exec = exec;
+	return c;
+}
+
+/* perf's comm_thread rows: a comm's thread (exported once per pair). */
+static void comm_thread(struct vmpt_export *x, struct export_comm *c, struct export_thread *t)
+{
+	uint64_t id = ++x->last_id[EK_COMM_THREAD];
+
+	if (x->ops->comm_thread)
+		x->ops->comm_thread(x, id, c, t);
+}
+
+static void comm_export(struct vmpt_export *x, struct export_comm *c, struct export_thread *t)
+{
+	if (c->db_id)
+		return;
+	c->db_id = ++x->last_id[EK_COMM];
+	c->thread = t;
+	if (x->ops->comm)
+		x->ops->comm(x, c);
+	comm_thread(x, c, t);
+}
+
+struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+				       int pid, int tid, int cpu);
+
+static void thread_export(struct vmpt_export *x, struct export_thread *t)
+{
+	if (t->db_id)
+		return;
+	t->db_id = ++x->last_id[EK_THREAD];
+	x->stats.threads++;
+	if (x->ops->thread)
+		x->ops->thread(x, t);
+}
+
+struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+				       int pid, int tid, int cpu)
+{
+	/* The idle task (pid = tid = 0) has a stack per CPU (perf's). */
+	uint64_t key_cpu = !pid && !tid ? (uint64_t)(int64_t)cpu : 0;
+	struct export_thread *t = export_map_get(&x->threads, m->key,
+						 (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid,
+						 key_cpu);
+	struct export_thread **list;
+
+	if (t)
+		return t;
+	t = zalloc_obj(x, sizeof(*t));
+	if (!t || keep(x, &x->threads, m->key, (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid,
+		       key_cpu, t) < 0)
+		return NULL;
+	list = realloc(x->thread_list, (x->n_threads + 1) * sizeof(*list));
+	if (!list) {
+		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
+		return NULL;
+	}
+	x->thread_list = list;
+	list[x->n_threads++] = t;
+	t->machine = m;
+	t->pid = pid;
+	t->tid = tid;
+	t->cpu = cpu;
+	t->retpoline = 1;
+	t->main = t;
+	if (pid != tid && pid >= 0) {
+		t->main = export_thread_of(x, m, pid, pid, cpu);
+		if (!t->main)
+			t->main = t;
+	}
+	return t;
+}
+
+/* The comm a thread has now: from the COMM records seen (perf's
+ * thread comm list), else the task's name from the session.
+ */
+static struct export_comm *current_comm(struct vmpt_export *x, struct export_thread *t,
+					const char *name)
+{
+	struct export_comm *c = export_map_get(&x->comms, 1, (uint64_t)(uintptr_t)t, 0);
+	char tmp[32];
+
+	if (c)
+		return c;
+	if (!name) {
+		snprintf(tmp, sizeof(tmp), ":%d", t->tid);
+		name = tmp;
+	}
+	c = comm_new(x, name, 0, 0);
+	if (c && keep(x, &x->comms, 1, (uint64_t)(uintptr_t)t, 0, c) < 0)
+		return NULL;
+	return c;
+}
+
+/* perf's db_export__threads: the main thread and its exec comm first. */
+static struct export_comm *threads_export(struct vmpt_export *x, struct export_thread *t,
+					  const char *name)
+{
+	struct export_comm *exec = NULL, *cur;
+	int new_thread = !t->db_id;
+
+	thread_export(x, t->main);
+	exec = current_comm(x, t->main, t->main == t ? name : NULL);
+	if (exec && !exec->db_id)
+		comm_export(x, exec, t->main);
+	if (t != t->main) {
+		thread_export(x, t);
+		if (exec && new_thread)
+			comm_thread(x, exec, t);
+	}
+	cur = current_comm(x, t, name);
+	if (cur)
+		comm_export(x, cur, t);
+	return exec ? exec : cur;
+}
+
+/* The dso of a section (by its name: one per file and machine). */
+static struct export_dso *dso_of(struct vmpt_export *x, const struct vmpt_section *sec,
+				 struct export_machine *m)
+{
+	struct export_dso *d = export_map_get(&x->dsos, (uint64_t)(uintptr_t)sec->name,
+					      m->key, 0);
+	const char *slash;
+
+	if (d)
+		return d;
+	d = zalloc_obj(x, sizeof(*d));
+	if (!d || keep(x, &x->dsos, (uint64_t)(uintptr_t)sec->name, m->key, 0, d) < 0)
+		return NULL;
+	d->long_name = sec->name;
+	slash = strrchr(sec->name, '/');
+	d->short_name = slash && sec->name[0] != '[' ? slash + 1 : sec->name;
+	d->build_id = "";
+	d->machine = m;
+	d->kernel = sec->name[0] == '[';
+	return d;
+}
+
+static void dso_export(struct vmpt_export *x, struct export_dso *d)
+{
+	if (d->db_id)
+		return;
+	d->db_id = ++x->last_id[EK_DSO];
+	x->stats.dsos++;
+	if (x->ops->dso)
+		x->ops->dso(x, d);
+}
+
+/* The symbol perf finds at addr, or the "unknown" one db-export makes
+ * there; NULL without code (perf: no map).
+ */
+static struct export_sym *sym_of(struct vmpt_export *x, const struct vmpt_section *sec,
+				 uint64_t addr, struct export_machine *m)
+{
+	const struct vmpt_symbol *vs;
+	struct export_dso *d;
+	struct export_sym *s;
+	uint64_t from, to, base;
+
+	if (!sec || !addr)
+		return NULL;
+	d = dso_of(x, sec, m);
+	if (!d)
+		return NULL;
+	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
+	s = vs ? export_map_get(&x->syms, (uint64_t)(uintptr_t)vs, 0, 0) :
+		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
+	if (s)
+		return s;
+	s = zalloc_obj(x, sizeof(*s));
+	if (!s || (vs ? keep(x, &x->syms, (uint64_t)(uintptr_t)vs, 0, 0, s) :
+			keep(x, &x->syms, (uint64_t)(uintptr_t)d, addr, 1, s)) < 0)
+		return NULL;
+	s->dso = d;
+	/* perf's symbols are file offsets in a dso (map_ip), addresses in
+	 * the kernel.
+	 */
+	base = d->kernel ? 0 : sec->vaddr - sec->file_offset;
+	s->addr = vs ? vs->addr : addr;
+	s->start = s->addr - base;
+	s->end = vs ? s->start + vs->size : s->start;
+	s->name = vs ? vs->name : "unknown";
+	s->binding = vs ? vs->binding : 0;
+	return s;
+}
+
+static void sym_export(struct vmpt_export *x, struct export_sym *s)
+{
+	if (!s)
+		return;
+	dso_export(x, s->dso);
+	if (s->db_id)
+		return;
+	s->db_id = ++x->last_id[EK_SYMBOL];
+	x->stats.symbols++;
+	if (x->ops->symbol)
+		x->ops->symbol(x, s);
+}
+
+static const char *event_name(const struct vmpt_script_opts *o, enum vmpt_script_event ev,
+			      char *buf, size_t size)
+{
+	const char *name = o->ev_name[ev] ? o->ev_name[ev] : "unknown";
+
+	/* perf names the hardware events with the intel_pt event's
+	 * modifiers (branches:uH).
+	 */
+	if (ev <= VMPT_SE_TRANSACTIONS && o->ev_mod[0])
+		snprintf(buf, size, "%s%s", name, o->ev_mod);
+	else
+		snprintf(buf, size, "%s", name);
+	return buf;
+}
+
+/* ---- Samples ---- */
+
+static struct export_machine *machine_of_sample(struct vmpt_export *x, int guest,
+						const struct vmpt_script_sample *s)
+{
+	if (!guest)
+		return machine_of(x, VMPT_MACHINE_HOST, -1);
+	return machine_of(x, s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST, s->task->pid);
+}
+
+/* Timelines show a guest's vCPU on its host thread's: in the guest from
+ * its first guest sample to the host thread's next one.
+ */
+static void guest_switch(struct vmpt_export *x, struct export_thread *t, uint64_t time)
+{
+	struct export_thread *g;
+
+	if (!x->ops->guest)
+		return;
+	if (t->host) {
+		if (!t->open) {
+			t->open = 1;
+			x->ops->guest(x, t, 1, time);
+		}
+		t->host->open = 1;
+		return;
+	}
+	if (!t->open)
+		return;
+	t->open = 0;
+	for (size_t i = 0; i < x->n_threads; i++) {
+		g = x->thread_list[i];
+		if (g->host == t && g->open) {
+			g->open = 0;
+			x->ops->guest(x, g, 0, time);
+		}
+	}
+}
+
+void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
+{
+	struct vmpt_export *x = ctx;
+	const struct vmpt_script_opts *o = x->o->script;
+	struct export_sample es = { .s = s };
+	struct export_machine *m;
+	struct export_thread *t;
+	char name[128];
+
+	if (x->failed)
+		return;
+	es.time = vmpt_script_time(o, s->time);
+	if (!x->evsel_db_id[s->ev]) {
+		x->evsel_db_id[s->ev] = ++x->last_id[EK_EVSEL];
+		if (x->ops->evsel)
+			x->ops->evsel(x, x->evsel_db_id[s->ev],
+				      event_name(o, s->ev, name, sizeof(name)));
+	}
+	es.evsel_db_id = x->evsel_db_id[s->ev];
+	m = machine_of_sample(x, s->guest, s);
+	if (!m)
+		return;
+	t = export_thread_of(x, m, s->task->pid, s->task->tid, s->task->cpu);
+	if (!t)
+		return;
+	if (s->guest && !t->host)
+		t->host = export_thread_of(x, machine_of(x, VMPT_MACHINE_HOST, -1),
+					   s->task->pid, s->task->tid, s->task->cpu);
+	if (!t->name)
+		t->name = own_str(x, s->guest ? "[guest]" : s->task->comm);
+	es.thread = t;
+	es.comm = threads_export(x, t, s->guest ? NULL : s->task->comm);
+	es.db_id = ++x->last_id[EK_SAMPLE];
+	es.sym = sym_of(x, s->sec, s->ip, m);
+	sym_export(x, es.sym);
+	if (s->addr) {
+		struct export_machine *am = machine_of_sample(x, s->addr_guest, s);
+
+		es.to_sym = am ? sym_of(x, s->addr_sec, s->addr, am) : NULL;
+		sym_export(x, es.to_sym);
+	}
+	x->stats.samples++;
+	guest_switch(x, t, es.time);
+	if (s->ev == VMPT_SE_BRANCHES)
+		export_stack_sample(x, t, &es);
+	if (x->ops->sample)
+		x->ops->sample(x, &es);
+}
+
+void vmpt_export_sideband(struct vmpt_export *x, const struct vmpt_perf_event *ev,
+			  const struct vmpt_task *task)
+{
+	struct export_machine *m;
+	struct export_thread *t;
+	struct export_comm *c;
+
+	if (x->failed || ev->type != PERF_RECORD_COMM)
+		return;
+	/* perf's thread comm list: a COMM record starts a new comm. */
+	m = machine_of(x, VMPT_MACHINE_HOST, -1);
+	if (!m)
+		return;
+	t = export_thread_of(x, m, (int)ev->comm.pid, (int)ev->comm.tid, task->cpu);
+	if (!t)
+		return;
+	c = comm_new(x, ev->comm.comm, ev->sid.time,
+		     !!(ev->misc & PERF_RECORD_MISC_COMM_EXEC));
+	if (!c)
+		return;
+	for (size_t i = 0; i < x->comms.cap; i++) {
+		struct export_slot *sl = &x->comms.slot[i];
+
+		if (sl->v && sl->k[0] == 1 && sl->k[1] == (uint64_t)(uintptr_t)t) {
+			sl->v = c;
+			return;
+		}
+	}
+	keep(x, &x->comms, 1, (uint64_t)(uintptr_t)t, 0, c);
+	(void)task;
+}
+
+/* ---- The exporter ---- */
+
+int vmpt_export_format_parse(const char *name)
+{
+	static const char *const names[] = { "folded", "chrome", "perfetto", "sqlite",
+					      "postgresql" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(name, names[i]))
+			return (int)i;
+	return -1;
+}
+
+struct vmpt_export *vmpt_export_new(const struct vmpt_export_opts *opts, char *err,
+				    size_t errlen)
+{
+	static const struct export_format_ops *const ops[] = {
+		[VMPT_EXPORT_FOLDED] = &export_folded_ops,
+		[VMPT_EXPORT_CHROME] = &export_chrome_ops,
+		[VMPT_EXPORT_PERFETTO] = &export_perfetto_ops,
+		[VMPT_EXPORT_SQLITE] = &export_sqlite_ops,
+		[VMPT_EXPORT_POSTGRESQL] = &export_postgresql_ops,
+	};
+	struct vmpt_export *x = calloc(1, sizeof(*x));
+
+	if (err && errlen)
+		err[0] = 0;
+	if (!x)
+		return NULL;
+	x->o = opts;
+	x->ops = ops[opts->format];
+	x->kernel_start = opts->script && opts->script->kernel_start ?
+			  opts->script->kernel_start : 1ull << 63;
+	if (x->ops->begin && x->ops->begin(x) < 0) {
+		if (err)
+			snprintf(err, errlen, "%s", x->err);
+		vmpt_export_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+int vmpt_export_finish(struct vmpt_export *x, struct vmpt_export_stats *st, char *err,
+		       size_t errlen)
+{
+	/* perf flushes every thread's stack at the end: "no return". */
+	for (size_t i = 0; i < x->n_threads; i++)
+		export_stack_flush(x, x->thread_list[i]);
+	for (size_t i = 0; i < x->n_threads; i++)
+		if (x->thread_list[i]->host && x->thread_list[i]->open && x->ops->guest)
+			x->ops->guest(x, x->thread_list[i], 0, x->thread_list[i]->last_time);
+	if (x->ops->end && !x->failed)
+		x->ops->end(x);
+	if (st)
+		*st = x->stats;
+	if (x->failed) {
+		snprintf(err, errlen, "%s", x->err);
+		return -VMPT_ERR_IO;
+	}
+	return 0;
+}
+
+void vmpt_export_free(struct vmpt_export *x)
+{
+	struct export_map *maps[] = { &x->machines, &x->dsos, &x->syms, &x->paths, &x->comms };
+
+	if (!x)
+		return;
+	if (x->ops->free)
+		x->ops->free(x);
+	for (size_t k = 0; k < sizeof(maps) / sizeof(maps[0]); k++) {
+		for (size_t i = 0; i < maps[k]->cap; i++) {
+			struct export_slot *s = &maps[k]->slot[i];
+
+			/* the comms map holds each comm twice: free it once */
+			if (s->v && !(maps[k] == &x->comms && s->k[0] == 1))
+				free(s->v);
+		}
+		export_map_free(maps[k]);
+	}
+	for (size_t i = 0; i < x->n_threads; i++) {
+		free(x->thread_list[i]->stack);
+		free(x->thread_list[i]);
+	}
+	export_map_free(&x->threads);
+	free(x->thread_list);
+	for (size_t i = 0; i < x->n_strings; i++)
+		free(x->strings[i]);
+	free(x->strings);
+	free(x);
+}

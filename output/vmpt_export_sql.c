@@ -1,0 +1,2 @@
+/* SPDX-License-Identifier: MIT */
+#include "vmpt_export_int.h"

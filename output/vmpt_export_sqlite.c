@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+#include "vmpt_export_int.h"
+const struct export_format_ops export_sqlite_ops;
