@@ -5,6 +5,7 @@
  * each thread's stack is kept by vmpt_export_stack.c.
  */
 #include "vmpt_export_int.h"
+#include "vmpt/build_id.h"
 #include "vmpt/error.h"
 #include "vmpt/image.h"
 
@@ -285,8 +286,11 @@ static struct export_comm *threads_export(struct vmpt_export *x, struct export_t
 
 /* The dso of a section (by its name: one per file and machine). */
 static struct export_dso *dso_of(struct vmpt_export *x, const struct vmpt_section *sec,
-				 struct export_machine *m)
+				 struct export_machine *m, int pid, uint64_t addr)
 {
+	const struct vmpt_script_opts *o = x->o->script;
+	struct vmpt_map_ref map;
+	char id[41];
 	struct export_dso *d = export_map_get(&x->dsos, (uint64_t)(uintptr_t)sec->name,
 					      m->key, 0);
 	const char *slash;
@@ -300,6 +304,13 @@ static struct export_dso *dso_of(struct vmpt_export *x, const struct vmpt_sectio
 	slash = strrchr(sec->name, '/');
 	d->short_name = slash && sec->name[0] != '[' ? slash + 1 : sec->name;
 	d->build_id = "";
+	/* the build-id the recording names for the file */
+	if (m->key == VMPT_MACHINE_HOST && o->map_of &&
+	    o->map_of(o->map_ctx, pid, addr, &map) == 0 && map.build_id &&
+	    !strcmp(map.name, sec->name))
+		d->build_id = own_str(x, map.build_id);
+	else if (sec->name[0] == '/' && vmpt_build_id_of_file(sec->name, id) == 0)
+		d->build_id = own_str(x, id);	/* perf reads the file's */
 	d->machine = m;
 	d->kernel = sec->name[0] == '[';
 	return d;
@@ -319,7 +330,7 @@ static void dso_export(struct vmpt_export *x, struct export_dso *d)
  * there; NULL without code (perf: no map).
  */
 static struct export_sym *sym_of(struct vmpt_export *x, const struct vmpt_section *sec,
-				 uint64_t addr, struct export_machine *m)
+				 uint64_t addr, struct export_machine *m, int pid)
 {
 	const struct vmpt_symbol *vs;
 	struct export_dso *d;
@@ -328,7 +339,7 @@ static struct export_sym *sym_of(struct vmpt_export *x, const struct vmpt_sectio
 
 	if (!sec || !addr)
 		return NULL;
-	d = dso_of(x, sec, m);
+	d = dso_of(x, sec, m, pid, addr);
 	if (!d)
 		return NULL;
 	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
@@ -369,15 +380,8 @@ static void sym_export(struct vmpt_export *x, struct export_sym *s)
 static const char *event_name(const struct vmpt_script_opts *o, enum vmpt_script_event ev,
 			      char *buf, size_t size)
 {
-	const char *name = o->ev_name[ev] ? o->ev_name[ev] : "unknown";
-
-	/* perf names the hardware events with the intel_pt event's
-	 * modifiers (branches:uH).
-	 */
-	if (ev <= VMPT_SE_TRANSACTIONS && o->ev_mod[0])
-		snprintf(buf, size, "%s%s", name, o->ev_mod);
-	else
-		snprintf(buf, size, "%s", name);
+	/* the names perf's evlist has (branches:uH) */
+	snprintf(buf, size, "%s", o->ev_name[ev] ? o->ev_name[ev] : "unknown");
 	return buf;
 }
 
@@ -453,12 +457,12 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 	es.thread = t;
 	es.comm = threads_export(x, t, s->guest ? NULL : s->task->comm);
 	es.db_id = ++x->last_id[EK_SAMPLE];
-	es.sym = sym_of(x, s->sec, s->ip, m);
+	es.sym = sym_of(x, s->sec, s->ip, m, s->task->pid);
 	sym_export(x, es.sym);
 	if (s->addr) {
 		struct export_machine *am = machine_of_sample(x, s->addr_guest, s);
 
-		es.to_sym = am ? sym_of(x, s->addr_sec, s->addr, am) : NULL;
+		es.to_sym = am ? sym_of(x, s->addr_sec, s->addr, am, s->task->pid) : NULL;
 		sym_export(x, es.to_sym);
 	}
 	x->stats.samples++;

@@ -1,3 +1,3 @@
 /* SPDX-License-Identifier: MIT */
-#include "vmpt_export_int.h"
-const struct export_format_ops export_postgresql_ops;
+#include "vmpt_export_sql.h"
+const struct sql_backend export_postgresql_backend;
