@@ -231,6 +231,7 @@ int cmd_export(int argc, char **argv)
 		case O_ITRACE: itrace = optarg; break;
 		case O_SYMFS: sf.symfs = optarg; break;
 		case O_VMLINUX:
+			xo.vmlinux = optarg;
 			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg, why,
 						  sizeof(why));
 			break;
@@ -282,6 +283,10 @@ int cmd_export(int argc, char **argv)
 			fprintf(stderr, "vmpt export: %s\n", why);
 			goto out;
 		}
+		/* perf's export scripts keep no errors (perf prints them);
+		 * vmpt's summary counts them
+		 */
+		op.it.errors = 0;
 	}
 	if (fmt == VMPT_EXPORT_SQLITE || fmt == VMPT_EXPORT_POSTGRESQL) {
 		struct stat sb;

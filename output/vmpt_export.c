@@ -150,6 +150,14 @@ static struct export_machine *machine_of(struct vmpt_export *x, uint64_t key, in
 		return NULL;
 	m->key = key;
 	m->pid = key == VMPT_MACHINE_HOST ? -1 : pid;
+	return m;
+}
+
+/* perf's db_export__machine: numbered when a sample or switch uses it. */
+static struct export_machine *machine_export(struct vmpt_export *x, struct export_machine *m)
+{
+	if (!m || m->db_id)
+		return m;
 	m->db_id = ++x->last_id[EK_MACHINE];
 	if (x->ops->machine)
 		x->ops->machine(x, m);
@@ -194,8 +202,21 @@ static void comm_export(struct vmpt_export *x, struct export_comm *c, struct exp
 struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
 				       int pid, int tid, int cpu);
 
+/* The idle task is one thread with a stack per CPU: its CPUs' stacks
+ * after the first are twins of it.
+ */
+static struct export_thread *ident(struct export_thread *t)
+{
+	return t->twin ? t->twin : t;
+}
+
 static void thread_export(struct vmpt_export *x, struct export_thread *t)
 {
+	if (t->twin) {
+		thread_export(x, t->twin);
+		t->db_id = t->twin->db_id;
+		return;
+	}
 	if (t->db_id)
 		return;
 	t->db_id = ++x->last_id[EK_THREAD];
@@ -208,7 +229,8 @@ struct export_thread *export_thread_of(struct vmpt_export *x, struct export_mach
 				       int pid, int tid, int cpu)
 {
 	/* The idle task (pid = tid = 0) has a stack per CPU (perf's). */
-	uint64_t key_cpu = !pid && !tid ? (uint64_t)(int64_t)cpu : 0;
+	uint64_t key_cpu = !pid && !tid && cpu > 0 ? (uint64_t)(int64_t)cpu :
+			   !pid && !tid ? (uint64_t)(int64_t)-1 : 0;
 	struct export_thread *t = export_map_get(&x->threads, m->key,
 						 (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid,
 						 key_cpu);
@@ -233,6 +255,12 @@ struct export_thread *export_thread_of(struct vmpt_export *x, struct export_mach
 	t->cpu = cpu;
 	t->retpoline = 1;
 	t->main = t;
+	if (key_cpu && key_cpu != (uint64_t)(int64_t)-1) {
+		t->twin = export_thread_of(x, m, 0, 0, -1);
+		if (!t->twin)
+			return NULL;
+		t->main = t->twin;
+	}
 	if (pid != tid && pid >= 0) {
 		t->main = export_thread_of(x, m, pid, pid, cpu);
 		if (!t->main)
@@ -247,9 +275,11 @@ struct export_thread *export_thread_of(struct vmpt_export *x, struct export_mach
 static struct export_comm *current_comm(struct vmpt_export *x, struct export_thread *t,
 					const char *name)
 {
-	struct export_comm *c = export_map_get(&x->comms, 1, (uint64_t)(uintptr_t)t, 0);
+	struct export_comm *c;
 	char tmp[32];
 
+	t = ident(t);
+	c = export_map_get(&x->comms, 1, (uint64_t)(uintptr_t)t, 0);
 	if (c)
 		return c;
 	if (!name) {
@@ -267,7 +297,14 @@ static struct export_comm *threads_export(struct vmpt_export *x, struct export_t
 					  const char *name)
 {
 	struct export_comm *exec = NULL, *cur;
-	int new_thread = !t->db_id;
+	int new_thread;
+
+	if (t->twin) {
+		cur = threads_export(x, t->twin, name);
+		t->db_id = t->twin->db_id;
+		return cur;
+	}
+	new_thread = !t->db_id;
 
 	thread_export(x, t->main);
 	exec = current_comm(x, t->main, t->main == t ? name : NULL);
@@ -304,6 +341,12 @@ static struct export_dso *dso_of(struct vmpt_export *x, const struct vmpt_sectio
 	slash = strrchr(sec->name, '/');
 	d->short_name = slash && sec->name[0] != '[' ? slash + 1 : sec->name;
 	d->build_id = "";
+	d->kernel = sec->name[0] == '[';
+	if (x->o->vmlinux && m->key == VMPT_MACHINE_HOST &&
+	    !strcmp(sec->name, "[kernel.kallsyms]")) {
+		d->long_name = x->o->vmlinux;
+		d->kernel = 0;
+	}
 	/* the build-id the recording names for the file */
 	if (m->key == VMPT_MACHINE_HOST && o->map_of &&
 	    o->map_of(o->map_ctx, pid, addr, &map) == 0 && map.build_id &&
@@ -312,7 +355,6 @@ static struct export_dso *dso_of(struct vmpt_export *x, const struct vmpt_sectio
 	else if (sec->name[0] == '/' && vmpt_build_id_of_file(sec->name, id) == 0)
 		d->build_id = own_str(x, id);	/* perf reads the file's */
 	d->machine = m;
-	d->kernel = sec->name[0] == '[';
 	return d;
 }
 
@@ -391,8 +433,9 @@ static struct export_machine *machine_of_sample(struct vmpt_export *x, int guest
 						const struct vmpt_script_sample *s)
 {
 	if (!guest)
-		return machine_of(x, VMPT_MACHINE_HOST, -1);
-	return machine_of(x, s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST, s->task->pid);
+		return machine_export(x, machine_of(x, VMPT_MACHINE_HOST, -1));
+	return machine_export(x, machine_of(x, s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST,
+					    s->task->pid));
 }
 
 /* Timelines show a guest's vCPU on its host thread's: in the guest from
@@ -473,26 +516,16 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 		x->ops->sample(x, &es);
 }
 
-void vmpt_export_sideband(struct vmpt_export *x, const struct vmpt_perf_event *ev,
-			  const struct vmpt_task *task)
+/* A thread's comm from now on (perf's thread__set_comm). */
+static void set_comm(struct vmpt_export *x, struct export_thread *t, const char *name,
+		     uint64_t time, int exec)
 {
-	struct export_machine *m;
-	struct export_thread *t;
-	struct export_comm *c;
+	struct export_comm *c = comm_new(x, name, time, exec);
 
-	if (x->failed || ev->type != PERF_RECORD_COMM)
-		return;
-	/* perf's thread comm list: a COMM record starts a new comm. */
-	m = machine_of(x, VMPT_MACHINE_HOST, -1);
-	if (!m)
-		return;
-	t = export_thread_of(x, m, (int)ev->comm.pid, (int)ev->comm.tid, task->cpu);
-	if (!t)
-		return;
-	c = comm_new(x, ev->comm.comm, ev->sid.time,
-		     !!(ev->misc & PERF_RECORD_MISC_COMM_EXEC));
 	if (!c)
 		return;
+	t = ident(t);
+	t->comm_set = 1;
 	for (size_t i = 0; i < x->comms.cap; i++) {
 		struct export_slot *sl = &x->comms.slot[i];
 
@@ -502,7 +535,90 @@ void vmpt_export_sideband(struct vmpt_export *x, const struct vmpt_perf_event *e
 		}
 	}
 	keep(x, &x->comms, 1, (uint64_t)(uintptr_t)t, 0, c);
-	(void)task;
+}
+
+/* perf's db_export__pid_tid: a thread named by the sideband, exported
+ * with its process; 0 when not known so.
+ */
+static uint64_t switch_thread(struct vmpt_export *x, struct export_machine *m, int pid, int tid,
+			      int cpu, struct export_comm **comm, int *idle)
+{
+	struct export_thread *t = export_map_get(&x->threads, m->key,
+						 (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid,
+						 !pid && !tid && cpu > 0 ? (uint64_t)(int64_t)cpu : 0);
+
+	*comm = NULL;
+	*idle = 0;
+	if (!t && !pid && !tid)
+		t = export_map_get(&x->threads, m->key, 0, (uint64_t)(int64_t)-1);
+	if (!t || !ident(t)->comm_set)
+		return 0;
+	*idle = !pid && !tid;
+	*comm = threads_export(x, t, NULL);
+	return t->db_id;
+}
+
+/* perf's db_export__switch: a context_switches row. */
+static void context_switch(struct vmpt_export *x, const struct vmpt_perf_event *ev,
+			   const struct vmpt_task *task)
+{
+	int out = !!(ev->misc & PERF_RECORD_MISC_SWITCH_OUT);
+	int flags = out | (out && (ev->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? 2 : 0);
+	struct export_comm *ca, *cb = NULL;
+	struct export_machine *m = machine_export(x, machine_of(x, VMPT_MACHINE_HOST, -1));
+	uint64_t a, b = 0;
+	int idle_a, idle_b = 0;
+
+	if (!m || !x->ops->context_switch)
+		return;
+	a = switch_thread(x, m, task->pid, task->tid, task->cpu, &ca, &idle_a);
+	if (ev->type == PERF_RECORD_SWITCH_CPU_WIDE)
+		b = switch_thread(x, m, (int)ev->sw.next_prev_pid, (int)ev->sw.next_prev_tid,
+				  task->cpu, &cb, &idle_b);
+	/* nothing known traced on either side */
+	if ((!a || idle_a) && (!b || idle_b))
+		return;
+	x->ops->context_switch(x, ++x->last_id[EK_SWITCH], m->db_id, ev->sid.time, task->cpu,
+			       out ? a : b, out ? (ca ? ca->db_id : 0) : (cb ? cb->db_id : 0),
+			       out ? b : a, out ? (cb ? cb->db_id : 0) : (ca ? ca->db_id : 0),
+			       flags);
+}
+
+void vmpt_export_sideband(struct vmpt_export *x, const struct vmpt_perf_event *ev,
+			  const struct vmpt_task *task)
+{
+	struct export_machine *m;
+	struct export_thread *t, *parent;
+
+	if (x->failed)
+		return;
+	switch (ev->type) {
+	case PERF_RECORD_COMM:
+		m = machine_of(x, VMPT_MACHINE_HOST, -1);
+		t = m ? export_thread_of(x, m, (int)ev->comm.pid, (int)ev->comm.tid,
+					 task->cpu) : NULL;
+		if (t)
+			set_comm(x, t, ev->comm.comm, ev->sid.time,
+				 !!(ev->misc & PERF_RECORD_MISC_COMM_EXEC));
+		break;
+	case PERF_RECORD_FORK:
+		/* the child starts with its parent's comm */
+		m = machine_of(x, VMPT_MACHINE_HOST, -1);
+		if (!m)
+			break;
+		parent = export_thread_of(x, m, (int)ev->fork.ppid, (int)ev->fork.ptid, task->cpu);
+		t = export_thread_of(x, m, (int)ev->fork.pid, (int)ev->fork.tid, task->cpu);
+		if (t && parent && parent->comm_set)
+			set_comm(x, t, current_comm(x, parent, NULL)->name,
+				 ev->sid.present ? ev->sid.time : ev->fork.time, 0);
+		break;
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		context_switch(x, ev, task);
+		break;
+	default:
+		break;
+	}
 }
 
 /* ---- The exporter ---- */
@@ -538,6 +654,14 @@ struct vmpt_export *vmpt_export_new(const struct vmpt_export_opts *opts, char *e
 	x->ops = ops[opts->format];
 	x->kernel_start = opts->script && opts->script->kernel_start ?
 			  opts->script->kernel_start : 1ull << 63;
+	/* perf's idle thread: pid 0 named swapper from the start */
+	{
+		struct export_machine *host = machine_of(x, VMPT_MACHINE_HOST, -1);
+		struct export_thread *idle = host ? export_thread_of(x, host, 0, 0, -1) : NULL;
+
+		if (idle)
+			set_comm(x, idle, "swapper", 0, 0);
+	}
 	if (x->ops->begin && x->ops->begin(x) < 0) {
 		if (err)
 			snprintf(err, errlen, "%s", x->err);
@@ -547,12 +671,41 @@ struct vmpt_export *vmpt_export_new(const struct vmpt_export_opts *opts, char *e
 	return x;
 }
 
+/* The order perf's machines__for_each_thread visits threads: the host
+ * first, then by its table (tid % 256), then by tid.
+ */
+static int cmp_flush(const void *pa, const void *pb)
+{
+	const struct export_thread *a = *(struct export_thread *const *)pa;
+	const struct export_thread *b = *(struct export_thread *const *)pb;
+	int ha = a->machine->key == VMPT_MACHINE_HOST, hb = b->machine->key == VMPT_MACHINE_HOST;
+
+	if (ha != hb)
+		return hb - ha;
+	if (a->machine->key != b->machine->key)
+		return a->machine->db_id < b->machine->db_id ? -1 : 1;
+	if ((unsigned)a->tid % 256 != (unsigned)b->tid % 256)
+		return (unsigned)a->tid % 256 < (unsigned)b->tid % 256 ? -1 : 1;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->cpu - b->cpu;
+}
+
 int vmpt_export_finish(struct vmpt_export *x, struct vmpt_export_stats *st, char *err,
 		       size_t errlen)
 {
+	struct export_thread **order = malloc((x->n_threads + 1) * sizeof(*order));
+
 	/* perf flushes every thread's stack at the end: "no return". */
-	for (size_t i = 0; i < x->n_threads; i++)
-		export_stack_flush(x, x->thread_list[i]);
+	if (!order) {
+		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
+	} else {
+		memcpy(order, x->thread_list, x->n_threads * sizeof(*order));
+		qsort(order, x->n_threads, sizeof(*order), cmp_flush);
+		for (size_t i = 0; i < x->n_threads; i++)
+			export_stack_flush(x, order[i]);
+		free(order);
+	}
 	for (size_t i = 0; i < x->n_threads; i++)
 		if (x->thread_list[i]->host && x->thread_list[i]->open && x->ops->guest)
 			x->ops->guest(x, x->thread_list[i], 0, x->thread_list[i]->last_time);

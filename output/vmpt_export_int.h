@@ -89,11 +89,13 @@ struct export_thread {
 	struct export_machine *machine;
 	int pid, tid, cpu;	/* cpu: the idle task's stack is per CPU */
 	struct export_thread *main;	/* the process's main thread (itself) */
+	struct export_thread *twin;	/* the idle task's stack of another CPU */
 	struct export_comm *comm;	/* the stack's (perf flushes on exec) */
 	uint64_t db_id;
 	/* A guest's vCPU, shown on the host thread's timeline. */
 	struct export_thread *host;
 	int open;		/* timelines: in the guest now */
+	int comm_set;		/* named by a COMM or FORK record (perf's) */
 	struct export_entry *stack;
 	size_t cnt, sz;
 	uint64_t trace_nr, branch_count, insn_count, cyc_count, last_time;
@@ -124,7 +126,7 @@ struct vmpt_export {
 	void *fmt;		/* the format's state */
 	struct export_map machines, dsos, syms, paths, threads, comms;
 	struct export_call_path root;
-	uint64_t last_id[10];	/* db ids by kind (enum export_kind) */
+	uint64_t last_id[11];	/* db ids by kind (enum export_kind) */
 	uint64_t evsel_db_id[VMPT_SE_COUNT];
 	struct export_thread **thread_list;
 	size_t n_threads;
@@ -137,7 +139,7 @@ struct vmpt_export {
 };
 
 enum export_kind { EK_EVSEL, EK_MACHINE, EK_THREAD, EK_COMM, EK_DSO, EK_SYMBOL,
-		   EK_SAMPLE, EK_CALL_PATH, EK_CALL_RETURN, EK_COMM_THREAD };
+		   EK_SAMPLE, EK_CALL_PATH, EK_CALL_RETURN, EK_COMM_THREAD, EK_SWITCH };
 
 /* A format: every callback may be NULL. */
 struct export_format_ops {

@@ -186,6 +186,16 @@ static void sql_call_return(struct vmpt_export *x, const struct export_call_retu
 		row(sql(x), ST_CALLS, v, 14);
 }
 
+static void sql_context_switch(struct vmpt_export *x, uint64_t id, uint64_t machine_id,
+			       uint64_t time, int cpu, uint64_t out_thread, uint64_t out_comm,
+			       uint64_t in_thread, uint64_t in_comm, int flags)
+{
+	struct sql_val v[] = { I(id), I(machine_id), I(time), I(cpu), I(out_thread),
+			       I(out_comm), I(in_thread), I(in_comm), I(flags) };
+
+	row(sql(x), ST_CONTEXT_SWITCHES, v, 9);
+}
+
 /* perf's PERF_BRANCH_MASK: the flags that make a branch type. */
 #define BRANCH_MASK (PF_BRANCH | PF_CALL | PF_RETURN | PF_CONDITIONAL | PF_SYSCALLRET | \
 		     PF_ASYNC | PF_INTERRUPT | PF_TX_ABORT | PF_TRACE_BEGIN | PF_TRACE_END | \
@@ -513,6 +523,7 @@ static int postgresql_begin(struct vmpt_export *x)
 	.comm_thread = sql_comm_thread, .dso = sql_dso,			\
 	.symbol = sql_symbol, .call_path = sql_call_path,		\
 	.sample = sql_sample, .call_return = sql_call_return,		\
+	.context_switch = sql_context_switch,				\
 	.end = sql_end, .free = sql_free, .wants_samples = 1,		\
 }
 

@@ -61,6 +61,10 @@ struct vmpt_export_opts {
 	 */
 	int branches_only, no_calls;
 	const struct vmpt_script_opts *script;	/* event names, time conversion */
+	/* The host kernel's ELF file given (perf's --vmlinux): perf names the
+	 * kernel's dso by it and its symbols by file offset.  NULL: none.
+	 */
+	const char *vmlinux;
 };
 
 /* Totals, for the summary line. */
