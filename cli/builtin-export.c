@@ -60,7 +60,9 @@ static void export_usage(FILE *out)
 		"                      b for the others)\n"
 		"  -C, --cpu LIST  --pid LIST  --tid LIST  -c, --comms LIST\n"
 		"  --time START,STOP | PERCENT   as vmpt script's (perf's)\n"
-		"  --symfs DIR  --vmlinux FILE  --guest-code   as vmpt script's\n");
+		"  --symfs DIR  --vmlinux FILE  --guest-code  --elf, --raw, --pagecache,\n"
+		"  --kcore, --guest-elf, --guest-raw, --guest-pagecache, --guest-kcore,\n"
+		"  --vmcs             the code, as vmpt script's\n");
 }
 
 static int export_perf_data(const char *path, struct vmpt_image *img, struct vmpt_script_opts *op,
@@ -152,7 +154,8 @@ out:
 int cmd_export(int argc, char **argv)
 {
 	enum { O_WEIGHT = 256, O_MAX_DEPTH, O_BRANCHES, O_NO_CALLS, O_ITRACE, O_PID, O_TID,
-	       O_TIME, O_SYMFS, O_VMLINUX, O_GUEST_CODE, O_FORMAT };
+	       O_TIME, O_SYMFS, O_VMLINUX, O_GUEST_CODE, O_FORMAT, O_ELF, O_RAW, O_PAGECACHE,
+	       O_KCORE, O_GELF, O_GRAW, O_GPAGECACHE, O_GKCORE, O_VMCS };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -170,6 +173,15 @@ int cmd_export(int argc, char **argv)
 		{ "symfs", required_argument, NULL, O_SYMFS },
 		{ "vmlinux", required_argument, NULL, O_VMLINUX },
 		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
+		{ "elf", required_argument, NULL, O_ELF },
+		{ "raw", required_argument, NULL, O_RAW },
+		{ "pagecache", required_argument, NULL, O_PAGECACHE },
+		{ "kcore", required_argument, NULL, O_KCORE },
+		{ "guest-elf", required_argument, NULL, O_GELF },
+		{ "guest-raw", required_argument, NULL, O_GRAW },
+		{ "guest-pagecache", required_argument, NULL, O_GPAGECACHE },
+		{ "guest-kcore", required_argument, NULL, O_GKCORE },
+		{ "vmcs", required_argument, NULL, O_VMCS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -234,6 +246,27 @@ int cmd_export(int argc, char **argv)
 			xo.vmlinux = optarg;
 			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg, why,
 						  sizeof(why));
+			break;
+		case O_ELF: case O_GELF:
+			ret = script_images_parse(&images, SCRIPT_IMAGE_ELF, c == O_GELF, optarg,
+						  why, sizeof(why));
+			break;
+		case O_RAW: case O_GRAW:
+			ret = script_images_parse(&images, SCRIPT_IMAGE_RAW, c == O_GRAW, optarg,
+						  why, sizeof(why));
+			break;
+		case O_PAGECACHE: case O_GPAGECACHE:
+			ret = script_images_parse(&images, SCRIPT_IMAGE_PAGECACHE, c == O_GPAGECACHE,
+						  optarg, why, sizeof(why));
+			break;
+		case O_KCORE: case O_GKCORE:
+			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, c == O_GKCORE, optarg,
+						  why, sizeof(why));
+			break;
+		case O_VMCS:
+			ret = script_images_vmcs(&images, optarg);
+			snprintf(why, sizeof(why), "not a VMCS base address (a 4 KiB aligned "
+				 "address as vmpt dump shows it, or any)");
 			break;
 		case O_GUEST_CODE:
 			images.guest_code = 1;

@@ -449,6 +449,14 @@ static void guest_switch(struct vmpt_export *x, struct export_thread *t, uint64_
 		return;
 	if (t->host) {
 		if (!t->open) {
+			/* one guest at a time on a vCPU thread */
+			for (size_t i = 0; i < x->n_threads; i++) {
+				g = x->thread_list[i];
+				if (g != t && g->host == t->host && g->open) {
+					g->open = 0;
+					x->ops->guest(x, g, 0, time);
+				}
+			}
 			t->open = 1;
 			x->ops->guest(x, t, 1, time);
 		}
