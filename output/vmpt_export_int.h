@@ -104,6 +104,7 @@ struct export_thread {
 	int have_weigh;
 	uint64_t track;		/* timelines: its track's id */
 	uint64_t tl_time;	/* timelines: its last time (they go forward) */
+	int proc_track;		/* perfetto: its process's track is out */
 	const char *name;	/* comm for timelines */
 };
 
