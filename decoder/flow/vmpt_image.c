@@ -553,6 +553,7 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 		bind[n].sym.size = s.st_size;
 		bind[n].sym.name = str + s.st_name;
 		bind[n].bind = GELF_ST_BIND(s.st_info);
+		bind[n].sym.binding = (uint8_t)bind[n].bind;
 		n++;
 	}
 	n = best_symbols(bind, n, syms);
@@ -642,6 +643,7 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf,
 			break;
 		syms[n].addr = first + i * 16 + bias;
 		syms[n].size = 16;
+		syms[n].binding = STB_GLOBAL;	/* perf's PLT symbols are */
 		n++;
 	}
 	return n;
@@ -928,6 +930,7 @@ static int read_kallsyms(struct vmpt_image *img, const char *dir,
 		}
 		syms[n].addr = addr;
 		syms[n].size = 0;
+		syms[n].binding = type == 't' ? STB_LOCAL : type == 'T' ? STB_GLOBAL : STB_WEAK;
 		syms[n].name = own_str(img, name);
 		if (!syms[n].name) {
 			free(syms);

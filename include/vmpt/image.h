@@ -73,6 +73,7 @@ static inline int vmpt_asid_match(const struct vmpt_asid *want,
 struct vmpt_symbol {
 	uint64_t addr, size;
 	const char *name;
+	uint8_t binding;	/* ELF's STB_*: 0 local, 1 global, 2 weak */
 };
 
 /* A contiguous run of code bytes at a virtual address. */
