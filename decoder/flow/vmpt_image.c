@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The memory image: sections of code keyed by address space. */
 #include "vmpt/image.h"
+#include "vmpt/demangle.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 
@@ -21,11 +22,23 @@ struct vmpt_image {
 	size_t n_files;
 	void **owned;
 	size_t n_owned;
+	unsigned no_demangle;		/* VMPT_IMAGE_DEMANGLE* bits off */
+	int loading_kernel;		/* perf demangles kernel names apart */
 };
 
 struct vmpt_image *vmpt_image_new(void)
 {
-	return calloc(1, sizeof(struct vmpt_image));
+	struct vmpt_image *img = calloc(1, sizeof(struct vmpt_image));
+
+	/* perf's defaults: --demangle on, --demangle-kernel off. */
+	if (img)
+		img->no_demangle = VMPT_IMAGE_DEMANGLE_KERNEL;
+	return img;
+}
+
+void vmpt_image_set_demangle(struct vmpt_image *img, unsigned which)
+{
+	img->no_demangle = ~which & (VMPT_IMAGE_DEMANGLE | VMPT_IMAGE_DEMANGLE_KERNEL);
 }
 
 void vmpt_image_free(struct vmpt_image *img)
@@ -448,8 +461,22 @@ static size_t best_symbols(struct bound_symbol *v, size_t n, struct vmpt_symbol 
 	return k;
 }
 
+/* The name perf shows for a symbol: demangled, unless told not to; NULL:
+ * no memory.
+ */
+static const char *shown_name(struct vmpt_image *img, const char *raw)
+{
+	unsigned bit = img->loading_kernel ? VMPT_IMAGE_DEMANGLE_KERNEL :
+					     VMPT_IMAGE_DEMANGLE;
+	char *d = img->no_demangle & bit ? NULL : vmpt_demangle(raw);
+
+	if (!d)
+		return raw;
+	return own(img, d) < 0 ? NULL : d;
+}
+
 /* Function symbols of .symtab (or .dynsym), moved by bias; names point
- * into the mapped file.
+ * into the mapped file (or are demangled copies).
  */
 static int elf_symbols(struct vmpt_image *img, Elf *elf,
 		       const struct vmpt_file *f, uint64_t bias,
@@ -499,7 +526,12 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 			continue;
 		bind[n].sym.addr = s.st_value + bias;
 		bind[n].sym.size = s.st_size;
-		bind[n].sym.name = (const char *)f->data + strsh.sh_offset + s.st_name;
+		bind[n].sym.name = shown_name(img, (const char *)f->data +
+					      strsh.sh_offset + s.st_name);
+		if (!bind[n].sym.name) {
+			free(bind);
+			return -VMPT_ERR_NOMEM;
+		}
 		bind[n].bind = GELF_ST_BIND(s.st_info);
 		n++;
 	}
@@ -564,14 +596,16 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
 	for (size_t i = 0; i < rsh.sh_size / rsh.sh_entsize; i++) {
 		GElf_Rela r;
 		GElf_Sym sym;
-		char name[256];
+		char name[1024];	/* perf's sympltname: longer names are cut */
 		const char *nm;
 
 		if (!gelf_getrela(rdata, (int)i, &r) ||
 		    !gelf_getsym(ddata, (int)GELF_R_SYM(r.r_info), &sym) ||
 		    sym.st_name >= sdata->d_size)
 			continue;
-		nm = (const char *)sdata->d_buf + sym.st_name;
+		nm = shown_name(img, (const char *)sdata->d_buf + sym.st_name);
+		if (!nm)
+			break;
 		snprintf(name, sizeof(name), "%s@plt", nm);
 		syms[n].name = own_str(img, name);
 		if (!syms[n].name)
@@ -779,9 +813,13 @@ int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid)
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
+	int ret;
 
-	return add_elf_segments(img, path, &pl, 0, asid, "[kernel.kallsyms]",
-				NULL, NULL);
+	img->loading_kernel = 1;
+	ret = add_elf_segments(img, path, &pl, 0, asid, "[kernel.kallsyms]",
+			       NULL, NULL);
+	img->loading_kernel = 0;
+	return ret;
 }
 
 int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
