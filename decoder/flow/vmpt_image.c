@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The memory image: sections of code keyed by address space. */
 #include "vmpt/image.h"
+#include "vmpt/debug_file.h"
 #include "vmpt/demangle.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
@@ -617,50 +618,19 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
 	return n;
 }
 
-/* The GNU build-id of an ELF file, as hex; 0 or -VMPT_ERR_NOT_FOUND. */
-static int elf_build_id(Elf *elf, char *hex, size_t cap)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off))) {
-			const uint8_t *desc = (const uint8_t *)data->d_buf + desc_off;
-
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
-			    nh.n_descsz * 2 + 1 > cap || nh.n_descsz < 2)
-				continue;
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				snprintf(hex + 2 * i, 3, "%02x", desc[i]);
-			return 0;
-		}
-	}
-	return -VMPT_ERR_NOT_FOUND;
-}
-
-/* Symbols from the separate debug file (/usr/lib/debug/.build-id/xx/yyy.debug)
- * when the binary is stripped, as perf and gdb find them.
+/* Symbols from the separate debug file when the binary is stripped, where
+ * perf and gdb find it (vmpt/debug_file.h).
  */
-static int debug_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
-			 struct vmpt_symbol **syms, size_t *n_syms)
+static int debug_symbols(struct vmpt_image *img, const struct vmpt_file *f,
+			 uint64_t bias, struct vmpt_symbol **syms, size_t *n_syms)
 {
 	const struct vmpt_file *df;
-	char id[129], path[4096];
+	char path[4096];
 	Elf *delf;
 	int ret;
 
-	if (elf_build_id(elf, id, sizeof(id)) < 0)
-		return 0;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
-	if (map_file(img, path, &df) < 0)
+	if (vmpt_debug_file_find(f->path, f->data, f->size, VMPT_DEBUG_SYMTAB, path,
+				 sizeof(path)) < 0 || map_file(img, path, &df) < 0)
 		return 0;	/* no debug file: fine */
 	delf = elf_memory((char *)df->data, df->size);
 	if (!delf)
@@ -769,7 +739,7 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 		size_t n_plt = rela && rsh.sh_entsize ? rsh.sh_size / rsh.sh_entsize : 0;
 		struct vmpt_symbol *all;
 
-		ret = debug_symbols(img, elf, bias, &syms, &n_syms);
+		ret = debug_symbols(img, f, bias, &syms, &n_syms);
 		if (ret == 0 && !n_syms)
 			ret = elf_symbols(img, elf, f, bias, &syms, &n_syms);
 		if (ret < 0)
@@ -780,7 +750,12 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 			goto out;
 		if (n_syms)
 			memcpy(all, syms, n_syms * sizeof(*all));
-		n_syms += plt_symbols(img, elf, bias, all + n_syms);
+		/* perf's dso__load names the PLT only when the symbol
+		 * table gave it some symbol (a stripped PIE's .dynsym
+		 * may define none).
+		 */
+		if (n_syms)
+			n_syms += plt_symbols(img, elf, bias, all + n_syms);
 		qsort(all, n_syms, sizeof(*all), cmp_sym);
 		fixup_sizes(all, n_syms);
 		ret = attach_symbols(img, list, n, all, n_syms);
