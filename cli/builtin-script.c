@@ -255,6 +255,8 @@ static void script_usage(FILE *out)
 		"  --guest-code      the guest runs the host program's code at the same\n"
 		"                    addresses (KVM selftests, as perf's --guest-code)\n"
 		"  --symfs DIR       look for the recording's binaries under DIR\n"
+		"  --no-demangle     C++ and Rust names as mangled (perf's --demangle: on)\n"
+		"  --demangle-kernel demangle kernel names too (off, as perf's)\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
 		"                    x transactions, w ptwrite, p power events, e errors,\n"
@@ -285,7 +287,7 @@ int cmd_script(int argc, char **argv)
 	       O_GPAGECACHE, O_GKCORE, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
-	       O_SHOW_LOST };
+	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
 		{ "elf", required_argument, NULL, O_ELF },
@@ -300,6 +302,9 @@ int cmd_script(int argc, char **argv)
 		{ "vmcs", required_argument, NULL, O_VMCS },
 		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
 		{ "symfs", required_argument, NULL, O_SYMFS },
+		{ "demangle", no_argument, NULL, O_DEMANGLE },
+		{ "no-demangle", no_argument, NULL, O_NO_DEMANGLE },
+		{ "demangle-kernel", no_argument, NULL, O_DEMANGLE_KERNEL },
 		{ "itrace", optional_argument, NULL, O_ITRACE },
 		{ "fields", required_argument, NULL, 'F' },
 		{ "call-trace", no_argument, NULL, O_CALL_TRACE },
@@ -332,6 +337,7 @@ int cmd_script(int argc, char **argv)
 	const char *pt = NULL, *input = NULL, *shortcut = NULL;
 	struct vmpt_image *img = vmpt_image_new();
 	const char *failed = NULL;
+	unsigned demangle = VMPT_IMAGE_DEMANGLE;
 	int itrace_given = 0, jobs = 1, c, ret = 0, status = 1;
 
 	if (!img)
@@ -383,6 +389,9 @@ int cmd_script(int argc, char **argv)
 			op.guest_code = 1;
 			break;
 		case O_SYMFS: sf.symfs = optarg; break;
+		case O_DEMANGLE: demangle |= VMPT_IMAGE_DEMANGLE; break;
+		case O_NO_DEMANGLE: demangle &= ~VMPT_IMAGE_DEMANGLE; break;
+		case O_DEMANGLE_KERNEL: demangle |= VMPT_IMAGE_DEMANGLE_KERNEL; break;
 		case O_ITRACE:
 			/* perf: --itrace alone is every event, instructions every
 			 * 100us.
@@ -497,6 +506,7 @@ bad_arg:
 		vmpt_itrace_parse("be", &op.it, NULL, 0);
 	if (pt && !op.f.user_set[VMPT_OUT_HW] && !op.it.insns)
 		op.f.flags = 1;
+	vmpt_image_set_demangle(img, demangle);
 	ret = script_images_add(&images, img, &failed);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt script: %s: %s\n", failed,

@@ -98,6 +98,14 @@ struct vmpt_image;
 struct vmpt_image *vmpt_image_new(void);
 void vmpt_image_free(struct vmpt_image *img);
 
+/* Which symbol names vmpt_image_add_* demangle (C++, Rust), as perf's
+ * --demangle (default on) and --demangle-kernel (default off); applies to
+ * files added after the call.
+ */
+#define VMPT_IMAGE_DEMANGLE		1u
+#define VMPT_IMAGE_DEMANGLE_KERNEL	2u
+void vmpt_image_set_demangle(struct vmpt_image *img, unsigned which);
+
 /* Base for vmpt_image_add_elf meaning "at the addresses the file says". */
 #define VMPT_ELF_LINK_ADDR UINT64_MAX
 
