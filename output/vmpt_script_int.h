@@ -54,7 +54,7 @@ struct script_sample {
 	unsigned insn_len;		/* the instruction at ip: bytes shown */
 	int guest, addr_guest;		/* machine of ip and of addr */
 	uint64_t ipc_insns, ipc_cyc;	/* perf's IPC (0: none) */
-	char synth[96];			/* the synth event's payload text */
+	char synth[160];			/* the synth event's payload text */
 	int synth_len;
 };
 

@@ -661,6 +661,41 @@ static void cbr_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
 }
 
 
+/* An Event Trace sample as perf_sample__fprintf_synth_evt prints it: the
+ * CFE's type, IP bit and vector, then its EVDs in the packets' order.
+ */
+static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
+{
+	static const char *const cfe[32] = {
+		NULL, "INTR", "IRET", "SMI", "RSM", "SIPI", "INIT", "VMENTRY", "VMEXIT",
+		"VMEXIT_INTR", "SHUTDOWN", NULL, "UINTR", "UIRET",
+	};
+	static const char *const evd[64] = { "PFA", "VMXQ", "VMXR" };
+	unsigned type = VMPT_CFE_TYPE(e->payload);
+	uint64_t ip = e->ip_valid ? e->ip : 0;
+	char text[160];
+	int n;
+
+	if (cfe[type])
+		n = snprintf(text, sizeof(text), " cfe: %s IP: %u vector: %u", cfe[type],
+			     e->ip_valid, VMPT_CFE_VECTOR(e->payload));
+	else
+		n = snprintf(text, sizeof(text), " cfe: %u IP: %u vector: %u", type,
+			     e->ip_valid, VMPT_CFE_VECTOR(e->payload));
+	for (uint32_t i = 0; i < e->ninsn && n > 0 && (size_t)n < sizeof(text); i++) {
+		unsigned et = e->evd[i].type & 0x3f;
+
+		if (evd[et])
+			n += snprintf(text + n, sizeof(text) - (size_t)n, " %s: %#" PRIx64,
+				      evd[et], e->evd[i].payload);
+		else
+			n += snprintf(text + n, sizeof(text) - (size_t)n, " EVD_%u: %#" PRIx64,
+				      et, e->evd[i].payload);
+	}
+	synth_sample(c, VMPT_SE_EVT, e, ip, state_time(c, e->time), state_flags(c, ip),
+		     "%s", text);
+}
+
 static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 {
 	const struct vmpt_itrace *it = &c->o->it;
@@ -760,6 +795,10 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 				     (unsigned)(e->payload >> 8 & 0xf),
 				     (unsigned)(e->payload & 0xf),
 				     (unsigned)(e->payload >> 16 & 0xf));
+		break;
+	case VMPT_EV_CFE:
+		if (it->intr_events)
+			evt_sample(c, e);
 		break;
 	case VMPT_EV_ENABLED:
 		/* perf's periods start anew when tracing does. */

@@ -74,7 +74,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 	const char *symfs = s->opts.symfs;
 	int other = 0, vdso = !strcmp(name, "[vdso]");
 
-	if (name[0] != '/' && !vdso)
+	if (name[0] == '[' && !vdso)
 		return -VMPT_ERR_NOT_FOUND;
 #define TRY(...) do { \
 		int other_before = other; \
@@ -84,6 +84,13 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		if (other != other_before && !fallback[0] && !vdso) \
 			snprintf(fallback, sizeof(fallback), "%s", out); \
 	} while (0)
+	/* perf opens a relative path (an MMAP2 of "./prog") from the working
+	 * directory, as it is.
+	 */
+	if (name[0] != '/' && !vdso) {
+		TRY("%s", name);
+		goto not_found;
+	}
 	if (vmpt_session_sysroot(s->pd.path, root, sizeof(root)) == 0) {
 		if (id[0])
 			TRY("%s/.build-id/%.2s/%s", root, id, id + 2);
@@ -102,6 +109,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 	if (!vdso)
 		TRY("%s", name);
 #undef TRY
+not_found:
 	changed_id[0] = 0;
 	if (fallback[0] && vmpt_build_id_of_file(fallback, changed_id) < 0)
 		snprintf(changed_id, 41, "none");

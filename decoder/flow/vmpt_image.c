@@ -779,9 +779,11 @@ int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid)
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
+	int guest = asid && asid->machine != VMPT_MACHINE_HOST &&
+		    asid->machine != VMPT_ASID_ANY;
 
-	return add_elf_segments(img, path, &pl, 0, asid, "[kernel.kallsyms]",
-				NULL, NULL);
+	return add_elf_segments(img, path, &pl, 0, asid, guest ?
+				"[guest.kernel.kallsyms]" : "[kernel.kallsyms]", NULL, NULL);
 }
 
 int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
