@@ -58,6 +58,15 @@ struct script_sample {
 	int synth_len;
 };
 
+/* perf's emulated PTWRITE being read (vmpt_script_eptw.c). */
+#define SCRIPT_EPTW_ITEMS 256
+struct script_eptw {
+	int on;
+	unsigned bits, n;		/* payload bits so far, items held */
+	uint64_t ip, time, payload;
+	struct vmpt_flow_item items[SCRIPT_EPTW_ITEMS];
+};
+
 struct vmpt_consumer {
 	struct vmpt_script *s;
 	const struct vmpt_script_opts *o;
@@ -116,6 +125,11 @@ struct vmpt_consumer {
 		uint64_t cyc, tot, prev_cnt;
 	} held;
 	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
+	/* perf 6.1 prints a PWRE of its own (after HLT) with the payload
+	 * of the last one bound to an MWAIT (its state's pwre_payload).
+	 */
+	uint64_t mwait_pwre;
+	struct script_eptw eptw;
 	/* perf's ptq->timestamp, the time of its samples: forward only,
 	 * but for its estimate on returns to user space (est_tsc), which
 	 * counts 2 cycles per instruction since the last timestamp (ts_time,
@@ -166,6 +180,14 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 /* An error line at perf time ns (lost data has no packet). */
 void script_error_ns(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
 		     int err, uint64_t ns);
+/* A ptwrite sample without a FUP (IP: 0) at ip, as perf's. */
+void script_ptwrite_sample(struct vmpt_consumer *c, uint64_t ip, uint64_t time,
+			   uint64_t payload);
+
+/* vmpt_script_eptw.c: the stream's items with perf's emulated PTWRITE. */
+void script_eptw_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+void script_eptw_drain(struct vmpt_consumer *c, uint64_t next_time);
+
 /* Instruction samples by time (ticks, ns) rather than by count. */
 int script_time_period(const struct vmpt_consumer *c);
 

@@ -672,7 +672,8 @@ static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 	};
 	static const char *const evd[64] = { "PFA", "VMXQ", "VMXR" };
 	unsigned type = VMPT_CFE_TYPE(e->payload);
-	uint64_t ip = e->ip_valid ? e->ip : 0;
+	uint64_t ip = e->ip;
+	uint32_t flags;
 	char text[160];
 	int n;
 
@@ -692,8 +693,47 @@ static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 			n += snprintf(text + n, sizeof(text) - (size_t)n, " EVD_%u: %#" PRIx64,
 				      et, e->evd[i].payload);
 	}
-	synth_sample(c, VMPT_SE_EVT, e, ip, state_time(c, e->time), state_flags(c, ip),
-		     "%s", text);
+	/* perf's flags are its decoder state's: none for a CFE with a FUP
+	 * of its own, the event's branch for one bound to its compound FUP
+	 * (a VM exit, an interrupt), else the branch being walked.
+	 */
+	if (VMPT_CFE_IP_BIT(e->payload))
+		flags = 0;
+	else if (e->ip_valid && (type == VMPT_CFE_VMEXIT || type == VMPT_CFE_VMEXIT_INTR))
+		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_VMEXIT;
+	else if (e->ip_valid && type == VMPT_CFE_INTR)
+		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT;
+	else
+		flags = state_flags(c, ip);
+	synth_sample(c, VMPT_SE_EVT, e, ip, state_time(c, e->time), flags, "%s", text);
+}
+
+/* perf_sample__fprintf_synth_ptwrite: the payload as text too when its
+ * bytes are printable ASCII padded with NULs.  A FUP of its own (ip_bit)
+ * is its state alone: no branch flags.
+ */
+static void ptwrite_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+			   uint64_t ip, uint64_t time, unsigned ip_bit, uint64_t v)
+{
+	char str[9] = "";
+	int prt = 1, i;
+
+	for (i = 0; i < 8 && ((v >> (8 * i)) & 0xff); i++)
+		prt &= (v >> (8 * i) & 0xff) >= 0x20 && (v >> (8 * i) & 0xff) < 0x7f;
+	for (; i < 8; i++)
+		prt &= !((v >> (8 * i)) & 0xff);
+	if (prt)
+		memcpy(str, &v, 8);
+	synth_sample(c, VMPT_SE_PTWRITE, e, ip, time, ip_bit ? 0 : state_flags(c, ip),
+		     " IP: %u payload: %#" PRIx64 " %s ", ip_bit, v, str);
+}
+
+void script_ptwrite_sample(struct vmpt_consumer *c, uint64_t ip, uint64_t time,
+			   uint64_t payload)
+{
+	struct vmpt_flow_item e = { .kind = VMPT_FLOW_EVENT, .ev = VMPT_EV_PTWRITE };
+
+	ptwrite_sample(c, &e, ip, state_time(c, time), 0, payload);
 }
 
 static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
@@ -748,49 +788,41 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 			cbr_sample(c, e, (unsigned)e->payload, e->ip, state_time(c, e->time));
 		break;
 	case VMPT_EV_PTWRITE:
-		if (it->ptwrites) {
-			uint64_t v = e->payload;
-			char str[9] = "";
-			int prt = 1, i;
-
-			for (i = 0; i < 8 && ((v >> (8 * i)) & 0xff); i++)
-				prt &= (v >> (8 * i) & 0xff) >= 0x20 && (v >> (8 * i) & 0xff) < 0x7f;
-			for (; i < 8; i++)
-				prt &= !((v >> (8 * i)) & 0xff);
-			if (prt)
-				memcpy(str, &v, 8);
-			synth_sample(c, VMPT_SE_PTWRITE, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
-				     " IP: %u payload: %#" PRIx64 " %s ", e->ip_valid, v, str);
-		}
+		if (it->ptwrites)
+			ptwrite_sample(c, e, e->ip, state_time(c, e->time), e->ip_valid,
+				       e->payload);
 		break;
 	case VMPT_EV_MWAIT:
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_MWAIT, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_MWAIT, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " hints: %#x extensions: %#x ",
 				     (unsigned)(e->payload & 0xffffffff),
 				     (unsigned)(e->payload >> 32));
 		break;
-	case VMPT_EV_PWRE:
+	case VMPT_EV_PWRE: {
+		uint64_t v = e->ip_valid ? e->payload : c->mwait_pwre;
+
+		if (e->ip_valid)
+			c->mwait_pwre = e->payload;
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PWRE, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_PWRE, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " hw: %u cstate: %u sub-cstate: %u ",
-				     (unsigned)(e->payload >> 16 & 1),
-				     (unsigned)(e->payload & 0xff),
-				     (unsigned)(e->payload >> 8 & 0xff));
+				     (unsigned)(v >> 16 & 1), (unsigned)(v & 0xff),
+				     (unsigned)(v >> 8 & 0xff));
 		break;
+	}
 	case VMPT_EV_EXSTOP:
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_EXSTOP, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_EXSTOP, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " IP: %u ", e->ip_valid);
 		break;
 	case VMPT_EV_PWRX:
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PWRX, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_PWRX, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " deepest cstate: %u last cstate: %u wake reason: %#x ",
 				     (unsigned)(e->payload >> 8 & 0xf),
 				     (unsigned)(e->payload & 0xf),
