@@ -65,9 +65,9 @@ void script_eptw_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 
 	if (!e->on) {
 		script_stream_item(c, it);
-		if (c->o->it.ptwrites && eptw_jump(it)) {
-			*e = (struct script_eptw){ .on = 1, .ip = it->to, .time = it->time };
-		}
+		/* perf's state at the jump (its branch sample's time) */
+		if (c->o->it.ptwrites && eptw_jump(it))
+			*e = (struct script_eptw){ .on = 1, .ip = it->to, .time = c->ptq_ts };
 		return;
 	}
 	if (eptw_breaks(it) || e->n == SCRIPT_EPTW_ITEMS) {
@@ -78,8 +78,6 @@ void script_eptw_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 	e->items[e->n++] = *it;
 	if (it->kind == VMPT_FLOW_BLOCK && it->iclass == VMPT_IC_JCC) {
 		e->payload = e->payload << 1 | it->taken;
-		if (!e->bits)
-			e->time = it->time;
 		if (++e->bits == 64)
 			eptw_end(c, 1);
 	}

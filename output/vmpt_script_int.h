@@ -109,6 +109,7 @@ struct vmpt_consumer {
 	uint8_t nr, from_nr;
 	uint64_t vmcs;
 	unsigned last_iclass;		/* of the last instruction walked */
+	uint64_t walk_to;		/* where the last block went */
 	/* The last block ended in a far branch where tracing stopped. */
 	struct vmpt_flow_item stopped;
 	int have_stopped;
@@ -130,6 +131,11 @@ struct vmpt_consumer {
 	 */
 	uint64_t mwait_pwre;
 	struct script_eptw eptw;
+	/* An Event Trace CFE bound to its event's FUP, sampled with the
+	 * flags of the event that follows.
+	 */
+	struct vmpt_flow_item cfe;
+	int have_cfe;
 	/* perf's ptq->timestamp, the time of its samples: forward only,
 	 * but for its estimate on returns to user space (est_tsc), which
 	 * counts 2 cycles per instruction since the last timestamp (ts_time,

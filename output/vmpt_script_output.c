@@ -431,6 +431,8 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 }
 
 
+static void settle_cfe(struct vmpt_consumer *c, const struct vmpt_flow_item *next);
+
 static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 {
 	const struct vmpt_itrace *it = &c->o->it;
@@ -440,6 +442,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	int est_point = b->cyc_est && b->cyc && (b->taken || b->iclass != VMPT_IC_JCC);
 
 	script_settle_held(c, b);
+	settle_cfe(c, b);
 	track_time(c, b);
 	c->from_nr = c->nr;
 	c->ts_insns += b->ninsn;
@@ -495,6 +498,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	if (est_point)
 		c->est_cyc = b->cyc;
 	c->last_iclass = b->iclass;
+	c->walk_to = b->to;
 	c->have_stopped = stopped_at(b);
 	if (c->have_stopped)
 		c->stopped = *b;
@@ -664,7 +668,8 @@ static void cbr_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
 /* An Event Trace sample as perf_sample__fprintf_synth_evt prints it: the
  * CFE's type, IP bit and vector, then its EVDs in the packets' order.
  */
-static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
+static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+		       const struct vmpt_flow_item *next)
 {
 	static const char *const cfe[32] = {
 		NULL, "INTR", "IRET", "SMI", "RSM", "SIPI", "INIT", "VMENTRY", "VMEXIT",
@@ -695,16 +700,19 @@ static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 	}
 	/* perf's flags are its decoder state's: none for a CFE with a FUP
 	 * of its own, the event's branch for one bound to its compound FUP
-	 * (a VM exit, an interrupt), else the branch being walked.
+	 * (a VM exit, an interrupt, tracing stopping at one: the item after
+	 * it), else the branch being walked.
 	 */
 	if (VMPT_CFE_IP_BIT(e->payload))
 		flags = 0;
-	else if (e->ip_valid && (type == VMPT_CFE_VMEXIT || type == VMPT_CFE_VMEXIT_INTR))
-		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_VMEXIT;
-	else if (e->ip_valid && type == VMPT_CFE_INTR)
-		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT;
-	else
+	else if (!e->ip_valid)
 		flags = state_flags(c, ip);
+	else if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_ASYNC_DISABLED)
+		flags = PF_BRANCH | PF_ASYNC | PF_TRACE_END;
+	else if (type == VMPT_CFE_VMEXIT || type == VMPT_CFE_VMEXIT_INTR)
+		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_VMEXIT;
+	else
+		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT;
 	synth_sample(c, VMPT_SE_EVT, e, ip, state_time(c, e->time), flags, "%s", text);
 }
 
@@ -741,6 +749,7 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 	const struct vmpt_itrace *it = &c->o->it;
 
 	script_settle_held(c, e);
+	settle_cfe(c, e);
 	track_time(c, e);
 	if (e->cyc_est && e->cyc)
 		c->est_cyc = e->cyc;
@@ -771,11 +780,13 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		 */
 		uint64_t ip = e->ip_valid ? e->ip : 0, t = state_time(c, e->time);
 
-		/* perf walks to the FUP: no branch is the last walked. */
-		c->last_iclass = VMPT_IC_OTHER;
+		/* perf walks to the FUP: no branch is the last walked, unless
+		 * it stands there already (its psb sample has no flags).
+		 */
+		if (ip != c->walk_to)
+			c->last_iclass = VMPT_IC_OTHER;
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PSB, e, ip, t,
-				     state_flags(c, ip), " psb offs: %#" PRIx64,
+			synth_sample(c, VMPT_SE_PSB, e, ip, t, 0, " psb offs: %#" PRIx64,
 				     c->queue_offset + e->payload);
 		cbr_sample(c, e, (unsigned)e->to, ip, t);
 		break;
@@ -829,8 +840,13 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 				     (unsigned)(e->payload >> 16 & 0xf));
 		break;
 	case VMPT_EV_CFE:
-		if (it->intr_events)
-			evt_sample(c, e);
+		/* bound to its event's FUP: its flags are the next item's */
+		if (it->intr_events && e->ip_valid && !VMPT_CFE_IP_BIT(e->payload)) {
+			c->cfe = *e;
+			c->have_cfe = 1;
+		} else if (it->intr_events) {
+			evt_sample(c, e, NULL);
+		}
 		break;
 	case VMPT_EV_ENABLED:
 		/* perf's periods start anew when tracing does. */
@@ -869,6 +885,22 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 	default:
 		break;
 	}
+	/* perf's walk to a FUP or an interrupt's target walks no branch:
+	 * the samples after it have no branch flags.
+	 */
+	if ((e->ip_valid && (e->ev == VMPT_EV_PTWRITE || e->ev == VMPT_EV_EXSTOP ||
+			     e->ev == VMPT_EV_MWAIT || e->ev == VMPT_EV_PWRE)) ||
+	    e->ev == VMPT_EV_ASYNC_BRANCH)
+		c->last_iclass = VMPT_IC_OTHER;
+}
+
+/* A CFE bound to its event's FUP waited for the event (next). */
+static void settle_cfe(struct vmpt_consumer *c, const struct vmpt_flow_item *next)
+{
+	if (!c->have_cfe)
+		return;
+	c->have_cfe = 0;
+	evt_sample(c, &c->cfe, next);
 }
 
 /* A PSB+ decides nothing: it waits with the blocks around it. */
@@ -945,4 +977,5 @@ void script_stream_drain(struct vmpt_consumer *c, uint64_t next_time)
 	if (c->n_pending)
 		run_pending(c, next_time ? next_time : c->pending[c->n_pending - 1].time);
 	script_settle_held(c, NULL);
+	settle_cfe(c, NULL);
 }

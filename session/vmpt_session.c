@@ -92,6 +92,8 @@ static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev
 		n = snprintf(path, sizeof(path), "%s", vdso);
 	else if (name[0] == '/')
 		n = snprintf(path, sizeof(path), "%s%s", root, name);
+	else if (!root[0] && name[0] != '[')	/* relative: from here, as perf */
+		n = snprintf(path, sizeof(path), "%s", name);
 	else
 		return;
 	if (n < 0 || (size_t)n >= sizeof(path))
