@@ -247,6 +247,7 @@ static void script_usage(FILE *out)
 		"                    code of every machine; of the host once a guest\n"
 		"                    image or --guest-code is given\n"
 		"  --vmlinux FILE    the host kernel, named [kernel.kallsyms] as perf's\n"
+		"  --guestvmlinux FILE  the guest kernel, [guest.kernel.kallsyms]\n"
 		"  --guest-elf FILE[@BASE], --guest-raw FILE@ADDR,\n"
 		"  --guest-pagecache PREFIX, --guest-kcore FILE\n"
 		"                    code of the guest (PIP.NR=1)\n"
@@ -259,9 +260,10 @@ static void script_usage(FILE *out)
 		"  --demangle-kernel demangle kernel names too (off, as perf's)\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
-		"                    x transactions, w ptwrite, p power events, e errors,\n"
+		"                    x transactions, w ptwrite, p power events, I Event\n"
+		"                    Trace, e errors,\n"
 		"                    g[N] callchains, l[N] branch stacks, s[N] skip, Z\n"
-		"                    timeless (default: cewxpo; periods i100us, i5 (ns),\n"
+		"                    timeless (default: cewxpoI; periods i100us, i5 (ns),\n"
 		"                    i1000i, i4096t)\n"
 		"  -F FIELDS         comm,tid,pid,time,cpu,event,ip,sym,symoff,dso,addr,\n"
 		"                    period,flags,insn,insnlen,ipc,callindent,synth,brstack,\n"
@@ -284,7 +286,7 @@ static void script_usage(FILE *out)
 int cmd_script(int argc, char **argv)
 {
 	enum { O_PT = 256, O_ELF, O_RAW, O_PAGECACHE, O_KCORE, O_VMLINUX, O_GELF, O_GRAW,
-	       O_GPAGECACHE, O_GKCORE, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
+	       O_GPAGECACHE, O_GKCORE, O_GVMLINUX, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
 	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL };
@@ -299,6 +301,7 @@ int cmd_script(int argc, char **argv)
 		{ "guest-raw", required_argument, NULL, O_GRAW },
 		{ "guest-pagecache", required_argument, NULL, O_GPAGECACHE },
 		{ "guest-kcore", required_argument, NULL, O_GKCORE },
+		{ "guestvmlinux", required_argument, NULL, O_GVMLINUX },
 		{ "vmcs", required_argument, NULL, O_VMCS },
 		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
 		{ "symfs", required_argument, NULL, O_SYMFS },
@@ -375,8 +378,9 @@ int cmd_script(int argc, char **argv)
 			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, gst, optarg,
 						  why, sizeof(why));
 			break;
+		case O_GVMLINUX: gst = 1; /* fall through */
 		case O_VMLINUX:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg,
+			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, gst, optarg,
 						  why, sizeof(why));
 			break;
 		case O_VMCS:

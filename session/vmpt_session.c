@@ -88,11 +88,13 @@ static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev
 {
 	const char *name = ev->mmap.filename;
 
-	/* The guest names these files: each is opened inside root. */
+	/* The guest names these files: each is opened inside root.  Without
+	 * a root a relative path opens from here, as perf.
+	 */
 	if (!strcmp(name, "[vdso]") && vdso_root) {
 		root = vdso_root;
 		name = "vdso";
-	} else if (name[0] != '/') {
+	} else if (name[0] != '/' && (root || name[0] == '[')) {
 		return;
 	}
 	if (vmpt_image_add_elf_map_in(img, root, name, NULL, ev->mmap.start,

@@ -89,7 +89,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 	const char *symfs = s->opts.symfs;
 	int other = 0, vdso = !strcmp(name, "[vdso]");
 
-	if (name[0] != '/' && !vdso)
+	if (name[0] == '[' && !vdso)
 		return -VMPT_ERR_NOT_FOUND;
 	/* A recording's name is looked up inside each directory tried; only
 	 * the last try, the name itself on this host, is opened as is.
@@ -103,6 +103,13 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		if (other != other_before && !fallback.path[0] && !vdso) \
 			fallback = *out; \
 	} while (0)
+	/* perf opens a relative path (an MMAP2 of "./prog") from the working
+	 * directory, as it is.
+	 */
+	if (name[0] != '/' && !vdso) {
+		TRY("", "%s", name);
+		goto not_found;
+	}
 	if (vmpt_session_sysroot(s->pd.path, cache, sizeof(cache)) == 0) {
 		if (id[0])
 			TRY(cache, "/.build-id/%.2s/%s", id, id + 2);
@@ -128,6 +135,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		TRY(cache, "%s", strrchr(name, '/') + 1);
 	}
 #undef TRY
+not_found:
 	changed_id[0] = 0;
 	if (fallback.path[0] &&
 	    build_id_in(fallback.root[0] ? fallback.root : NULL, fallback.path,

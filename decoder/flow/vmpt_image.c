@@ -854,11 +854,13 @@ int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid)
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
+	int guest = asid && asid->machine != VMPT_MACHINE_HOST &&
+		    asid->machine != VMPT_ASID_ANY;
 	int ret;
 
 	img->loading_kernel = 1;
-	ret = add_elf_segments(img, NULL, path, &pl, 0, asid, "[kernel.kallsyms]",
-			       NULL, NULL);
+	ret = add_elf_segments(img, NULL, path, &pl, 0, asid, guest ?
+			       "[guest.kernel.kallsyms]" : "[kernel.kallsyms]", NULL, NULL);
 	img->loading_kernel = 0;
 	return ret;
 }

@@ -119,8 +119,9 @@ int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 		       const struct vmpt_asid *asid);
 
 /* Add a kernel image (vmlinux) at its link addresses, its code named
- * "[kernel.kallsyms]" as perf names the kernel it was given with --vmlinux.
- * Errors as vmpt_image_add_elf.
+ * "[kernel.kallsyms]" as perf names the kernel it was given with --vmlinux
+ * (a guest's, asid->machine a guest: "[guest.kernel.kallsyms]", as
+ * --guestvmlinux).  Errors as vmpt_image_add_elf.
  */
 int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid);

@@ -65,7 +65,7 @@ const char *vmpt_script_field_name(size_t i);
 enum vmpt_script_event {
 	VMPT_SE_INSTRUCTIONS, VMPT_SE_BRANCHES, VMPT_SE_TRANSACTIONS,
 	VMPT_SE_PTWRITE, VMPT_SE_CBR, VMPT_SE_PSB, VMPT_SE_MWAIT, VMPT_SE_PWRE,
-	VMPT_SE_EXSTOP, VMPT_SE_PWRX, VMPT_SE_COUNT
+	VMPT_SE_EXSTOP, VMPT_SE_PWRX, VMPT_SE_EVT, VMPT_SE_COUNT
 };
 
 /* perf script's sample filters (-C, --pid, --tid, --comm, --dsos,
