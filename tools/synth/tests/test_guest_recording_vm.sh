@@ -14,7 +14,11 @@
 #   (an ID_INDEX of each id's CPU, the kernel text MMAP): guest-for-perf
 #   adds them to its copy; perf reads a guest binary from the host's file
 #   of the same path, so the run for perf leaves out what only the guest
-#   has (the agent itself, the vdso).
+#   has (the agent itself, the vdso) or has other bytes of (a host library
+#   updated since the guest image was built).
+# The trace starts at md5sum's COMM: how long each task runs in the guest
+# varies from boot to boot, and from there md5sum and the shell run in the
+# trace whatever the timing was.
 # QEMU is killed at the end, whatever happens.
 . "$(dirname "$0")/synth-lib.sh"
 : "${VMPT:?}" "${SRCDIR:?}" "${VMX_KERNEL:?}" "${GUEST_FOR_PERF:?}"
@@ -49,12 +53,16 @@ G=rec/guest
 perf script -i "$G/perf.data" --show-task-events 2>/dev/null | grep -q "PERF_RECORD_COMM: md5sum" ||
 	fail "the guest sideband has no md5sum"
 
+from=$(perf script -i "$G/perf.data" --show-task-events --ns -F time 2>/dev/null |
+	awk '/PERF_RECORD_COMM: md5sum/ { sub(":", "", $1); sub("[.]", "", $1); print $1; exit }')
+[ -n "$from" ] || fail "no time of md5sum's COMM"
 OFF=-0x123456789a
 POFF=$(printf '0x%x' $((OFF)))
 synth() {
 	rm -rf r.perf.data
 	"$SYNTH" --vm --host-kernel "$VMX_KERNEL" --guest-recording "$1" --vcpus 2 \
-		--tsc-offset "$OFF" --psb-period 1024 --branches 20000 "${@:2}" -o r -q
+		--tsc-offset "$OFF" --psb-period 1024 --branches 20000 --guest-from "$from" \
+		"${@:2}" -o r -q
 }
 
 # the whole guest
@@ -76,7 +84,7 @@ ke=$(awk '$3 == "_etext" { print $1 }' "$G/kcore_dir/kallsyms")
 rm -rf forperf && cp -r rec forperf
 rm -f forperf/guest/vdso
 find forperf/guest/root -type f | while read -r f; do
-	[ -f "${f#forperf/guest/root}" ] || rm "$f"
+	cmp -s "$f" "${f#forperf/guest/root}" || rm "$f"
 done
 total=0
 allowed=0
