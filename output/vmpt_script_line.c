@@ -542,9 +542,9 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 /* A sample of guest code, or of a branch into it (the VM entry), is the
  * guest task's with the guest's sideband, as perf's intel_pt_prep_a_sample
  * gives it (from_ip in the guest, or to_ip): its pid/tid, and its comm
- * where the code is the guest's (perf looks the thread up in the
- * sample's machine: a host instruction's is the host's, which has no such
- * thread).
+ * where the sample's machine is the guest (perf's cpumode: of ip, of addr
+ * when ip is 0; a host instruction's machine is the host, which has no
+ * such thread).
  */
 static void print_sample(struct vmpt_consumer *c, const struct script_sample *in,
 			 const struct script_extra *x)
@@ -555,7 +555,7 @@ static void print_sample(struct vmpt_consumer *c, const struct script_sample *in
 	    ((in->ip && in->guest) || (in->addr && in->addr_guest))) {
 		c->task.pid = c->task.guest_pid;
 		c->task.tid = c->task.guest_tid;
-		c->task.comm = in->ip && in->guest ? c->task.guest_comm : NULL;
+		c->task.comm = (in->ip ? in->guest : in->addr_guest) ? c->task.guest_comm : NULL;
 		c->task.vcpu |= GUEST_SAMPLE;
 		print_sample_as(c, in, x);
 		c->task = saved;

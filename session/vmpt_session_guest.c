@@ -144,6 +144,20 @@ static size_t vcpu_scales(const struct vmpt_session *s, const struct vmpt_guest_
 		if ((size_t)v + 1 > nr)
 			nr = (size_t)v + 1;
 	}
+	/* A vCPU whose guest TSC the trace never sampled: KVM gives the
+	 * vCPUs of a VM one offset, so another vCPU's.
+	 */
+	for (size_t v = 0; v < nr; v++)
+		for (size_t k = 0; !have[v] && k < nr; k++)
+			if (have[k]) {
+				tsc[v] = tsc[k];
+				have[v] = 1;
+			}
+	if (nr < vmpt_guest_tasks_nr_vcpus(gt) && nr && nr < max) {
+		for (size_t v = nr; v < vmpt_guest_tasks_nr_vcpus(gt) && v < max; v++)
+			tsc[v] = tsc[0];
+		nr = vmpt_guest_tasks_nr_vcpus(gt) < max ? vmpt_guest_tasks_nr_vcpus(gt) : max;
+	}
 	return nr;
 }
 
