@@ -98,8 +98,9 @@ static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev
 		return;
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return;
-	if (vmpt_image_add_elf_map(img, path, ev->mmap.start, ev->mmap.pgoff,
-				   asid) == -VMPT_ERR_FORMAT)
+	/* Named as recorded: the guest's path, not where its copy is. */
+	if (vmpt_image_add_elf_map_named(img, path, name, ev->mmap.start, ev->mmap.pgoff,
+					 asid) == -VMPT_ERR_FORMAT)
 		vmpt_image_add_raw(img, path, ev->mmap.pgoff, ev->mmap.len,
 				   ev->mmap.start, asid);
 }
