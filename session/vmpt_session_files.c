@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Where a recording's binaries are found: the recording's own sysroot
  * (vmpt archive's copies, by build-id and by path), perf's --symfs, perf's
- * build-id cache (~/.debug, or $PERF_BUILDID_DIR), then the path itself.
+ * build-id cache (~/.debug, or $PERF_BUILDID_DIR), the path itself, then a
+ * file of the same name beside the recording (recordings are often copied
+ * with the binaries they traced, into one folder).
  * A file whose build-id differs from the recorded one is not taken (as
  * perf): its code may not be what ran.
  */
@@ -99,8 +101,14 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		else
 			TRY("%s%s/%s/elf", cache, name, id);
 	}
-	if (!vdso)
+	if (!vdso) {
+		const char *slash = strrchr(s->pd.path, '/');
+		int dir_len = slash ? (int)(slash - s->pd.path) : 1;
+
 		TRY("%s", name);
+		TRY("%.*s/%s", dir_len, slash ? s->pd.path : ".",
+		    strrchr(name, '/') + 1);
+	}
 #undef TRY
 	changed_id[0] = 0;
 	if (fallback[0] && vmpt_build_id_of_file(fallback, changed_id) < 0)
