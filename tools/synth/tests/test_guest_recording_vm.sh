@@ -8,6 +8,9 @@
 # - the truth against the guest sideband as perf reads it: every guest
 #   instruction of the task perf's switch records put on that guest CPU at
 #   that time, with its comm and the mapping that holds it;
+# - vmpt script -i REC decodes the truth's every instruction with its
+#   guest task, symbol and dso by itself (guest/ as vmpt record --guest
+#   saves it, KVM's TSC offsets in REC/kvm-tsc);
 # - perf's own guest pipeline (man perf-intel-pt, TRACING VIRTUAL MACHINES)
 #   shows every instruction, host and guest, with the truth's task,
 #   address, symbol and dso.  perf needs what vmpt-agent's sideband lacks
@@ -76,6 +79,23 @@ done
 grep -q "	\[vdso\]	" r.gtruth || echo "note: no vdso code ran"
 echo "$n guest instructions of the real guest's tasks, as its sideband says"
 
+# vmpt script follows it all by itself, with the TSC offsets vmpt record
+# saves on a KVM host (REC/kvm-tsc; the trace's few guest TSC samples are
+# not enough for the correlator here)
+for v in 0 1; do
+	echo "vm 4242-11 vcpu $v tsc-offset $((OFF))"
+done > r.perf.data/kvm-tsc
+start=$(date +%s%N)
+"$VMPT" script -i r.perf.data --itrace=i0nse -F machine_pid,vcpu,comm,tid,ip,sym,dso \
+	> vmpt.out 2> vmpt.err || { cat vmpt.err; fail "vmpt script"; }
+ms=$((($(date +%s%N) - start) / 1000000))
+res=$(python3 "$HERE/check_perf_guest.py" r.gtruth vmpt.out 4242 "$G/root") ||
+	fail "vmpt script against the truth: $res"
+[ "$(wc -l < vmpt.out)" = "$(wc -l < r.gtruth)" ] ||
+	fail "vmpt script: $(wc -l < vmpt.out) lines, $(wc -l < r.gtruth) instructions in the truth"
+echo "vmpt script -i REC: all $(wc -l < r.gtruth) instructions of the truth, each with its" \
+	"guest task, symbol and dso ($ms ms)"
+
 # perf's pipeline, on what perf can read
 ks=$(awk '$3 == "_text" { print $1 }' "$G/kcore_dir/kallsyms")
 ke=$(awk '$3 == "_etext" { print $1 }' "$G/kcore_dir/kallsyms")
@@ -83,6 +103,9 @@ ke=$(awk '$3 == "_etext" { print $1 }' "$G/kcore_dir/kallsyms")
 	fail "guest-for-perf"
 rm -rf forperf && cp -r rec forperf
 rm -f forperf/guest/vdso
+# perf reads no guest module code (kcore_dir's modules): the run for perf
+# calls none
+grep -v '\[' rec/guest/kcore_dir/kallsyms > forperf/guest/kcore_dir/kallsyms
 find forperf/guest/root -type f | while read -r f; do
 	cmp -s "$f" "${f#forperf/guest/root}" || rm "$f"
 done
@@ -96,9 +119,33 @@ for cfg in "1" "2 --cyc"; do
 	perf inject -i r.perf.data --vm-time-correlation=dry-run 2>&1 |
 		sed -n 's/^VMCS: \(0x[0-9a-f]*\)  TSC Offset \(0x[0-9a-f]*\)$/\2/p' | sort -u > off.got
 	[ "$(cat off.got)" = "$POFF" ] || fail "perf's dry-run offsets ($cfg): $(cat off.got)"
+	start=$(date +%s%N)
 	perf_guest_pipeline r.perf.data gperf.data "$POFF" 4242 "$VMX_KERNEL" perf.out
+	pms=$((($(date +%s%N) - start) / 1000000))
 	res=$(python3 "$HERE/check_perf_guest.py" r.gtruth perf.out 4242 "$GUEST_ROOT") ||
 		fail "perf's guest pipeline ($cfg): $res"
+	# vmpt script's lines are perf's, vCPU by vCPU
+	for v in 0 1; do
+		echo "vm 4242-11 vcpu $v tsc-offset $((OFF))"
+	done > r.perf.data/kvm-tsc
+	start=$(date +%s%N)
+	"$VMPT" script -i r.perf.data --itrace=i0nse -F machine_pid,vcpu,comm,tid,ip,sym,dso \
+		> vmpt.out 2> vmpt.err || { cat vmpt.err; fail "vmpt script ($cfg)"; }
+	vms=$((($(date +%s%N) - start) / 1000000))
+	# (but for the comm perf gives by a sample's estimated time near an
+	# exec, allowed above: vmpt's is the truth's)
+	comms=0
+	for v in 0 1; do
+		grep -E "^VM: 4242 VCPU:00$v |CPU $v/KVM" perf.out > perf.$v
+		grep -E "^VM: 4242 VCPU:00$v |CPU $v/KVM" vmpt.out > vmpt.$v
+		for f in perf vmpt; do
+			sed -E 's/^(VM: +[0-9]+ VCPU:[0-9]+) +[^ ]+ +/\1 /' $f.$v > $f.$v.nocomm
+		done
+		compare "vCPU $v: vmpt script and perf's pipeline ($cfg)" perf.$v.nocomm vmpt.$v.nocomm
+		comms=$((comms + $(diff perf.$v vmpt.$v | grep -c '^<' || true)))
+	done
+	echo "$cfg: $(wc -l < vmpt.out) lines of vmpt script = perf's per vCPU ($comms comms" \
+		"at an exec apart); vmpt script $vms ms, perf's pipeline $pms ms"
 	set -- $res
 	total=$((total + $1))
 	allowed=$((allowed + $2))
