@@ -117,7 +117,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	struct vmpt_script *sc = NULL;
 	struct progress pg;
 	char err[512];
-	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr };
+	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr,
+					.no_guest_tasks = sf->no_guest_tasks };
 	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
 
 	if (ret == 0 && s.corr)
@@ -258,6 +259,8 @@ static void script_usage(FILE *out)
 		"  --symfs DIR       look for the recording's binaries under DIR\n"
 		"  --no-demangle     C++ and Rust names as mangled (perf's --demangle: on)\n"
 		"  --demangle-kernel demangle kernel names too (off, as perf's)\n"
+		"  --no-guest-tasks  a VM recording's guest code as any guest process's, not\n"
+		"                    the task its guest sideband says runs (guest/perf.data)\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
 		"                    x transactions, w ptwrite, p power events, I Event\n"
@@ -289,7 +292,7 @@ int cmd_script(int argc, char **argv)
 	       O_GPAGECACHE, O_GKCORE, O_GVMLINUX, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
-	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL };
+	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
 		{ "elf", required_argument, NULL, O_ELF },
@@ -308,6 +311,7 @@ int cmd_script(int argc, char **argv)
 		{ "demangle", no_argument, NULL, O_DEMANGLE },
 		{ "no-demangle", no_argument, NULL, O_NO_DEMANGLE },
 		{ "demangle-kernel", no_argument, NULL, O_DEMANGLE_KERNEL },
+		{ "no-guest-tasks", no_argument, NULL, O_NO_GUEST_TASKS },
 		{ "itrace", optional_argument, NULL, O_ITRACE },
 		{ "fields", required_argument, NULL, 'F' },
 		{ "call-trace", no_argument, NULL, O_CALL_TRACE },
@@ -396,6 +400,7 @@ int cmd_script(int argc, char **argv)
 		case O_DEMANGLE: demangle |= VMPT_IMAGE_DEMANGLE; break;
 		case O_NO_DEMANGLE: demangle &= ~VMPT_IMAGE_DEMANGLE; break;
 		case O_DEMANGLE_KERNEL: demangle |= VMPT_IMAGE_DEMANGLE_KERNEL; break;
+		case O_NO_GUEST_TASKS: sf.no_guest_tasks = 1; break;
 		case O_ITRACE:
 			/* perf: --itrace alone is every event, instructions every
 			 * 100us.

@@ -403,7 +403,8 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	if (ip == b->end_ip) {
 		smp.flags = insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
 		smp.addr = b->taken ? b->to : 0;
-		smp.addr_guest = c->nr;
+		/* A VM entry goes into the guest (perf's to_nr). */
+		smp.addr_guest = c->nr || b->iclass == VMPT_IC_VMENTRY;
 	}
 	/* Outside --time's ranges perf's decoder makes no sample: the
 	 * period counts on to the next.

@@ -648,8 +648,11 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf,
 			return 0;
 		first = psh.sh_addr + 16;
 	}
+	/* perf synthesizes PLT symbols from .dynsym only: a static
+	 * binary's .rela.plt (its ifuncs, linked to .symtab) makes none.
+	 */
 	dyn = elf_getscn(elf, rsh.sh_link);
-	if (!dyn || !gelf_getshdr(dyn, &dsh) ||
+	if (!dyn || !gelf_getshdr(dyn, &dsh) || dsh.sh_type != SHT_DYNSYM ||
 	    !gelf_getshdr(elf_getscn(elf, dsh.sh_link), &ssh))
 		return 0;
 	rdata = elf_getdata(rela, NULL);
