@@ -73,7 +73,7 @@ static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_i
 
 static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 {
-	uint64_t space = q->task.space;
+	uint64_t space = q->task.space, guest_space = q->task.guest_space;
 
 	if (q->task_until && t >= q->task_from && t < q->task_until)
 		return;
@@ -82,6 +82,11 @@ static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 	d->ops->set_task(q->out, &q->task);
 	if (q->task.space != space && q->dec)
 		vmpt_flow_set_host_space(q->dec, q->task.space);
+	/* A guest context switch: the guest code after it is the next
+	 * task's.
+	 */
+	if (q->task.guest_space != guest_space && q->dec)
+		vmpt_flow_set_guest_space(q->dec, q->task.guest_space);
 }
 
 /* The host address space at a TSC, for the threads of q->jobs: what
@@ -235,7 +240,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 			vmpt_jobs_free(q->jobs);
 			q->jobs = NULL;
 			/* Cycle counts (IPC) go on over the buffers: one decoder. */
-			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
+			/* The guest's tasks are followed by one decoder. */
+			if (!d->ops->serial && !s->guest && vmpt_jobs_worth(&cfg, d->jobs)) {
 				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
 				if (!q->jobs)
 					return -VMPT_ERR_NOMEM;
@@ -254,6 +260,7 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->dec_done = 0;
 			q->task_until = 0;
 			q->task.space = 0;
+			q->task.guest_space = 0;
 			queue_buffer(d, q, q->run, 0);
 		}
 		ret = q->jobs ? vmpt_jobs_next_items(q->jobs, &q->batch, &q->left) :
