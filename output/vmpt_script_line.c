@@ -679,6 +679,9 @@ static int perf_code(int err, const char **msg)
 	case VMPT_ERR_NO_LAST_IP: *msg = "Trace doesn't match instruction"; return 6;
 	case VMPT_ERR_OVERFLOW: *msg = "Overflow packet"; return 7;
 	case VMPT_ERR_LOST: *msg = "Lost trace data"; return 8;
+	case VMPT_ERR_LOOP:
+		*msg = "Never-ending loop (refer perf config intel-pt.max-loops)";
+		return 10;
 	default: *msg = "Unknown error!"; return 9;
 	}
 }

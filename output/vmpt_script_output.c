@@ -571,6 +571,8 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 	}
 	if (err == -VMPT_ERR_OVERFLOW)
 		c->ts_insns = 0;	/* perf's intel_pt_overflow */
+	if (err == -VMPT_ERR_LOOP)
+		c->ts_insns += e->ninsn;	/* the block that closed the loop */
 	if (err != -VMPT_ERR_LOST && e->time) {
 		/* perf's est_timestamp at the error, which the queue takes. */
 		uint64_t est = c->ts_insns << 1;

@@ -7,7 +7,8 @@ void vmpt_time_init(struct vmpt_time *t, uint32_t ratio_n, uint32_t ratio_d,
 	*t = (struct vmpt_time){ 0 };
 	t->ratio_n = ratio_n;
 	t->ratio_d = ratio_d;
-	t->mtc_shift = mtc_period;
+	/* MTCFreq is 4 bits: more would shift past the CTC's width. */
+	t->mtc_shift = mtc_period > 15 ? 15 : mtc_period;
 	t->max_nonturbo = max_nonturbo;
 }
 
