@@ -25,7 +25,7 @@ void vmpt_itrace_default(struct vmpt_itrace *it)
 	memset(it, 0, sizeof(*it));
 	it->branches = it->calls = 1;
 	it->transactions = it->ptwrites = it->pwr_events = it->other_events = 1;
-	it->errors = 1;
+	it->intr_events = it->errors = 1;
 	it->period_type = VMPT_ITRACE_PERIOD_INSNS;
 	it->period = 1;
 	it->callchain_sz = ITRACE_DEFAULT_CALLCHAIN_SZ;
@@ -149,6 +149,7 @@ int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it, char *err, size_t e
 		case 'w': it->ptwrites = 1; break;
 		case 'p': it->pwr_events = 1; break;
 		case 'o': it->other_events = 1; break;
+		case 'I': it->intr_events = 1; break;
 		case 'Z': it->timeless = 1; break;
 		case 'e':
 			it->errors = 1;
@@ -182,10 +183,10 @@ int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it, char *err, size_t e
 		 */
 		case 'f': case 'm': case 't': case 'a': case 'M':
 			break;
-		case 'd': case 'q': case 'A': case 'I': case 'G': case 'L': {
+		case 'd': case 'q': case 'A': case 'G': case 'L': {
 			static const char *const what[] = {
 				['d'] = "the decoder's debug log", ['q'] = "quick decoding",
-				['A'] = "approximate IPC", ['I'] = "event trace samples",
+				['A'] = "approximate IPC",
 				['G'] = "callchains added to other events",
 				['L'] = "branch stacks added to other events",
 			};

@@ -7,15 +7,15 @@
  * thread's trace the guest task that runs there, for the decoder (its
  * address space) and the output (its pid, tid, comm).
  *
- * The guest's paths are untrusted (a guest wrote them): they are looked
- * up only inside guest/root, never through "..", a symlink or anything but
- * a regular file.
+ * The guest's paths are untrusted (a guest wrote them): they are opened
+ * only inside guest/root, as regular files (vmpt/path.h).
  */
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
 #include "vmpt/correlate.h"
 #include "vmpt/error.h"
 #include "vmpt/guest_tasks.h"
+#include "vmpt/path.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -23,50 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* Where a guest path is inside root: out = root + path, when no
- * component is "..", none is a symlink and the file is a regular one.
- * 0, or -VMPT_ERR_IO with errno EXDEV (".."), ELOOP (a symlink), EINVAL
- * (not a regular file) or lstat's (vmpt_path_open's contract).
- */
-static int guest_path(const char *root, const char *path, char *out, size_t size)
-{
-	size_t len = strlen(root);
-	const char *p = path;
-	struct stat st;
-
-	if (len + strlen(path) + 2 > size) {
-		errno = ENAMETOOLONG;
-		return -VMPT_ERR_IO;
-	}
-	memcpy(out, root, len + 1);
-	while (*p) {
-		const char *end = strchr(p, '/');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-
-		if (n == 2 && !strncmp(p, "..", 2)) {
-			errno = EXDEV;
-			return -VMPT_ERR_IO;
-		}
-		if (n && !(n == 1 && *p == '.')) {
-			out[len++] = '/';
-			memcpy(out + len, p, n);
-			out[len += n] = 0;
-			if (lstat(out, &st) < 0)
-				return -VMPT_ERR_IO;
-			if (S_ISLNK(st.st_mode)) {
-				errno = ELOOP;
-				return -VMPT_ERR_IO;
-			}
-			if (!end && !S_ISREG(st.st_mode)) {
-				errno = EINVAL;
-				return -VMPT_ERR_IO;
-			}
-		}
-		p += n + !!end;
-	}
-	return 0;
-}
+#include <unistd.h>
 
 static void warn(const struct vmpt_session *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -83,39 +40,43 @@ static void warn(const struct vmpt_session *s, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* One guest mapping's code, under its process's address space. */
+/* One guest mapping's code, under its process's address space, opened
+ * inside guest/root (vmpt/path.h).
+ */
 static void add_guest_map(struct vmpt_session *s, const char *dir, const char *guest,
 			  const struct vmpt_guest_map *m, unsigned *refused)
 {
 	struct vmpt_asid asid = { VMPT_MACHINE_GUEST, m->space };
-	char root[4096], path[8192];
-	struct stat st;
+	char root[4096];
+	const char *path = m->name;
+	int fd;
 
 	if (!strcmp(m->name, "[vdso]")) {
-		snprintf(path, sizeof(path), "%s/vdso", dir);
-		if (stat(path, &st) < 0)
-			return;
+		snprintf(root, sizeof(root), "%s", dir);
+		path = "vdso";
 	} else if (m->name[0] == '/') {
 		snprintf(root, sizeof(root), "%s/root", dir);
-		if (guest_path(root, m->name, path, sizeof(path)) < 0) {
-			/* A file the guest did not give is missing code; a
-			 * path that would leave root is said once each.
-			 */
-			if (errno != ENOENT && errno != ENOTDIR && (*refused)++ < 8)
-				warn(s, "%s: offset %#llx: mapping of guest pid %d names '%s': not looked up (%s; a guest's paths are read inside %s only)",
-				     guest, (unsigned long long)m->offset, m->pid, m->name,
-				     errno == EXDEV ? "a '..' component" :
-				     errno == ELOOP ? "a symlink on the way" :
-				     errno == EINVAL ? "not a regular file" : strerror(errno),
-				     root);
-			return;
-		}
 	} else {
 		return;
 	}
-	if (vmpt_image_add_elf_map_named(s->image, path, m->name, m->start, m->pgoff,
-					 &asid) == -VMPT_ERR_FORMAT)
-		vmpt_image_add_raw(s->image, path, m->pgoff, m->len, m->start, &asid);
+	fd = vmpt_path_open(root, path);
+	if (fd < 0) {
+		/* A file the guest did not give is missing code; a path
+		 * that would leave root is said once each.
+		 */
+		if (errno != ENOENT && errno != ENOTDIR && (*refused)++ < 8)
+			warn(s, "%s: offset %#llx: mapping of guest pid %d names '%s': not looked up (%s; a guest's paths are read inside %s only)",
+			     guest, (unsigned long long)m->offset, m->pid, m->name,
+			     errno == EXDEV ? "a '..' component" :
+			     errno == ELOOP ? "a symlink on the way" :
+			     errno == EINVAL ? "not a regular file" : strerror(errno),
+			     root);
+		return;
+	}
+	close(fd);
+	if (vmpt_image_add_elf_map_in(s->image, root, path, m->name, m->start, m->pgoff,
+				      &asid) == -VMPT_ERR_FORMAT)
+		vmpt_image_add_raw_in(s->image, root, path, m->pgoff, m->len, m->start, &asid);
 }
 
 /* Each vCPU's TSC offset (and multiplier): the correlator's, found per

@@ -415,6 +415,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret >= 0)
+			vmpt_time_seen(&dec->time, pkt.type);
 		if (ret < 0) {
 			dec->pkt_off = off;
 			/* A buffer that fills up ends in a PSB+ often; status
@@ -663,6 +665,7 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		if (ret < 0)
 			return ret;
 		dec->pkt_off = off;
+		vmpt_time_seen(&dec->time, pkt.type);
 		if (!after_fup)
 			vmpt_cycles_seen(&dec->cyc, pkt.type);
 		if (dec->want_fup && pkt.type != VMPT_PKT_PAD) {
