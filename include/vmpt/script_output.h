@@ -35,7 +35,7 @@ enum vmpt_script_field {
 	VMPT_F_PID = 1 << 9, VMPT_F_TID = 1 << 10, VMPT_F_COMM = 1 << 11,
 	VMPT_F_IPC = 1 << 12, VMPT_F_PERIOD = 1 << 13, VMPT_F_CALLINDENT = 1 << 14,
 	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
-	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
+	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19, VMPT_F_SRCLINE = 1 << 20,
 };
 
 /* perf's output types of Intel PT samples: instructions, branches and
