@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Where a recording's binaries are found: the recording's own sysroot
  * (vmpt archive's copies, by build-id and by path), perf's --symfs, perf's
- * build-id cache (~/.debug, or $PERF_BUILDID_DIR), then the path itself.
+ * build-id cache (~/.debug, or $PERF_BUILDID_DIR), the path itself, then
+ * the debuginfod servers of $DEBUGINFOD_URLS by build-id.
  * A file whose build-id differs from the recorded one is not taken (as
  * perf): its code may not be what ran.
  */
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
 #include "vmpt/build_id.h"
+#include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
 
 #include <stdio.h>
@@ -102,6 +104,9 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 	if (!vdso)
 		TRY("%s", name);
 #undef TRY
+	if (id[0] && !vdso &&
+	    vmpt_debuginfod_find(id, VMPT_DEBUGINFOD_EXECUTABLE, out, size) == 0)
+		return 0;
 	changed_id[0] = 0;
 	if (fallback[0] && vmpt_build_id_of_file(fallback, changed_id) < 0)
 		snprintf(changed_id, 41, "none");
