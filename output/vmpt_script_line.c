@@ -287,12 +287,32 @@ static void print_dso(struct vmpt_consumer *c, const char *name, size_t len)
 		out_spaces(c, (int)(pad - len));
 }
 
-/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields. */
+/* map__fprintf_srcline: the source line on a line of its own. */
+static void print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			  uint64_t ip)
+{
+	char buf[4200];
+	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
+
+	if (n) {
+		out_mem(c, "\n  ", 3);
+		out_mem(c, buf, n);
+	}
+}
+
+/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
+ * the srcline.
+ */
 static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
 			  const struct vmpt_section *sec, uint64_t ip, int guest)
 {
 	const struct sym_seen *e;
 
+	if (f & VMPT_F_SRCLINE) {
+		print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
+		print_srcline(c, sec, ip);
+		return;
+	}
 	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
 		return;
 	e = sym_at(c, sec, ip);
@@ -471,8 +491,8 @@ static void print_callchain(struct vmpt_consumer *c, unsigned f,
 		sec = script_find(c, chain[i], guest);
 		out_char(c, '\t');
 		out_hex16(c, frame_addr(c, sec, chain[i]));
-		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO), sec,
-			      chain[i], guest);
+		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
+			      sec, chain[i], guest);
 		out_char(c, '\n');
 	}
 }
@@ -612,15 +632,20 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		if (f & VMPT_F_IP) {
 			out_char(c, ' ');
 			out_hex16(c, smp->ip);
-			print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
+			print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->ip ? sec : NULL, smp->ip,
+				      smp->guest);
 		}
 		if ((f & VMPT_F_ADDR) || !o->f.user_set[VMPT_OUT_HW]) {
 			out_mem(c, " => ", 4);
 			out_hex16(c, smp->addr);
-			print_sym_dso(c, f, smp->addr ? script_find(c, smp->addr, smp->addr_guest) :
-				      NULL, smp->addr, smp->addr_guest);
+			print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->addr ?
+				      script_find(c, smp->addr, smp->addr_guest) : NULL,
+				      smp->addr, smp->addr_guest);
 		}
 		print_ipc(c, f, smp);
+		/* perf_sample__fprintf_bts: the srcline after the target. */
+		if (f & VMPT_F_SRCLINE)
+			print_srcline(c, smp->ip ? sec : NULL, smp->ip);
 		print_insn(c, f, smp);
 		out_char(c, '\n');
 		return;

@@ -6,7 +6,7 @@ libssh-dev libvirt-dev libcmocka-dev libipt-dev libzydis-dev linux-perf clang
 libclang-rt-14-dev python3
 openssh-server busybox-static cpio qemu-system-x86
 libvirt-daemon-system xz-utils zstd pandoc man-db libc6-i386 libc6-dbg
-libiberty-dev libdw-dev libdebuginfod-dev debuginfod"
+libiberty-dev libdw-dev libdebuginfod-dev debuginfod curl"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

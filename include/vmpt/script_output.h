@@ -37,6 +37,7 @@ enum vmpt_script_field {
 	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
 	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
 	VMPT_F_MACHINE_PID = 1 << 20, VMPT_F_VCPU = 1 << 21, VMPT_F_VMCS = 1 << 22,
+	VMPT_F_SRCLINE = 1 << 23,
 };
 
 /* perf's output types of Intel PT samples: instructions, branches and
