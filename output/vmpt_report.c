@@ -151,6 +151,8 @@ static void stream_begin_buffer(struct vmpt_consumer *c, const struct vmpt_buffe
 	c->want_handler = 0;
 	c->open = 0;
 	c->last_entry = 0;
+	c->have_time = 0;
+	c->nran = 0;
 }
 
 static void stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it)

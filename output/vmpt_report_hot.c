@@ -148,27 +148,96 @@ static void key_at(struct vmpt_consumer *c, uint64_t ip, struct report_row *k,
 	}
 }
 
+/* Instructions of row (an index: rows move as they grow) since the
+ * last IPC point.
+ */
+static void ran(struct vmpt_consumer *c, size_t row, uint64_t n)
+{
+	unsigned i;
+
+	for (i = 0; i < c->nran && c->ran[i].row != row; i++)
+		;
+	if (i == c->nran) {
+		if (c->nran == sizeof(c->ran) / sizeof(c->ran[0]))
+			i = c->nran - 1;	/* the rest go with the last row */
+		else {
+			c->ran[c->nran].row = row;
+			c->ran[c->nran++].insns = 0;
+		}
+	}
+	c->ran[i].insns += n;
+}
+
+/* An IPC point: the cycles since the one before, shared among the rows
+ * that ran by their instructions (perf's IPC counts the same cycles).
+ */
+static void ipc_point(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
+{
+	struct vmpt_report *r = c->r;
+	uint64_t cyc, insns = 0, given = 0;
+
+	if (!it->cyc)
+		return;
+	if (it->cyc_est || it->cyc <= c->last_cyc || !c->last_cyc) {
+		c->last_cyc = it->cyc;
+		c->nran = 0;
+		return;
+	}
+	cyc = it->cyc - c->last_cyc;
+	c->last_cyc = it->cyc;
+	for (unsigned i = 0; i < c->nran; i++)
+		insns += c->ran[i].insns;
+	if (!insns)
+		return;
+	for (unsigned i = 0; i < c->nran; i++) {
+		uint64_t share = i + 1 == c->nran ? cyc - given :
+				 cyc * c->ran[i].insns / insns;
+
+		r->rows[c->ran[i].row].cycles += share;
+		given += share;
+	}
+	r->cycles += cyc;
+	c->nran = 0;
+}
+
 void report_hot_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 {
 	struct vmpt_report *r = c->r;
+	uint64_t ip = it->ip, from = 0, to = 0;
+	struct report_row *row = NULL;
 
 	if (it->kind == VMPT_FLOW_EVENT) {
 		if (it->ev == VMPT_EV_PAGING)
 			c->nr = it->nr;
 		else if (it->ev == VMPT_EV_VMCS)
 			c->vmcs = it->payload;
-		if (it->cyc)
-			c->last_cyc = it->cyc;
+		/* the time of the packet behind it: the walk's from then on */
+		if (it->time > c->block_time || !c->have_time) {
+			c->block_time = it->time;
+			c->have_time = 1;
+		}
+		pthread_mutex_lock(&r->lock);
+		ipc_point(c, it);
+		pthread_mutex_unlock(&r->lock);
 		return;
 	}
-	if (!report_in_time(r, it->time))
-		return;
-	pthread_mutex_lock(&r->lock);
-	uint64_t ip = it->ip;
-	struct report_row *row = NULL;
-	uint64_t from = 0, to = 0;
+	/* perf's sample times: the instructions walked before the branch
+	 * that the trace decides have the time before its packet.
+	 */
+	uint64_t before = c->have_time ? c->block_time : it->time;
+	int decided = it->iclass != VMPT_IC_JMP && it->iclass != VMPT_IC_CALL &&
+		      it->iclass != VMPT_IC_OTHER;
 
+	c->block_time = it->time;
+	c->have_time = 1;
+	pthread_mutex_lock(&r->lock);
 	for (uint32_t i = 0; i < it->ninsn; i++) {
+		uint64_t t = i + 1 == it->ninsn && decided ? it->time : before;
+
+		if (r->o->ntimes && !report_in_time(r, t)) {
+			ip += it->isize[i];
+			continue;
+		}
 		if (!row || ip < from || ip >= to) {
 			struct report_row k;
 
@@ -179,23 +248,15 @@ void report_hot_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 		}
 		row->insns++;
 		r->insns++;
+		ran(c, (size_t)(row - r->rows), 1);
 		if (i + 1 == it->ninsn && it->taken) {
 			row->branches++;
 			r->branches++;
 		}
 		ip += it->isize[i];
 	}
-	/* the cycles since the last IPC point ran this block's code (and
-	 * the code before it since then): perf's IPC counts them so
-	 */
-	if (it->cyc && !it->cyc_est && it->cyc > c->last_cyc) {
-		if (row)
-			row->cycles += it->cyc - c->last_cyc;
-		r->cycles += it->cyc - c->last_cyc;
-	}
+	ipc_point(c, it);
 	pthread_mutex_unlock(&r->lock);
-	if (it->cyc)
-		c->last_cyc = it->cyc;
 }
 
 static int cmp_row(const void *a, const void *b)

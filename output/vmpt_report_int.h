@@ -54,6 +54,16 @@ struct vmpt_consumer {
 	int want_handler;
 	uint64_t last_entry;		/* the last VM entry's time, 0: none */
 	uint64_t last_cyc;		/* IPC: the cycle count last seen */
+	uint64_t block_time;		/* the last block's time */
+	int have_time;
+	/* Rows run since the last IPC point and their instructions: the
+	 * cycles of the next point are shared among them so.
+	 */
+	struct report_ran {
+		size_t row;
+		uint64_t insns;
+	} ran[32];
+	unsigned nran;
 };
 
 /* vmpt_report_exits.c */

@@ -231,7 +231,12 @@ int report_print_hot_text(struct vmpt_report *r, FILE *f)
 				snprintf(num, sizeof(num), "%d", row->tid);
 				s = num;
 				break;
-			case VMPT_KEY_DSO: s = row->dso ? row->dso : "[unknown]"; break;
+			case VMPT_KEY_DSO:
+				/* perf report's short name: the file's */
+				s = row->dso ? row->dso : "[unknown]";
+				if (s[0] != '[' && strrchr(s, '/'))
+					s = strrchr(s, '/') + 1;
+				break;
 			case VMPT_KEY_SYM: s = row->sym ? row->sym : "[unknown]"; break;
 			default: break;
 			}
