@@ -185,6 +185,11 @@ static const char *key_name(enum vmpt_report_key k)
 	return names[k];
 }
 
+static int key_width(enum vmpt_report_key k)
+{
+	return k == VMPT_KEY_DSO ? 24 : k == VMPT_KEY_COMM ? 16 : k == VMPT_KEY_SYM ? 0 : 8;
+}
+
 int report_print_hot_text(struct vmpt_report *r, FILE *f)
 {
 	const struct vmpt_report_opts *o = r->o;
@@ -201,7 +206,7 @@ int report_print_hot_text(struct vmpt_report *r, FILE *f)
 	fprintf(f, "  %-7s", "Machine");
 	for (int k = 0; k < o->nkeys; k++)
 		if (o->keys[k] != VMPT_KEY_MACHINE)
-			fprintf(f, "  %-20s", key_name(o->keys[k]));
+			fprintf(f, "  %-*s", key_width(o->keys[k]), key_name(o->keys[k]));
 	fputc('\n', f);
 	for (size_t i = 0; i < r->n_rows; i++) {
 		const struct report_row *row = &r->rows[i];
@@ -240,7 +245,7 @@ int report_print_hot_text(struct vmpt_report *r, FILE *f)
 			case VMPT_KEY_SYM: s = row->sym ? row->sym : "[unknown]"; break;
 			default: break;
 			}
-			fprintf(f, "  %-20s", s);
+			fprintf(f, "  %-*s", key_width(o->keys[k]), s);
 		}
 		fputc('\n', f);
 	}
