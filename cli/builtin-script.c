@@ -117,7 +117,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	struct vmpt_script *sc = NULL;
 	struct progress pg;
 	char err[512];
-	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr };
+	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr,
+					.no_guest_tasks = sf->no_guest_tasks };
 	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
 
 	if (ret == 0 && s.corr)
@@ -256,6 +257,10 @@ static void script_usage(FILE *out)
 		"  --guest-code      the guest runs the host program's code at the same\n"
 		"                    addresses (KVM selftests, as perf's --guest-code)\n"
 		"  --symfs DIR       look for the recording's binaries under DIR\n"
+		"  --no-demangle     C++ and Rust names as mangled (perf's --demangle: on)\n"
+		"  --demangle-kernel demangle kernel names too (off, as perf's)\n"
+		"  --no-guest-tasks  a VM recording's guest code as any guest process's, not\n"
+		"                    the task its guest sideband says runs (guest/perf.data)\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
 		"                    x transactions, w ptwrite, p power events, I Event\n"
@@ -287,7 +292,7 @@ int cmd_script(int argc, char **argv)
 	       O_GPAGECACHE, O_GKCORE, O_GVMLINUX, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
-	       O_SHOW_LOST };
+	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
 		{ "elf", required_argument, NULL, O_ELF },
@@ -303,6 +308,10 @@ int cmd_script(int argc, char **argv)
 		{ "vmcs", required_argument, NULL, O_VMCS },
 		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
 		{ "symfs", required_argument, NULL, O_SYMFS },
+		{ "demangle", no_argument, NULL, O_DEMANGLE },
+		{ "no-demangle", no_argument, NULL, O_NO_DEMANGLE },
+		{ "demangle-kernel", no_argument, NULL, O_DEMANGLE_KERNEL },
+		{ "no-guest-tasks", no_argument, NULL, O_NO_GUEST_TASKS },
 		{ "itrace", optional_argument, NULL, O_ITRACE },
 		{ "fields", required_argument, NULL, 'F' },
 		{ "call-trace", no_argument, NULL, O_CALL_TRACE },
@@ -335,6 +344,7 @@ int cmd_script(int argc, char **argv)
 	const char *pt = NULL, *input = NULL, *shortcut = NULL;
 	struct vmpt_image *img = vmpt_image_new();
 	const char *failed = NULL;
+	unsigned demangle = VMPT_IMAGE_DEMANGLE;
 	int itrace_given = 0, jobs = 1, c, ret = 0, status = 1;
 
 	if (!img)
@@ -387,6 +397,10 @@ int cmd_script(int argc, char **argv)
 			op.guest_code = 1;
 			break;
 		case O_SYMFS: sf.symfs = optarg; break;
+		case O_DEMANGLE: demangle |= VMPT_IMAGE_DEMANGLE; break;
+		case O_NO_DEMANGLE: demangle &= ~VMPT_IMAGE_DEMANGLE; break;
+		case O_DEMANGLE_KERNEL: demangle |= VMPT_IMAGE_DEMANGLE_KERNEL; break;
+		case O_NO_GUEST_TASKS: sf.no_guest_tasks = 1; break;
 		case O_ITRACE:
 			/* perf 6.1: --itrace alone is its default (perf script's
 			 * lines are the same with it and without).
@@ -505,6 +519,7 @@ bad_arg:
 		vmpt_itrace_parse("be", &op.it, NULL, 0);
 	if (pt && !op.f.user_set[VMPT_OUT_HW] && !op.it.insns)
 		op.f.flags = 1;
+	vmpt_image_set_demangle(img, demangle);
 	ret = script_images_add(&images, img, &failed);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt script: %s: %s\n", failed,

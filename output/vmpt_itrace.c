@@ -220,6 +220,8 @@ static const struct { const char *name; unsigned bit; } field_names[] = {
 	{ "brstacksym", VMPT_F_BRSTACKSYM }, { "callindent", VMPT_F_CALLINDENT },
 	{ "insn", VMPT_F_INSN }, { "insnlen", VMPT_F_INSNLEN },
 	{ "synth", VMPT_F_SYNTH }, { "ipc", VMPT_F_IPC }, { "disasm", VMPT_F_DISASM },
+	{ "machine_pid", VMPT_F_MACHINE_PID }, { "vcpu", VMPT_F_VCPU },
+	{ "vmcs", VMPT_F_VMCS },
 };
 
 const char *vmpt_script_field_name(size_t i)
@@ -233,8 +235,7 @@ const char *vmpt_script_field_name(size_t i)
 static const char *const perf_only_fields[] = {
 	"trace", "srcline", "iregs", "uregs", "data_src", "weight", "bpf-output",
 	"brstackinsn", "brstackoff", "phys_addr", "metric", "misc", "srccode",
-	"tod", "data_page_size", "code_page_size", "ins_lat", "machine_pid",
-	"vcpu", "cgroup", "retire_lat", "brstackinsnlen",
+	"tod", "data_page_size", "code_page_size", "ins_lat", "cgroup", "retire_lat", "brstackinsnlen",
 };
 
 static void set_type(struct vmpt_script_fields *f, int type, int how, unsigned bit)

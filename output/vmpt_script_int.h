@@ -15,6 +15,10 @@
 #include <pthread.h>
 
 #define SCRIPT_OUT_CAP (1u << 16)
+/* In struct vmpt_task's vcpu while a sample is printed as the guest
+ * task's (vmpt_script_line.c).
+ */
+#define GUEST_SAMPLE (1 << 30)
 #define ITRACE_CHAIN_MAX 1024		/* perf's largest g size */
 #define ITRACE_BRANCHES_MAX 1024	/* and l size */
 
@@ -108,6 +112,7 @@ struct vmpt_consumer {
 	 */
 	uint8_t nr, from_nr;
 	uint64_t vmcs;
+	char guest_kernel[40];		/* "[guest.kernel.kallsyms.PID]" */
 	unsigned last_iclass;		/* of the last instruction walked */
 	uint64_t walk_to;		/* where the last block went */
 	/* The last block ended in a far branch where tracing stopped. */

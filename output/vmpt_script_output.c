@@ -191,6 +191,23 @@ static struct script_stack *thread_stack(struct vmpt_consumer *c)
 static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
 		   unsigned mode, uint32_t flags);
 
+/* vmpt_script_opts.sample_fn's sample. */
+static void hand_on(struct vmpt_consumer *c, const struct script_sample *smp)
+{
+	struct vmpt_script_sample out = {
+		.ev = smp->ev, .task = &c->task, .ip = smp->ip, .addr = smp->addr,
+		.time = smp->time, .period = smp->period, .flags = smp->flags,
+		.insn_len = smp->insn_len, .guest = smp->guest,
+		.addr_guest = smp->addr_guest, .vmcs = c->vmcs,
+		.sec = smp->sec ? smp->sec : smp->ip ? script_find(c, smp->ip, smp->guest) : NULL,
+		.addr_sec = smp->addr ? script_find(c, smp->addr, smp->addr_guest) : NULL,
+		.insn_cnt = smp->ipc_insns, .cyc_cnt = smp->ipc_cyc,
+		.trace_nr = c->trace_nr, .insns = c->insns, .cbr = c->cbr_seen,
+	};
+
+	c->o->sample_fn(c->o->sample_ctx, &out);
+}
+
 static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 {
 	const struct vmpt_itrace *it = &c->o->it;
@@ -218,6 +235,10 @@ static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 						    it->callchain_sz + 1);
 		if (it->last_branch)
 			nbr = script_stack_branches(st, br, it->last_branch_sz);
+	}
+	if (c->o->sample_fn) {
+		hand_on(c, smp);
+		return;
 	}
 	script_print_sample_x(c, smp, chain, nchain, br, nbr, depth);
 }
@@ -382,7 +403,8 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	if (ip == b->end_ip) {
 		smp.flags = insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
 		smp.addr = b->taken ? b->to : 0;
-		smp.addr_guest = c->nr;
+		/* A VM entry goes into the guest (perf's to_nr). */
+		smp.addr_guest = c->nr || b->iclass == VMPT_IC_VMENTRY;
 	}
 	/* Outside --time's ranges perf's decoder makes no sample: the
 	 * period counts on to the next.

@@ -5,7 +5,8 @@ pkgs="build-essential meson ninja-build pkg-config libelf-dev libcapstone-dev
 libssh-dev libvirt-dev libcmocka-dev libipt-dev libzydis-dev linux-perf clang
 libclang-rt-14-dev python3
 openssh-server busybox-static cpio qemu-system-x86
-libvirt-daemon-system xz-utils zstd pandoc man-db libc6-i386 libc6-dbg"
+libvirt-daemon-system xz-utils zstd pandoc man-db libc6-i386 libc6-dbg
+libiberty-dev libdw-dev libdebuginfod-dev debuginfod"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -36,6 +36,7 @@ enum vmpt_script_field {
 	VMPT_F_IPC = 1 << 12, VMPT_F_PERIOD = 1 << 13, VMPT_F_CALLINDENT = 1 << 14,
 	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
 	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
+	VMPT_F_MACHINE_PID = 1 << 20, VMPT_F_VCPU = 1 << 21, VMPT_F_VMCS = 1 << 22,
 };
 
 /* perf's output types of Intel PT samples: instructions, branches and
@@ -82,6 +83,26 @@ struct vmpt_script_filter {
 	size_t ntimes;
 };
 
+/* A sample as perf synthesizes it, handed to vmpt_script_opts.sample_fn
+ * instead of printed (vmpt export): what perf's scripts get.
+ */
+struct vmpt_script_sample {
+	enum vmpt_script_event ev;
+	const struct vmpt_task *task;	/* who ran it (the host's thread) */
+	uint64_t ip, addr;		/* 0: none (trace start, end) */
+	uint64_t time;			/* TSC (vmpt_script_time: perf's ns) */
+	uint64_t period;
+	uint32_t flags;			/* perf's PERF_IP_FLAG_* */
+	unsigned insn_len;		/* of the instruction at ip */
+	int guest, addr_guest;		/* machine of ip, of addr: 1 a guest */
+	uint64_t vmcs;			/* the guest's VMCS (0: unknown) */
+	const struct vmpt_section *sec, *addr_sec;	/* code of ip, addr */
+	uint64_t insn_cnt, cyc_cnt;	/* perf's sample insn_cnt, cyc_cnt (IPC) */
+	uint64_t trace_nr;		/* perf's trace number (thread stacks) */
+	uint64_t insns;			/* instructions of the stream so far */
+	unsigned cbr;			/* the core:bus ratio now (cbr samples) */
+};
+
 struct vmpt_script_opts {
 	struct vmpt_itrace it;
 	struct vmpt_script_fields f;
@@ -119,6 +140,9 @@ struct vmpt_script_opts {
 	 */
 	int show_task, show_mmap, show_switch, show_lost;
 	struct vmpt_script_filter filter;
+	/* Samples go here instead of being printed (NULL: printed). */
+	void (*sample_fn)(void *ctx, const struct vmpt_script_sample *smp);
+	void *sample_ctx;
 };
 
 /* perf script's defaults: --itrace=cewxpo (vmpt_itrace_default), the

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/* vmpt export --format=chrome: the Trace Event Format's JSON (Chrome's
+ * about:tracing, Perfetto UI, speedscope open it): each thread's calls as
+ * B/E slices on its track (pid, tid), named by the thread_name and
+ * process_name metadata; a guest's vCPU on a track of its own beside the
+ * host thread, a "guest" slice from VM entry to VM exit with the guest's
+ * functions in it.  Times in microseconds (ns as decimals), forward only
+ * on each track.
+ */
+#include "vmpt_export_int.h"
+#include "vmpt/error.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A guest vCPU's track: its host thread's tid with this bit. */
+#define GUEST_TID (1 << 30)
+
+struct chrome {
+	int first;
+};
+
+static void out(struct vmpt_export *x, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void out(struct vmpt_export *x, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vfprintf(x->o->out, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		export_fail(x, "writing the output: %s", strerror(errno));
+	else
+		x->stats.bytes += (uint64_t)n;
+}
+
+/* A JSON string. */
+static void out_str(struct vmpt_export *x, const char *s)
+{
+	char buf[512];
+	size_t n = 0;
+
+	buf[n++] = '"';
+	for (; *s && n < sizeof(buf) - 8; s++) {
+		unsigned char ch = (unsigned char)*s;
+
+		if (ch == '"' || ch == '\\') {
+			buf[n++] = '\\';
+			buf[n++] = (char)ch;
+		} else if (ch < 0x20) {
+			n += (size_t)snprintf(buf + n, 7, "\\u%04x", ch);
+		} else {
+			buf[n++] = (char)ch;
+		}
+	}
+	buf[n++] = '"';
+	buf[n] = 0;
+	out(x, "%s", buf);
+}
+
+static int chrome_begin(struct vmpt_export *x)
+{
+	struct chrome *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
+		return -1;
+	}
+	x->fmt = c;
+	c->first = 1;
+	out(x, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	return x->failed ? -1 : 0;
+}
+
+static void sep(struct vmpt_export *x)
+{
+	struct chrome *c = x->fmt;
+
+	out(x, c->first ? "\n" : ",\n");
+	c->first = 0;
+}
+
+static int track_pid(const struct export_thread *t)
+{
+	return t->host ? t->host->pid : t->pid;
+}
+
+static int track_tid(const struct export_thread *t)
+{
+	return t->host ? t->host->tid | GUEST_TID : t->tid;
+}
+
+/* The thread's naming metadata, once. */
+static void track(struct vmpt_export *x, struct export_thread *t)
+{
+	char name[160];
+
+	if (t->track)
+		return;
+	t->track = 1;
+	if (t->host) {
+		track(x, t->host);
+		snprintf(name, sizeof(name), "guest vCPU (thread %d)", t->host->tid);
+	} else {
+		snprintf(name, sizeof(name), "%s %d", t->name && *t->name ? t->name : "[unknown]",
+			 t->tid);
+		if (t == t->main || t->pid == t->tid) {
+			sep(x);
+			out(x, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":%d,"
+			    "\"args\":{\"name\":", t->pid, t->tid);
+			out_str(x, name);
+			out(x, "}}");
+		}
+	}
+	sep(x);
+	out(x, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
+	    track_pid(t), track_tid(t));
+	out_str(x, name);
+	out(x, "}}");
+	sep(x);
+	out(x, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
+	    "\"args\":{\"sort_index\":%d}}", track_pid(t), track_tid(t), track_tid(t));
+}
+
+static uint64_t forward(struct export_thread *t, uint64_t time)
+{
+	if (time < t->tl_time)
+		return t->tl_time;
+	t->tl_time = time;
+	return time;
+}
+
+static void slice(struct vmpt_export *x, struct export_thread *t, const char *name,
+		  uint64_t time)
+{
+	if (t->host)
+		t->tl_time = t->tl_time > t->host->tl_time ? t->tl_time : t->host->tl_time;
+	time = forward(t, time);
+	track(x, t);
+	sep(x);
+	if (name) {
+		out(x, "{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%" PRIu64 ".%03u,\"name\":",
+		    track_pid(t), track_tid(t), time / 1000, (unsigned)(time % 1000));
+		out_str(x, name);
+		out(x, "}");
+		x->stats.slices++;
+	} else {
+		out(x, "{\"ph\":\"E\",\"pid\":%d,\"tid\":%d,\"ts\":%" PRIu64 ".%03u}",
+		    track_pid(t), track_tid(t), time / 1000, (unsigned)(time % 1000));
+	}
+}
+
+static int shown(struct vmpt_export *x, const struct export_thread *t,
+		 const struct export_entry *e)
+{
+	size_t depth = (size_t)(e - t->stack) + (t->host ? 1 : 0);
+
+	return (!t->host || t->open) && (!x->o->max_depth || depth < x->o->max_depth);
+}
+
+static void chrome_push(struct vmpt_export *x, struct export_thread *t,
+			const struct export_entry *e, uint64_t time)
+{
+	char name[256];
+
+	if (!shown(x, t, e))
+		return;
+	export_frame_name(e->cp, name, sizeof(name));
+	slice(x, t, name, time);
+}
+
+static void chrome_pop(struct vmpt_export *x, struct export_thread *t,
+		       const struct export_entry *e, uint64_t time)
+{
+	if (shown(x, t, e))
+		slice(x, t, NULL, time);
+}
+
+/* In the guest: a "guest" slice, the guest's stack on it as it was. */
+static void chrome_guest(struct vmpt_export *x, struct export_thread *g, int open,
+			 uint64_t time)
+{
+	char name[256];
+
+	if (open) {
+		slice(x, g, "guest", time);
+		for (size_t i = 0; i < g->cnt; i++)
+			chrome_push(x, g, &g->stack[i], time);
+		return;
+	}
+	g->open = 1;
+	for (size_t i = g->cnt; i--;)
+		chrome_pop(x, g, &g->stack[i], time);
+	g->open = 0;
+	(void)name;
+	slice(x, g, NULL, time);
+}
+
+static int chrome_end(struct vmpt_export *x)
+{
+	out(x, "\n]}\n");
+	if (fflush(x->o->out) != 0)
+		export_fail(x, "writing the output: %s", strerror(errno));
+	return x->failed ? -1 : 0;
+}
+
+static void chrome_free(struct vmpt_export *x)
+{
+	free(x->fmt);
+}
+
+const struct export_format_ops export_chrome_ops = {
+	.begin = chrome_begin,
+	.push = chrome_push,
+	.pop = chrome_pop,
+	.guest = chrome_guest,
+	.end = chrome_end,
+	.free = chrome_free,
+};
