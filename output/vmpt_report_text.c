@@ -75,6 +75,8 @@ int report_print_exits_text(struct vmpt_report *r, FILE *f)
 	if (both)
 		fprintf(f, "# Event Trace and the handler agree on %" PRIu64 " of %" PRIu64
 			" exits\n", agree, both);
+	if (!all.count)
+		fprintf(f, "# no VM exit in the trace: no guest ran where it was traced\n");
 	fprintf(f, "# host time: from the exit to the vCPU's next VM entry; guest time: "
 		"from the VM entry before the exit (%s)\n#\n", unit);
 

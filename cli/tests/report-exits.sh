@@ -60,4 +60,27 @@ check "Event Trace, vCPU threads, guest TSC offsets" et4 "" -- "${K[@]}"
 	--branches 6000 --seed 7 -o gc -q || exit 1
 check "KVM selftest guest code" gc "" -- --guest-code --vmlinux "$VMX_KERNEL" --elf "$KVM_SELFTEST"
 echo "$total VM exits checked"
+
+# bad input: a message naming what is wrong, exit status 1 (input) or 2 (usage)
+msg() {
+	local want=$1 status=$2
+	shift 2
+	"$VMPT" report "$@" > /dev/null 2> err.txt
+	local got=$?
+	[ "$got" = "$status" ] && grep -qxF -- "$want" err.txt ||
+		{ echo "FAIL vmpt report $*: status $got, $(cat err.txt)"; fail=1; }
+}
+printf "%0200d\n" 0 > notperf
+msg "vmpt report: notperf: offset 0: not a perf.data file (no PERFILE2 magic)" 1 -i notperf
+msg "vmpt report: missing.data: No such file or directory" 1 -i missing.data
+msg "vmpt report: unknown sort key 'cpu' (machine, comm, pid, tid, dso, sym)" 2 \
+	--sort comm,cpu -i et1.perf.data
+msg "vmpt report: --percent-limit -1: a percentage (0.5, say)" 2 --percent-limit -1
+msg "vmpt report: --time 5,x: invalid time string (START,STOP in seconds, or percentages A%/N, A%-B%)" \
+	2 --time 5,x -i et1.perf.data
+if [ -w /dev/full ]; then
+	"$VMPT" report -i et1.perf.data "${K[@]}" > /dev/full 2> err.txt
+	[ $? = 1 ] && grep -qx "vmpt report: writing output: No space left on device" err.txt ||
+		{ echo "FAIL vmpt report > /dev/full: $(cat err.txt)"; fail=1; }
+fi
 exit $fail
