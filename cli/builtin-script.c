@@ -411,11 +411,15 @@ int cmd_script(int argc, char **argv)
 		 */
 		case O_INLINE: break;
 		case O_ITRACE:
-			/* perf: --itrace alone is every event, instructions every
-			 * 100us.
+			/* perf 6.1: --itrace alone is its default (perf script's
+			 * lines are the same with it and without).
 			 */
-			ret = vmpt_itrace_parse(optarg ? optarg : "ibxwpoe", &op.it, why,
-						sizeof(why));
+			if (!optarg) {
+				vmpt_itrace_default(&op.it);
+				itrace_given = 1;
+				break;
+			}
+			ret = vmpt_itrace_parse(optarg, &op.it, why, sizeof(why));
 			if (ret < 0) {
 				fprintf(stderr, "vmpt script: %s\n", why);
 				status = 2;

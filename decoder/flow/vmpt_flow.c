@@ -503,6 +503,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		case VMPT_PKT_CYC:
 		case VMPT_PKT_CBR:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 1);
 			break;
 		case VMPT_PKT_TNT8:
@@ -863,6 +865,8 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0);
 			break;
 		default:
