@@ -8,6 +8,7 @@
 #include "vmpt_export_int.h"
 #include "vmpt/error.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,6 +162,8 @@ static int folded_end(struct vmpt_export *x)
 	}
 	x->stats.stacks = n;
 	free(lines);
+	if (fflush(x->o->out) != 0 || ferror(x->o->out))
+		export_fail(x, "writing the output: %s", strerror(errno ? errno : EIO));
 	return x->failed ? -1 : 0;
 }
 

@@ -15,8 +15,8 @@
 # unprivileged user nobody on a Unix socket in a temporary directory.
 # usage: export-vs-perf.sh VMPT_SYNTH PERCPU_MERGE
 set -u
-SYNTH=$1
-MERGE=$2
+SYNTH=$(realpath "$1")
+MERGE=$(realpath "$2")
 D=$(dirname "$SYNTH")
 H="$SHARED/realtraces/perf-data-hase"
 PY=/usr/lib/perf-core/scripts/python
