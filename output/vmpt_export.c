@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
-			 const struct export_sample *es);
-void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
-
 /* ---- A small map ---- */
 
 static size_t map_hash(uint64_t a, uint64_t b, uint64_t c)
@@ -199,8 +195,8 @@ static void comm_export(struct vmpt_export *x, struct export_comm *c, struct exp
 	comm_thread(x, c, t);
 }
 
-struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-				       int pid, int tid, int cpu);
+static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+					      int pid, int tid, int cpu);
 
 /* The idle task is one thread with a stack per CPU: its CPUs' stacks
  * after the first are twins of it.
@@ -225,8 +221,8 @@ static void thread_export(struct vmpt_export *x, struct export_thread *t)
 		x->ops->thread(x, t);
 }
 
-struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-				       int pid, int tid, int cpu)
+static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+					      int pid, int tid, int cpu)
 {
 	/* The idle task (pid = tid = 0) has a stack per CPU (perf's). */
 	uint64_t key_cpu = !pid && !tid && cpu > 0 ? (uint64_t)(int64_t)cpu :

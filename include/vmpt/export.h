@@ -76,9 +76,8 @@ struct vmpt_export_stats {
 
 struct vmpt_export;
 
-/* An exporter for opts (kept by reference).  NULL: no memory.  For the
- * databases, the database is created here: 0 returned in *err set
- * means a failure message there (err NULL: none wanted).
+/* An exporter for opts (kept by reference); the databases are created
+ * here.  NULL on failure, with the reason in err (empty: no memory).
  */
 struct vmpt_export *vmpt_export_new(const struct vmpt_export_opts *opts, char *err,
 				    size_t errlen);
