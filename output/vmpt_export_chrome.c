@@ -205,6 +205,19 @@ static void chrome_guest(struct vmpt_export *x, struct export_thread *g, int ope
 	slice(x, g, 0, "guest", time);
 }
 
+/* An instant event on the thread's track. */
+static void chrome_error(struct vmpt_export *x, struct export_thread *t, uint64_t time,
+			 const char *what)
+{
+	time = forward(t, time);
+	track(x, t);
+	sep(x);
+	out(x, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%" PRIu64 ".%06u,"
+	    "\"name\":", track_pid(t), track_tid(t), time / 1000000, (unsigned)(time % 1000000));
+	out_str(x, what);
+	out(x, "}");
+}
+
 static int chrome_end(struct vmpt_export *x)
 {
 	out(x, "\n]}\n");
@@ -223,6 +236,7 @@ const struct export_format_ops export_chrome_ops = {
 	.push = chrome_push,
 	.pop = chrome_pop,
 	.guest = chrome_guest,
+	.error = chrome_error,
 	.end = chrome_end,
 	.free = chrome_free,
 };

@@ -171,6 +171,9 @@ struct export_format_ops {
 	void (*guest)(struct vmpt_export *x, struct export_thread *g, int open,
 		      uint64_t time);
 	void (*weigh)(struct vmpt_export *x, struct export_thread *t, uint64_t w);
+	/* A decoding error at time (ns) on t's track: an instant event. */
+	void (*error)(struct vmpt_export *x, struct export_thread *t, uint64_t time,
+		      const char *what);
 	int (*end)(struct vmpt_export *x);
 	void (*free)(struct vmpt_export *x);
 };

@@ -23,7 +23,7 @@ enum {
 	PD_PID = 1, PD_PROCESS_NAME = 6,
 	THD_PID = 1, THD_TID = 2, THD_THREAD_NAME = 5,
 	TE_TYPE = 9, TE_TRACK_UUID = 11, TE_NAME = 23,
-	TE_SLICE_BEGIN = 1, TE_SLICE_END = 2,
+	TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3,
 	SEQ_INCREMENTAL_STATE_CLEARED = 1,
 };
 
@@ -177,8 +177,8 @@ static void track(struct vmpt_export *x, struct export_thread *t)
 	packet(x, 0, TP_TRACK_DESCRIPTOR, td);
 }
 
-static void slice(struct vmpt_export *x, struct export_thread *t, const char *name,
-		  uint64_t time)
+static void event(struct vmpt_export *x, struct export_thread *t, unsigned type,
+		  const char *name, uint64_t time)
 {
 	struct perfetto *p = x->fmt;
 	struct pb *te = &p->inner;
@@ -190,13 +190,24 @@ static void slice(struct vmpt_export *x, struct export_thread *t, const char *na
 		time = h->tl_time;
 	h->tl_time = time;
 	track(x, t);
-	pb_uint(te, TE_TYPE, name ? TE_SLICE_BEGIN : TE_SLICE_END);
+	pb_uint(te, TE_TYPE, type);
 	pb_uint(te, TE_TRACK_UUID, track_uuid(t));
-	if (name) {
+	if (name)
 		pb_str(te, TE_NAME, name);
-		x->stats.slices++;
-	}
+	x->stats.slices += type == TE_SLICE_BEGIN;
 	packet(x, time, TP_TRACK_EVENT, te);
+}
+
+static void slice(struct vmpt_export *x, struct export_thread *t, const char *name,
+		  uint64_t time)
+{
+	event(x, t, name ? TE_SLICE_BEGIN : TE_SLICE_END, name, time);
+}
+
+static void perfetto_error(struct vmpt_export *x, struct export_thread *t, uint64_t time,
+			   const char *what)
+{
+	event(x, t, TE_INSTANT, what, time);
 }
 
 static int shown(struct vmpt_export *x, const struct export_thread *t,
@@ -265,6 +276,7 @@ const struct export_format_ops export_perfetto_ops = {
 	.push = perfetto_push,
 	.pop = perfetto_pop,
 	.guest = perfetto_guest,
+	.error = perfetto_error,
 	.end = perfetto_end,
 	.free = perfetto_free,
 };

@@ -71,6 +71,7 @@ struct vmpt_export_opts {
 struct vmpt_export_stats {
 	uint64_t samples, calls, call_paths, threads, symbols, dsos;
 	uint64_t slices, stacks;	/* timelines, folded */
+	uint64_t errors;		/* decoding errors (timelines mark them) */
 	uint64_t bytes;			/* written to out */
 };
 

@@ -106,6 +106,23 @@ check "--max-depth 2: folded" '! awk -F";" "NF > 3" d2.folded | grep -q .'
 "$VMPT" export chrome --time 50% -i u.perf.data -o t.json 2> /dev/null
 check "--time: fewer slices" '[ "$(grep -c "\"B\"" t.json)" -lt "$(grep -c "\"B\"" u.json)" ]'
 
+# Decoding errors: instant events where vmpt script prints its error lines
+# (hase's control_flow-201805 runs into bytes its decoder refuses).
+H=$SHARED/realtraces/perf-data-hase
+mkdir -p symfs/home/joerg/git/hase/tests/bin/control_flow
+ln -s "$H/control_flow/control_flow" symfs/home/joerg/git/hase/tests/bin/control_flow/
+CF="-i $H/control_flow/control_flow-201805.perf.data --symfs symfs"
+# shellcheck disable=SC2086
+"$VMPT" export chrome $CF -o cf.json 2> cf.err
+# shellcheck disable=SC2086
+"$VMPT" script $CF --itrace=e 2> /dev/null |
+	sed -n 's/.* ip \(0x[0-9a-f]*\) offset \(0x[0-9a-f]*\) code 6: .*/error: trace does not match the code at \1 (trace offset \2)/p' > want.err
+grep -o '"ph":"i","s":"t",.*"name":"[^"]*"' cf.json | sed 's/.*"name":"//; s/"$//' > got.err
+check "errors: instants as vmpt script's error lines ($(wc -l < want.err))" \
+	'[ -s want.err ] && cmp -s want.err got.err'
+check "errors: counted" 'grep -q ", $(wc -l < want.err) decoding errors;" cf.err'
+python3 "$HERE/trace_event_check.py" cf.json > /dev/null || { echo "FAIL: errors JSON"; fail=1; }
+
 # Errors: messages and exit status.
 expect() {	# STATUS MESSAGE ARGS...
 	local st=$1 msg=$2

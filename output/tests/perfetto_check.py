@@ -60,6 +60,10 @@ def main():
             if not d:
                 sys.exit("packet %d: a slice end with none open" % i)
             depth[e.track_uuid] = d - 1
+        elif e.type == pb.TrackEvent.TYPE_INSTANT:
+            if not e.name:
+                sys.exit("packet %d: an instant without a name" % i)
+            names.add(e.name)
         else:
             sys.exit("packet %d: event type %d" % (i, e.type))
     open_ = [t for t, d in depth.items() if d]
