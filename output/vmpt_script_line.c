@@ -218,9 +218,11 @@ const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, i
 
 	if (!c->o->image)
 		return NULL;
-	if (guest)
+	if (guest) {
 		space.machine = c->vmcs ? c->vmcs : VMPT_MACHINE_GUEST;
-	else if (c->task.space)
+		if (c->task.guest_space)
+			space.cr3 = c->task.guest_space;
+	} else if (c->task.space)
 		space.cr3 = c->task.space;
 	return vmpt_image_find(c->o->image, &space, addr);
 }
@@ -259,7 +261,12 @@ static const char *dso_name(struct vmpt_consumer *c, const struct vmpt_section *
 	struct vmpt_map_ref map;
 	const char *name = "[unknown]";
 
-	if (sec)
+	/* perf's name of a guest's kernel, once it knows the guest. */
+	if (sec && guest && c->task.machine_pid > 0 && !strcmp(sec->name, "[kernel.kallsyms]")) {
+		snprintf(c->guest_kernel, sizeof(c->guest_kernel),
+			 "[guest.kernel.kallsyms.%d]", c->task.machine_pid);
+		name = c->guest_kernel;
+	} else if (sec)
 		name = sec->name;
 	else if (addr && !guest && c->o->map_of &&
 		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0)
@@ -315,20 +322,28 @@ static void print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			int guest, int callchain)
 {
 	const struct vmpt_task *t = &c->task;
+	int gtask = t->machine_pid > 0 && (t->vcpu & GUEST_SAMPLE);
 
+	/* perf's machine_pid and vcpu: of the guest task's samples only. */
+	if ((f & VMPT_F_MACHINE_PID) && gtask)
+		outf(c, "VM:%5d ", t->machine_pid);
+	if ((f & VMPT_F_VCPU) && gtask)
+		outf(c, "VCPU:%03d ", t->vcpu & ~GUEST_SAMPLE);
+	if ((f & VMPT_F_VMCS) && guest && c->vmcs)
+		outf(c, "VMCS:%#" PRIx64 " ", c->vmcs);
 	if (f & VMPT_F_COMM) {
 		char name[32];
 		const char *comm = t->comm;
 
 		/* perf names a thread without COMM ":TID"; guest code runs
 		 * in a thread of the guest machine, which has no COMM but
-		 * with --guest-code.
+		 * with --guest-code or the guest's sideband.
 		 */
 		if (guest && c->o->guest_code && t->pid > 0)
 			snprintf(name, sizeof(name), "[guest/%d]", t->pid);
-		else if (!comm || guest)
+		else if (!comm || (guest && !gtask))
 			snprintf(name, sizeof(name), ":%d", t->tid);
-		if (!comm || guest)
+		if (!comm || (guest && !gtask))
 			comm = name;
 		outf(c, callchain ? "%s " : "%16s ", comm);
 	}
@@ -521,8 +536,36 @@ struct script_extra {
 	size_t depth;
 };
 
+static void print_sample_as(struct vmpt_consumer *c, const struct script_sample *in,
+			    const struct script_extra *x);
+
+/* A sample of guest code, or of a branch into it (the VM entry), is the
+ * guest task's with the guest's sideband, as perf's intel_pt_prep_a_sample
+ * gives it (from_ip in the guest, or to_ip): its pid/tid, and its comm
+ * where the sample's machine is the guest (perf's cpumode: of ip, of addr
+ * when ip is 0; a host instruction's machine is the host, which has no
+ * such thread).
+ */
 static void print_sample(struct vmpt_consumer *c, const struct script_sample *in,
 			 const struct script_extra *x)
+{
+	const struct vmpt_task saved = c->task;
+
+	if (c->task.machine_pid > 0 &&
+	    ((in->ip && in->guest) || (in->addr && in->addr_guest))) {
+		c->task.pid = c->task.guest_pid;
+		c->task.tid = c->task.guest_tid;
+		c->task.comm = (in->ip ? in->guest : in->addr_guest) ? c->task.guest_comm : NULL;
+		c->task.vcpu |= GUEST_SAMPLE;
+		print_sample_as(c, in, x);
+		c->task = saved;
+		return;
+	}
+	print_sample_as(c, in, x);
+}
+
+static void print_sample_as(struct vmpt_consumer *c, const struct script_sample *in,
+			    const struct script_extra *x)
 {
 	const struct vmpt_script_opts *o = c->o;
 	int type = in->ev <= VMPT_SE_TRANSACTIONS ? VMPT_OUT_HW : VMPT_OUT_SYNTH;

@@ -132,7 +132,7 @@ static void stream_close(struct vmpt_consumer *c)
 	if (!c)
 		return;
 	s = c->s;
-	script_stream_drain(c, 0);
+	script_eptw_drain(c, 0);
 	script_out_flush(c);
 	pthread_mutex_lock(&s->lock);
 	s->stats.insns += c->stats.insns;
@@ -256,7 +256,7 @@ struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts)
 	s->ops = (struct vmpt_consumer_ops){
 		.open = stream_open, .close = stream_close, .set_file = stream_set_file,
 		.set_task = stream_set_task, .begin_buffer = stream_begin_buffer,
-		.item = script_stream_item, .drain = script_stream_drain, .flush = stream_flush,
+		.item = script_eptw_item, .drain = script_eptw_drain, .flush = stream_flush,
 		.produced = stream_produced, .sideband = stream_sideband,
 		.time_wanted = opts->filter.ntimes ? stream_time_wanted : NULL,
 		.serial = !!(opts->f.set[VMPT_OUT_HW] & VMPT_F_IPC),

@@ -56,7 +56,7 @@ static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_i
 
 static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 {
-	uint64_t space = q->task.space;
+	uint64_t space = q->task.space, guest_space = q->task.guest_space;
 
 	if (q->task_until && t >= q->task_from && t < q->task_until)
 		return;
@@ -65,6 +65,11 @@ static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 	d->ops->set_task(q->out, &q->task);
 	if (q->task.space != space && q->dec)
 		vmpt_flow_set_host_space(q->dec, q->task.space);
+	/* A guest context switch: the guest code after it is the next
+	 * task's.
+	 */
+	if (q->task.guest_space != guest_space && q->dec)
+		vmpt_flow_set_guest_space(q->dec, q->task.guest_space);
 }
 
 /* The host address space at a TSC, for the threads of q->jobs: what
@@ -157,7 +162,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 			vmpt_jobs_free(q->jobs);
 			q->jobs = NULL;
 			/* Cycle counts (IPC) go on over the buffers: one decoder. */
-			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
+			/* The guest's tasks are followed by one decoder. */
+			if (!d->ops->serial && !s->guest && vmpt_jobs_worth(&cfg, d->jobs)) {
 				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
 				if (!q->jobs)
 					return -VMPT_ERR_NOMEM;
@@ -176,6 +182,7 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->dec_done = 0;
 			q->task_until = 0;
 			q->task.space = 0;
+			q->task.guest_space = 0;
 			ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset,
 							.queue_offset = q->bytes,
 							.cpu = q->buf->cpu };

@@ -92,6 +92,10 @@ struct vmpt_flow {
 	 * host code is looked up under it instead of PIP's CR3; 0: unset.
 	 */
 	uint64_t host_space;
+	/* The same for guest code (vmpt_flow_set_guest_space): the guest
+	 * task the guest's sideband says runs; 0: PIP's CR3.
+	 */
+	uint64_t guest_space;
 	/* Events that wait for their FUP (enum fup_bound) and their
 	 * payloads; want_fup: the packet right after must be that FUP.
 	 */
@@ -322,8 +326,9 @@ static void update_asid(struct vmpt_flow *dec)
 	if (dec->have_nr)
 		machine = !dec->nr ? VMPT_MACHINE_HOST :
 			  dec->have_vmcs ? dec->vmcs : VMPT_MACHINE_GUEST;
-	uint64_t cr3 = dec->host_space && !(dec->have_nr && dec->nr) ?
-		       dec->host_space : dec->have_nr ? dec->cr3 : VMPT_ASID_ANY;
+	int guest = dec->have_nr && dec->nr;
+	uint64_t space = guest ? dec->guest_space : dec->host_space;
+	uint64_t cr3 = space ? space : dec->have_nr ? dec->cr3 : VMPT_ASID_ANY;
 
 	if (machine != dec->asid.machine || cr3 != dec->asid.cr3) {
 		dec->asid.machine = machine;
@@ -410,6 +415,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret >= 0)
+			vmpt_time_seen(&dec->time, pkt.type);
 		if (ret < 0) {
 			dec->pkt_off = off;
 			/* A buffer that fills up ends in a PSB+ often; status
@@ -658,6 +665,7 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		if (ret < 0)
 			return ret;
 		dec->pkt_off = off;
+		vmpt_time_seen(&dec->time, pkt.type);
 		if (!after_fup)
 			vmpt_cycles_seen(&dec->cyc, pkt.type);
 		if (dec->want_fup && pkt.type != VMPT_PKT_PAD) {
@@ -1309,6 +1317,13 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 	dec->host_space = space;
 	update_asid(dec);
 	/* A run being recorded may go on in other code now. */
+	dec->rec = NULL;
+}
+
+void vmpt_flow_set_guest_space(struct vmpt_flow *dec, uint64_t space)
+{
+	dec->guest_space = space;
+	update_asid(dec);
 	dec->rec = NULL;
 }
 

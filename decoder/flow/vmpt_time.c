@@ -24,6 +24,16 @@ static uint64_t ctc_to_tsc(const struct vmpt_time *t, uint64_t ctc)
 	return ctc / t->ratio_d * t->ratio_n + ctc % t->ratio_d * t->ratio_n / t->ratio_d;
 }
 
+/* A TSC or MTC right after a CYC: the count restarts at its time. */
+static void restart_cyc(struct vmpt_time *t)
+{
+	if (t->prev_type != VMPT_PKT_CYC)
+		return;
+	t->base = t->tsc;
+	t->cyc = 0;
+	t->have_base = 1;
+}
+
 /* A TSC packet a little behind the estimate is not time running
  * backwards: TSC can slip past MTCs (perf allows 0x10000 ticks).
  */
@@ -46,8 +56,8 @@ void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 			tsc = t->tsc - tsc > 1ull << 55 ? tsc + (1ull << 56) : t->tsc;
 		t->have_tsc = 1;
 		t->have_tma = 0;
-		t->tsc_pkt = t->base = t->tsc = tsc;
-		t->cyc = 0;
+		t->tsc_pkt = t->tsc = tsc;
+		restart_cyc(t);
 		break;
 	}
 	case VMPT_PKT_TMA: {
@@ -69,19 +79,24 @@ void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 				     (uint64_t)pkt->mtc + 256 - t->last_mtc;
 
 			t->ctc_delta += n << t->mtc_shift;
-			t->base = t->ctc_tsc + ctc_to_tsc(t, t->ctc_delta);
-			t->cyc = 0;
-			advance(t, t->base);
+			advance(t, t->ctc_tsc + ctc_to_tsc(t, t->ctc_delta));
 			t->last_mtc = pkt->mtc;
+			restart_cyc(t);
 		}
 		break;
 	case VMPT_PKT_CYC:
 		t->cyc += pkt->cyc;
-		if (t->have_tsc && t->cbr && t->max_nonturbo)
+		if (t->have_base && t->cbr && t->max_nonturbo)
 			advance(t, t->base + t->cyc * t->max_nonturbo / t->cbr);
 		break;
 	case VMPT_PKT_CBR:
 		t->cbr = pkt->cbr;
+		/* perf: the count starts again at a CBR */
+		if (t->have_tsc) {
+			t->base = t->tsc;
+			t->cyc = 0;
+			t->have_base = 1;
+		}
 		break;
 	default:
 		break;

@@ -25,6 +25,14 @@ struct vmpt_task {
 	int cpu, pid, tid;
 	const char *comm;
 	uint64_t space;	/* host address space of pid (VMPT_ASID_PID), 0: any */
+	/* The guest task on the vCPU this host thread runs (a VM recording
+	 * with the guest's sideband, vmpt/guest_tasks.h): machine_pid > 0
+	 * then, the QEMU process, as perf's sample machine_pid.
+	 */
+	int machine_pid, vcpu;
+	int guest_pid, guest_tid;
+	const char *guest_comm;
+	uint64_t guest_space;	/* vmpt_guest_space(), 0: any */
 };
 
 /* The mapping (MMAP) an address is in, for naming code whose binary is

@@ -244,6 +244,14 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop);
  */
 void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space);
 
+/* The same for guest code (PIP.NR set): the guest task the guest's own
+ * sideband says runs (vmpt/guest_tasks.h) looks its user code up under
+ * cr3 = space (vmpt_guest_space()); 0 goes back to PIP's CR3.  Host code
+ * is unaffected.  Set it at a guest context switch, before the items
+ * after it are decoded.
+ */
+void vmpt_flow_set_guest_space(struct vmpt_flow *dec, uint64_t space);
+
 /* Count cycles for IPC on from where from's count is, as perf's decoder
  * does over the buffers of one queue (a CPU's, a thread's).
  */

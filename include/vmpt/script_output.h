@@ -36,6 +36,7 @@ enum vmpt_script_field {
 	VMPT_F_IPC = 1 << 12, VMPT_F_PERIOD = 1 << 13, VMPT_F_CALLINDENT = 1 << 14,
 	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
 	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
+	VMPT_F_MACHINE_PID = 1 << 20, VMPT_F_VCPU = 1 << 21, VMPT_F_VMCS = 1 << 22,
 };
 
 /* perf's output types of Intel PT samples: instructions, branches and
@@ -65,7 +66,7 @@ const char *vmpt_script_field_name(size_t i);
 enum vmpt_script_event {
 	VMPT_SE_INSTRUCTIONS, VMPT_SE_BRANCHES, VMPT_SE_TRANSACTIONS,
 	VMPT_SE_PTWRITE, VMPT_SE_CBR, VMPT_SE_PSB, VMPT_SE_MWAIT, VMPT_SE_PWRE,
-	VMPT_SE_EXSTOP, VMPT_SE_PWRX, VMPT_SE_COUNT
+	VMPT_SE_EXSTOP, VMPT_SE_PWRX, VMPT_SE_EVT, VMPT_SE_COUNT
 };
 
 /* perf script's sample filters (-C, --pid, --tid, --comm, --dsos,
