@@ -102,6 +102,11 @@ struct vmpt_script_sample {
 	uint64_t trace_nr;		/* perf's trace number (thread stacks) */
 	uint64_t insns;			/* instructions of the stream so far */
 	unsigned cbr;			/* the core:bus ratio now (cbr samples) */
+	/* Not a sample but a decoding error (--itrace e; ev VMPT_SE_COUNT):
+	 * a negative vmpt_err at ip, time, and the trace's file offset.
+	 */
+	int err;
+	uint64_t offset;
 };
 
 struct vmpt_script_opts {
