@@ -31,6 +31,9 @@
  */
 #define MAX_LOOPS 100000
 
+/* Blocks walked into one vmpt_flow_next_items batch at most. */
+#define FLOW_BATCH 64
+
 enum want { W_TNT, W_TIP, W_PGD, W_FUP };
 enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
 
@@ -145,8 +148,13 @@ struct vmpt_flow {
 	struct vmpt_run *rec;
 	/* A run may start here: new TNT bits, or the last run ended. */
 	uint8_t memo_try;
-	/* What vmpt_flow_next_items hands out when it is not a run. */
-	struct vmpt_flow_item one;
+	/* What vmpt_flow_next_items hands out when it is not a run: blocks
+	 * of the hot path while their time stays that of the last item
+	 * handed out (last_time, when have_last).
+	 */
+	uint8_t have_last;
+	uint64_t last_time;
+	struct vmpt_flow_item batch[FLOW_BATCH];
 };
 
 static const char *const event_names[VMPT_EV_COUNT] = {
@@ -1408,6 +1416,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->stopping = 0;
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;
+	dec->have_last = 0;	/* the caller sets the space anew */
 	reset_flow_state(dec);
 	/* What the trace said before belongs to another piece: start as a
 	 * new decoder does, in the host.
@@ -1702,6 +1711,7 @@ void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
 	dec->block_time = dec->time.tsc;
 	dec->sec = NULL;
 	dec->rec = NULL;
+	dec->have_last = 0;
 	update_asid(dec);
 }
 
@@ -1715,19 +1725,50 @@ int vmpt_flow_enabled(const struct vmpt_flow *dec)
 	return dec->enabled;
 }
 
+/* Can walk_fast take the next block (next_item's test)? */
+static inline int on_hot_path(const struct vmpt_flow *dec)
+{
+	return dec->qh == dec->qn && !dec->play &&
+	       (dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
+	       dec->enabled && !dec->stopping;
+}
+
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n)
 {
-	int ret = next_item(dec, &dec->one, 1);
+	struct vmpt_flow_item *b = dec->batch;
+	int ret = next_item(dec, b, 1);
+	size_t k = 1;
 
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
 		*items = play_run(dec, n);
+		dec->last_time = (*items)[*n - 1].time;
+		dec->have_last = 1;
 		return 0;
 	}
-	*items = &dec->one;
-	*n = 1;
+	/* More blocks in one call: the caller may set the host address
+	 * space by each item's time (vmpt_flow_set_host_space), which then
+	 * applies from the next item on; a block walked before the caller
+	 * saw the one before it is the same only while the time has not
+	 * changed since the last item handed out.
+	 */
+	if (b[0].kind == VMPT_FLOW_BLOCK && dec->have_last) {
+		while (k < FLOW_BATCH && b[k - 1].time == dec->last_time && on_hot_path(dec)) {
+			ret = walk_fast(dec, &b[k], 1);
+			if (ret != 1) {
+				if (!ret)
+					dec->rec = NULL;	/* as next_item */
+				break;
+			}
+			k++;
+		}
+	}
+	dec->last_time = b[k - 1].time;
+	dec->have_last = 1;
+	*items = b;
+	*n = k;
 	return 0;
 }
 
