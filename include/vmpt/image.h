@@ -73,6 +73,7 @@ static inline int vmpt_asid_match(const struct vmpt_asid *want,
 struct vmpt_symbol {
 	uint64_t addr, size;
 	const char *name;
+	uint8_t binding;	/* ELF's STB_*: 0 local, 1 global, 2 weak */
 };
 
 /* A contiguous run of code bytes at a virtual address. */
@@ -118,8 +119,9 @@ int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 		       const struct vmpt_asid *asid);
 
 /* Add a kernel image (vmlinux) at its link addresses, its code named
- * "[kernel.kallsyms]" as perf names the kernel it was given with --vmlinux.
- * Errors as vmpt_image_add_elf.
+ * "[kernel.kallsyms]" as perf names the kernel it was given with --vmlinux
+ * (a guest's, asid->machine a guest: "[guest.kernel.kallsyms]", as
+ * --guestvmlinux).  Errors as vmpt_image_add_elf.
  */
 int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid);
@@ -138,10 +140,21 @@ int vmpt_image_add_elf_map_named(struct vmpt_image *img, const char *path,
 				 const char *name, uint64_t start, uint64_t pgoff,
 				 const struct vmpt_asid *asid);
 
+/* The same for a path a recording names: opened inside root (vmpt/path.h:
+ * no "..", no link out of root, a regular file only; root NULL: as is);
+ * name NULL names it root + path.
+ */
+int vmpt_image_add_elf_map_in(struct vmpt_image *img, const char *root,
+			      const char *path, const char *name, uint64_t start,
+			      uint64_t pgoff, const struct vmpt_asid *asid);
+
 /* Add size bytes (0: to the end) at offset of a raw file at vaddr. */
 int vmpt_image_add_raw(struct vmpt_image *img, const char *path,
 		       uint64_t offset, uint64_t size, uint64_t vaddr,
 		       const struct vmpt_asid *asid);
+int vmpt_image_add_raw_in(struct vmpt_image *img, const char *root,
+			  const char *path, uint64_t offset, uint64_t size,
+			  uint64_t vaddr, const struct vmpt_asid *asid);
 
 /* Add a copy of a memory buffer (synthesized code, tests). */
 int vmpt_image_add_buffer(struct vmpt_image *img, const uint8_t *buf,
@@ -152,7 +165,9 @@ int vmpt_image_add_buffer(struct vmpt_image *img, const uint8_t *buf,
 int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
 			 const struct vmpt_asid *asid);
 
-/* Add perf's kcore_dir (DIR/kcore, symbols from DIR/kallsyms if there). */
+/* Add perf's kcore_dir (DIR/kcore, symbols from DIR/kallsyms if there),
+ * both opened inside DIR.
+ */
 int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 			     const struct vmpt_asid *asid);
 
