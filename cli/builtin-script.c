@@ -261,8 +261,8 @@ static void script_usage(FILE *out)
 		"  --demangle-kernel demangle kernel names too (off, as perf's)\n"
 		"  --no-guest-tasks  a VM recording's guest code as any guest process's, not\n"
 		"                    the task its guest sideband says runs (guest/perf.data)\n"
-		"  --inline, --no-inline  accepted as perf 6.1's (no inlined frames in\n"
-		"                    Intel PT samples)\n"
+		"  --inline          callchain frames (g) of inlined functions, from DWARF\n"
+		"                    (perf 6.1 shows none for Intel PT); --no-inline\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
 		"                    x transactions, w ptwrite, p power events, I Event\n"
@@ -295,7 +295,7 @@ int cmd_script(int argc, char **argv)
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
 	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS,
-	       O_INLINE };
+	       O_INLINE, O_NO_INLINE };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
 		{ "elf", required_argument, NULL, O_ELF },
@@ -316,7 +316,7 @@ int cmd_script(int argc, char **argv)
 		{ "demangle-kernel", no_argument, NULL, O_DEMANGLE_KERNEL },
 		{ "no-guest-tasks", no_argument, NULL, O_NO_GUEST_TASKS },
 		{ "inline", no_argument, NULL, O_INLINE },
-		{ "no-inline", no_argument, NULL, O_INLINE },
+		{ "no-inline", no_argument, NULL, O_NO_INLINE },
 		{ "itrace", optional_argument, NULL, O_ITRACE },
 		{ "fields", required_argument, NULL, 'F' },
 		{ "call-trace", no_argument, NULL, O_CALL_TRACE },
@@ -407,9 +407,11 @@ int cmd_script(int argc, char **argv)
 		case O_DEMANGLE_KERNEL: demangle |= VMPT_IMAGE_DEMANGLE_KERNEL; break;
 		case O_NO_GUEST_TASKS: sf.no_guest_tasks = 1; break;
 		/* perf 6.1 adds inlined frames to unwound callchains only, not
-		 * to Intel PT's: both are accepted and change nothing.
+		 * to Intel PT's (its default --inline changes nothing there):
+		 * vmpt adds them when asked, as later perfs do.
 		 */
-		case O_INLINE: break;
+		case O_INLINE: op.inline_frames = 1; break;
+		case O_NO_INLINE: op.inline_frames = 0; break;
 		case O_ITRACE:
 			/* perf 6.1: --itrace alone is its default (perf script's
 			 * lines are the same with it and without).

@@ -10,6 +10,7 @@
 
 #include "vmpt/script_output.h"
 #include "vmpt_script_stack.h"
+#include "vmpt/srcline.h"
 
 #include <capstone/capstone.h>
 #include <pthread.h>
@@ -187,6 +188,9 @@ void script_flags_name(uint32_t flags, char *buf, size_t size);
 size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		      char *buf, size_t cap);
 void script_srclines_free(struct vmpt_consumer *c);
+/* The inline chain at ip in sec, innermost first (vmpt/srcline.h). */
+size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		      const struct vmpt_inline_frame **frames);
 
 /* vmpt_script_output.c: the samples of the items of one stream. */
 void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);

@@ -503,6 +503,40 @@ static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_sect
 	return sec->file_offset + (ip - sec->vaddr);
 }
 
+/* --inline: the frames of the functions inlined at a callchain's ip, as
+ * perf's sample__fprintf_callchain prints inlined symbols (no dso, the
+ * ip's srcline, " (inlined)"); 1 when the last one, the function they
+ * are in, was printed too (its name is not its symbol's).
+ */
+static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_section *sec,
+			 uint64_t ip)
+{
+	const struct vmpt_inline_frame *fr;
+	const struct sym_seen *e = sym_at(c, sec, ip);
+	size_t n = e->sym ? script_inlines(c, sec, ip, &fr) : 0;
+	int last_too;
+
+	if (!n)
+		return 0;
+	last_too = !fr[n - 1].func || strcmp(fr[n - 1].func, e->sym->name);
+	for (size_t k = 0; k < n - !last_too; k++) {
+		out_char(c, '\t');
+		out_hex16(c, frame_addr(c, sec, ip));
+		if (f & VMPT_F_SYM) {
+			out_char(c, ' ');
+			outf(c, "%s", fr[k].func ? fr[k].func : "??");
+			if (f & VMPT_F_SYMOFF) {
+				out_mem(c, "+0x", 3);
+				out_hex(c, ip - e->sym->addr);
+			}
+		}
+		if (f & VMPT_F_SRCLINE)
+			print_srcline(c, sec, ip);
+		out_mem(c, " (inlined)\n", 11);
+	}
+	return last_too;
+}
+
 static void print_callchain(struct vmpt_consumer *c, unsigned f,
 			    const uint64_t *chain, size_t n, int guest)
 {
@@ -512,6 +546,8 @@ static void print_callchain(struct vmpt_consumer *c, unsigned f,
 		if (chain[i] >= SCRIPT_CONTEXT_USER)
 			continue;	/* a context marker */
 		sec = script_find(c, chain[i], guest);
+		if (c->o->inline_frames && sec && print_inlined(c, f, sec, chain[i]))
+			continue;
 		out_char(c, '\t');
 		out_hex16(c, frame_addr(c, sec, chain[i]));
 		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),

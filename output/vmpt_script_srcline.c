@@ -89,6 +89,17 @@ size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, u
 	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
+size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		      const struct vmpt_inline_frame **frames)
+{
+	struct vmpt_srcline *sl = srcline_of(c, sec);
+
+	if (!sl || sec->name[0] == '[')
+		return 0;
+	return vmpt_srcline_inlines(sl, vmpt_srcline_addr(sl, sec->file_offset +
+							 (ip - sec->vaddr)), frames);
+}
+
 void script_srclines_free(struct vmpt_consumer *c)
 {
 	struct script_srclines *t = c->srclines;

@@ -344,7 +344,7 @@ static const char *func_name(struct vmpt_srcline *sl, Dwarf_Die *die)
  */
 static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
 {
-	Dwarf_Die cu, *scopes = NULL;
+	Dwarf_Die cu, inner, *scopes = NULL;
 	Dwarf_Files *files = NULL;
 	const char *file = e->file;
 	unsigned line = e->line;
@@ -354,7 +354,16 @@ static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
 	e->inl_done = 1;
 	if (!sl->dw || !e->file || !dwarf_addrdie(sl->dw, e->addr, &cu))
 		return;
+	/* The innermost scope at addr, then its parents in the DIE tree
+	 * (dwarf_getscopes goes on in the inlined function's own definition).
+	 */
 	n = dwarf_getscopes(&cu, e->addr, &scopes);
+	if (n <= 0)
+		return;
+	inner = scopes[0];
+	free(scopes);
+	scopes = NULL;
+	n = dwarf_getscopes_die(&inner, &scopes);
 	if (n <= 0)
 		return;
 	dwarf_getsrcfiles(&cu, &files, &nfiles);

@@ -114,6 +114,10 @@ struct vmpt_script_opts {
 	struct vmpt_script_fields f;
 	int ns;			/* --ns: times to the nanosecond */
 	int disasm;		/* --insn-trace=disasm: the instruction's text too */
+	/* --inline: callchain frames of inlined functions (perf 6.1 has
+	 * none in Intel PT's callchains; later perfs add them so).
+	 */
+	int inline_frames;
 	unsigned pad_dso;	/* --call-trace pads dso names so (perf's 50) */
 	/* perf's --guest-code: samples of guest code are of the guest's
 	 * thread "[guest/PID]" (else perf's nameless ":TID").

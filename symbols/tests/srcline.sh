@@ -6,8 +6,9 @@
 # where only the symbol table knows the file; the lines of a stripped
 # binary from its debug file; Debian's libc.so.6 with libc6-dbg's
 # (DWARF 5, compressed sections, .c files including .c files).
-# --inline and --no-inline are accepted (perf 6.1 shows no inlined frames
-# in Intel PT's samples).  vmpt script = perf script on the same recordings.
+# vmpt script = perf script on the same recordings.  --inline adds the
+# frames of inlined functions to callchains (perf 6.1 has none in Intel
+# PT's): their names and order are binutils' addr2line -f -i's.
 # usage: srcline.sh VMPT_SYNTH
 set -u
 SYNTH=$1
@@ -78,10 +79,30 @@ for f in qsort getgrgid_r; do
 	same "libc from $f" "$tmp/libc-$f.perf.data" "--itrace=b -F ip,sym,srcline"
 done
 
+# --inline: at each callchain ip with inlined frames, the frames are
+# addr2line -f -i's (demangled by c++filt -p as perf demangles C++).
+"$VMPT" script -i "$tmp/i-O2.perf.data" --itrace=i0nsg -F ip,sym --inline 2> /dev/null |
+	awk '/^\t/ { inl = ($0 ~ / \(inlined\)$/); ip = $1; sub(/^\t *[0-9a-f]+ /, "");
+		     sub(/ \(inlined\)$/, ""); sub(/ \(.*\)$/, "");
+		     if (g != "" && ip != gip) { print gip g; g = "" }
+		     gip = ip; g = g "|" $0; if (!inl) { print ip g; g = "" }; next }
+		     !/^\t/ && g != "" { print gip g; g = "" }' | sort -u | sed '/^$/d' > "$tmp/vi"
+ninl=0
+while IFS='|' read -r ip names; do
+	case $names in *'|'*) ;; *) continue ;; esac
+	addr2line -e "$tmp/shapes-O2" -f -i "0x$ip" | awk 'NR % 2' | c++filt -p > "$tmp/a2l"
+	# (c++filt keeps the hash of Rust names that perf's demangling drops)
+	grep -qE '::h[0-9a-f]{16}$|\[[0-9a-f]{16}\]' "$tmp/a2l" && continue
+	[ "$names" = "$(paste -sd'|' "$tmp/a2l")" ] ||
+		{ echo "FAIL --inline at $ip: $names, addr2line: $(paste -sd'|' "$tmp/a2l")"; fail=1; }
+	ninl=$((ninl + 1))
+done < "$tmp/vi"
+[ $ninl -ge 10 ] || { echo "FAIL --inline: only $ninl addresses with inlined frames"; fail=1; }
+
 # perf's words without ip.
 "$VMPT" script -i "$tmp/s-O2.perf.data" -F sym,srcline > /dev/null 2> "$tmp/err"
 grep -q 'Display of source line number requested but sample IP is not' "$tmp/err" ||
 	{ echo "FAIL: -F sym,srcline: $(cat "$tmp/err")"; fail=1; }
 
-[ $fail = 0 ] && echo "vmpt script = perf script in $runs runs ($lines source lines)"
+[ $fail = 0 ] && echo "vmpt script = perf script in $runs runs ($lines source lines); --inline = addr2line at $ninl addresses"
 exit $fail
