@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
-			 const struct export_sample *es);
-void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
-
 /* ---- A small map ---- */
 
 static size_t map_hash(uint64_t a, uint64_t b, uint64_t c)
@@ -199,8 +195,8 @@ static void comm_export(struct vmpt_export *x, struct export_comm *c, struct exp
 	comm_thread(x, c, t);
 }
 
-struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-				       int pid, int tid, int cpu);
+static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+					      int pid, int tid, int cpu);
 
 /* The idle task is one thread with a stack per CPU: its CPUs' stacks
  * after the first are twins of it.
@@ -225,8 +221,8 @@ static void thread_export(struct vmpt_export *x, struct export_thread *t)
 		x->ops->thread(x, t);
 }
 
-struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-				       int pid, int tid, int cpu)
+static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+					      int pid, int tid, int cpu)
 {
 	/* The idle task (pid = tid = 0) has a stack per CPU (perf's). */
 	uint64_t key_cpu = !pid && !tid && cpu > 0 ? (uint64_t)(int64_t)cpu :
@@ -475,6 +471,34 @@ static void guest_switch(struct vmpt_export *x, struct export_thread *t, uint64_
 	}
 }
 
+/* A decoding error: timelines mark it on the thread's track (perf's
+ * tables have no place for it; perf prints it).
+ */
+static void export_error(struct vmpt_export *x, const struct vmpt_script_sample *s,
+			 uint64_t time)
+{
+	struct export_machine *m;
+	struct export_thread *t;
+	char what[160];
+
+	x->stats.errors++;
+	if (!x->ops->error)
+		return;
+	m = machine_of(x, s->guest ? (s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST) :
+			  VMPT_MACHINE_HOST, s->task->pid);
+	t = m ? export_thread_of(x, m, s->task->pid, s->task->tid, s->task->cpu) : NULL;
+	if (!t)
+		return;
+	if (s->guest && !t->host)
+		t->host = export_thread_of(x, machine_of(x, VMPT_MACHINE_HOST, -1),
+					   s->task->pid, s->task->tid, s->task->cpu);
+	if (!t->name)
+		t->name = own_str(x, s->guest ? "[guest]" : s->task->comm);
+	snprintf(what, sizeof(what), "error: %s at 0x%" PRIx64 " (trace offset 0x%" PRIx64 ")",
+		 vmpt_strerror(s->err), s->ip, s->offset);
+	x->ops->error(x, t, time, what);
+}
+
 void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 {
 	struct vmpt_export *x = ctx;
@@ -487,6 +511,10 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 	if (x->failed)
 		return;
 	es.time = vmpt_script_time(o, s->time);
+	if (s->err) {
+		export_error(x, s, es.time);
+		return;
+	}
 	if (!x->evsel_db_id[s->ev]) {
 		x->evsel_db_id[s->ev] = ++x->last_id[EK_EVSEL];
 		if (x->ops->evsel)

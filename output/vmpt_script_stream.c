@@ -15,8 +15,9 @@ static void stream_begin_buffer(struct vmpt_consumer *c, const struct vmpt_buffe
 {
 	if (!b->consecutive)
 		script_settle_held(c, NULL);
-	c->buf_offset = b->file_offset;
-	c->queue_offset = b->queue_offset;
+	/* Bases for items' stream offsets (wrapping). */
+	c->buf_offset = b->file_offset - b->stream_offset;
+	c->queue_offset = b->queue_offset - b->stream_offset;
 	if (b->consecutive)
 		return;
 	c->p_cont = 0;
@@ -174,6 +175,7 @@ static void stream_close(struct vmpt_consumer *c)
 		free(c->missing[i].name);
 	free(c->missing);
 	free(c->buf);
+	script_srclines_free(c);
 	for (int m = 0; m < 3; m++) {
 		if (c->insn[m])
 			cs_free(c->insn[m], 1);

@@ -55,9 +55,13 @@ struct vmpt_buffer_ref {
 	 * buffers before it (perf's PSB offsets count so).
 	 */
 	uint64_t queue_offset;
+	/* Of its first byte in the decoder's stream (items' offsets count
+	 * from the stream's first byte): 0 but in a run of buffers.
+	 */
+	uint64_t stream_offset;
 	int cpu;		/* -1: not per-cpu */
-	/* 1: it continues the stream's previous buffer (perf's snapshot
-	 * overlap handling found it consecutive): nothing is restarted.
+	/* 1: it continues the stream's previous buffer (a queue's buffers,
+	 * one after another, decoded as one stream): nothing is restarted.
 	 */
 	int consecutive;
 };
