@@ -364,23 +364,14 @@ static void dso_export(struct vmpt_export *x, struct export_dso *d)
 		x->ops->dso(x, d);
 }
 
-/* The symbol perf finds at addr, or the "unknown" one db-export makes
- * there; NULL without code (perf: no map).
- */
-static struct export_sym *sym_of(struct vmpt_export *x, const struct vmpt_section *sec,
-				 uint64_t addr, struct export_machine *m, int pid)
+/* A symbol of dso d: vs (a real one), or perf's "unknown" at addr. */
+static struct export_sym *sym_get(struct vmpt_export *x, struct export_dso *d,
+				  const struct vmpt_section *sec, const struct vmpt_symbol *vs,
+				  uint64_t addr)
 {
-	const struct vmpt_symbol *vs;
-	struct export_dso *d;
 	struct export_sym *s;
-	uint64_t from, to, base;
+	uint64_t base;
 
-	if (!sec || !addr)
-		return NULL;
-	d = dso_of(x, sec, m, pid, addr);
-	if (!d)
-		return NULL;
-	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
 	s = vs ? export_map_get(&x->syms, (uint64_t)(uintptr_t)vs, 0, 0) :
 		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
 	if (s)
@@ -399,6 +390,50 @@ static struct export_sym *sym_of(struct vmpt_export *x, const struct vmpt_sectio
 	s->end = vs ? s->start + vs->size : s->start;
 	s->name = vs ? vs->name : "unknown";
 	s->binding = vs ? vs->binding : 0;
+	return s;
+}
+
+/* The symbol perf's dso__find_symbol gives for addr (NULL: none), with
+ * its one-entry cache: the same address again gives what the cache holds,
+ * which an "unknown" symbol made since may have taken over (below).
+ * *dso: addr's dso (NULL without code: perf has no map there).
+ */
+static struct export_sym *sym_find(struct vmpt_export *x, const struct vmpt_section *sec,
+				   uint64_t addr, struct export_machine *m, int pid,
+				   struct export_dso **dso)
+{
+	const struct vmpt_symbol *vs;
+	struct export_dso *d;
+	struct export_sym *s;
+	uint64_t from, to;
+
+	*dso = NULL;
+	if (!sec || !addr)
+		return NULL;
+	d = *dso = dso_of(x, sec, m, pid, addr);
+	if (!d)
+		return NULL;
+	if (d->cache_sym && d->cache_addr == addr)
+		return d->cache_sym;
+	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
+	s = vs ? sym_get(x, d, sec, vs, addr) :
+		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
+	d->cache_addr = addr;
+	d->cache_sym = s;
+	return s;
+}
+
+/* perf's db-export makes an "unknown" symbol where code has none; perf's
+ * dso__insert_symbol then hands it to the cached address when that is at
+ * or after it (a zero-size symbol "covers" it there).
+ */
+static struct export_sym *sym_unknown(struct vmpt_export *x, struct export_dso *d,
+				      const struct vmpt_section *sec, uint64_t addr)
+{
+	struct export_sym *s = sym_get(x, d, sec, NULL, addr);
+
+	if (s && d->cache_addr >= s->addr)
+		d->cache_sym = s;
 	return s;
 }
 
@@ -504,6 +539,7 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 	struct vmpt_export *x = ctx;
 	const struct vmpt_script_opts *o = x->o->script;
 	struct export_sample es = { .s = s };
+	struct export_dso *d_ip = NULL, *d_to = NULL;
 	struct export_machine *m;
 	struct export_thread *t;
 	char name[128];
@@ -536,14 +572,22 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 	es.thread = t;
 	es.comm = threads_export(x, t, s->guest ? NULL : s->task->comm);
 	es.db_id = ++x->last_id[EK_SAMPLE];
-	es.sym = sym_of(x, s->sec, s->ip, m, s->task->pid);
-	sym_export(x, es.sym);
+	/* perf script resolves ip, then addr; db-export makes the unknown
+	 * symbols of ip, then of addr
+	 */
+	es.sym = sym_find(x, s->sec, s->ip, m, s->task->pid, &d_ip);
 	if (s->addr) {
 		struct export_machine *am = machine_of_sample(x, s->addr_guest, s);
 
-		es.to_sym = am ? sym_of(x, s->addr_sec, s->addr, am, s->task->pid) : NULL;
-		sym_export(x, es.to_sym);
+		if (am)
+			es.to_sym = sym_find(x, s->addr_sec, s->addr, am, s->task->pid, &d_to);
 	}
+	if (d_ip && !es.sym)
+		es.sym = sym_unknown(x, d_ip, s->sec, s->ip);
+	sym_export(x, es.sym);
+	if (d_to && !es.to_sym)
+		es.to_sym = sym_unknown(x, d_to, s->addr_sec, s->addr);
+	sym_export(x, es.to_sym);
 	x->stats.samples++;
 	guest_switch(x, t, es.time);
 	if (s->ev == VMPT_SE_BRANCHES)

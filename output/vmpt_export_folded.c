@@ -64,105 +64,59 @@ static void folded_weigh(struct vmpt_export *x, struct export_thread *t, uint64_
 	c->n += w;
 }
 
-/* Append name to the line at *len, ';' first unless it is the first
- * (folded stacks split on ';' and end at the space before the count).
+/* A frame's name as folded stacks take it: ';' splits frames, a space
+ * ends them.
  */
-static int add(char **buf, size_t *len, size_t *cap, const char *name)
+static size_t put_name(FILE *f, const char *name)
 {
-	size_t l = strlen(name);
+	size_t n = 0;
 
-	if (*len + l + 2 > *cap) {
-		char *b = realloc(*buf, (*len + l + 2) * 2);
-
-		if (!b)
-			return -1;
-		*buf = b;
-		*cap = (*len + l + 2) * 2;
-	}
-	if (*len)
-		(*buf)[(*len)++] = ';';
-	for (size_t k = 0; k < l; k++)
-		(*buf)[(*len)++] = name[k] == ';' ? ':' : name[k] == ' ' ? '_' : name[k];
-	(*buf)[*len] = 0;
-	return 0;
+	for (; name[n]; n++)
+		putc(name[n] == ';' ? ':' : name[n] == ' ' ? '_' : name[n], f);
+	return n;
 }
 
-/* The frames of a call path, outermost first. */
-static int add_path(char **buf, size_t *len, size_t *cap, const struct export_call_path *cp)
+/* The frames of a call path, outermost first, each after a ';'.
+ * Returns the bytes written.
+ */
+static size_t put_path(FILE *f, const struct export_call_path *cp)
 {
 	char name[256];
+	size_t n;
 
 	if (!cp || !cp->parent)
 		return 0;
-	if (add_path(buf, len, cap, cp->parent) < 0)
-		return -1;
+	n = put_path(f, cp->parent);
 	export_frame_name(cp, name, sizeof(name));
-	return add(buf, len, cap, name);
+	putc(';', f);
+	return n + 1 + put_name(f, name);
 }
 
-/* "comm-tid;f1;f2" of a count (a guest's: the host's frames, [guest],
- * the guest's).
+/* A line per stack, in the order the stacks first ran, written as it
+ * goes (deep stacks make long lines: nothing is kept whole).
  */
-static char *stack_text(const struct count *c)
-{
-	const struct export_thread *t = c->t, *host = t->host ? t->host : t;
-	size_t len = 0, cap = 256;
-	char *buf = malloc(cap), name[160];
-
-	if (!buf)
-		return NULL;
-	buf[0] = 0;
-	snprintf(name, sizeof(name), "%s-%d", host->name && *host->name ? host->name :
-		 "[unknown]", host->tid);
-	if (add(&buf, &len, &cap, name) < 0 ||
-	    (t->host && (add_path(&buf, &len, &cap, c->hcp) < 0 ||
-			 add(&buf, &len, &cap, "[guest]") < 0)) ||
-	    add_path(&buf, &len, &cap, c->cp) < 0) {
-		free(buf);
-		return NULL;
-	}
-	return buf;
-}
-
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int folded_end(struct vmpt_export *x)
 {
 	struct folded *f = x->fmt;
-	char **lines = calloc(f->n ? f->n : 1, sizeof(*lines));
-	size_t n = 0;
+	FILE *out = x->o->out;
 
-	if (!lines) {
-		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-		return -1;
-	}
 	for (size_t i = 0; i < f->n; i++) {
-		char *s = stack_text(f->v[i]);
-		char *line = NULL;
+		const struct count *c = f->v[i];
+		const struct export_thread *t = c->t, *host = t->host ? t->host : t;
+		size_t n = put_name(out, host->name && *host->name ? host->name : "[unknown]");
+		int k = fprintf(out, "-%d", host->tid);
 
-		if (s && asprintf(&line, "%s %" PRIu64, s, f->v[i]->n) < 0)
-			line = NULL;
-		free(s);
-		if (!line) {
-			export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-			break;
+		n += k > 0 ? (size_t)k : 0;
+		if (t->host) {
+			n += put_path(out, c->hcp);
+			n += (size_t)fprintf(out, ";[guest]");
 		}
-		lines[n++] = line;
+		n += put_path(out, c->cp);
+		k = fprintf(out, " %" PRIu64 "\n", c->n);
+		x->stats.bytes += n + (k > 0 ? (size_t)k : 0);
 	}
-	qsort(lines, n, sizeof(*lines), cmp_str);
-	for (size_t i = 0; i < n; i++) {
-		int w = fprintf(x->o->out, "%s\n", lines[i]);
-
-		if (w > 0)
-			x->stats.bytes += (uint64_t)w;
-		free(lines[i]);
-	}
-	x->stats.stacks = n;
-	free(lines);
-	if (fflush(x->o->out) != 0 || ferror(x->o->out))
+	x->stats.stacks = f->n;
+	if (fflush(out) != 0 || ferror(out))
 		export_fail(x, "writing the output: %s", strerror(errno ? errno : EIO));
 	return x->failed ? -1 : 0;
 }

@@ -33,6 +33,11 @@ struct export_dso {
 	struct export_machine *machine;
 	int kernel;		/* symbols at their addresses, not file offsets */
 	uint64_t db_id;
+	/* perf's dso->last_find_result: the last address looked up and the
+	 * symbol it gave.
+	 */
+	uint64_t cache_addr;
+	struct export_sym *cache_sym;
 };
 
 /* A symbol as perf's dso holds it: sym_start/sym_end relative to the

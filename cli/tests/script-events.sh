@@ -10,8 +10,6 @@
 # kernel traced (interrupts, #UD, IRET) and user space alone.  Guest TSC
 # offsets are 0, so perf's times (uncorrelated) are vmpt's.
 # Known differences (docs/script.md), left out where they would show:
-# - a PTWRITE without FUP right before a PSB+: perf walks a direct call
-#   after it before the PSB, vmpt after (vm2, vm4: no branch modes);
 # - PLT stubs: vmpt names them NAME@plt, perf 6.1 the symbol before in
 #   kvm-selftest (user traces: no branch modes);
 # - guest code: a time 1 ns apart with --ns (the correlator's TSC).
@@ -55,12 +53,12 @@ synth "${VM[@]}" --branches 6000 --guest-pm --fup-on-ptw --freq-period 2000 --vc
 	--seed 10 -o vm1
 same "vm1: guest HLT/MWAIT, PTW with FUP" "-i vm1.perf.data $VMK" "${ALL[@]}"
 synth "${VM[@]}" --branches 6000 --vcpus 2 --seed 7 -o vm2
-same "vm2: the host's idle loop" "-i vm2.perf.data $VMK" "${EV[@]}"
+same "vm2: the host's idle loop" "-i vm2.perf.data $VMK" "${ALL[@]}"
 synth "${VM[@]}" --branches 6000 --cyc --vcpus 2 --fup-on-ptw --seed 2 --guest-period 500 -o vm3
 same "vm3: CYC" "-i vm3.perf.data $VMK" "${ALL[@]}"
 synth "${VM[@]}" --branches 6000 --noretcomp --tnt64 --freq-period 2000 --vcpus 2 \
 	--guest-pm --seed 3 -o vm4
-same "vm4: TNT-64, no return compression" "-i vm4.perf.data $VMK" "${EV[@]}"
+same "vm4: TNT-64, no return compression" "-i vm4.perf.data $VMK" "${ALL[@]}"
 synth "${VM[@]}" --branches 6000 --per-thread --cpus 2 --vcpus 3 --guest-pm --fup-on-ptw \
 	--seed 6 -o vm5
 same "vm5: vCPU threads" "-i vm5.perf.data $VMK" "${ALL[@]}"

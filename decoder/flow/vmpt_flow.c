@@ -46,6 +46,10 @@ enum fup_bound {
 	FUP_EXSTOP = 1 << 3,	/* EXSTOP with the IP bit */
 	FUP_TSX = 1 << 4,	/* MODE.TSX */
 	FUP_PTW = 1 << 5,	/* PTW with the IP bit */
+	/* A PSB+ read while tracing is on: perf walks to its FUP first (the
+	 * direct branches on the way are samples before the psb's).
+	 */
+	FUP_PSB = 1 << 6,
 };
 
 /* EVD packets before one CFE (perf's INTEL_PT_MAX_EVDS: one per type). */
@@ -107,6 +111,7 @@ struct vmpt_flow {
 	 * payloads; want_fup: the packet right after must be that FUP.
 	 */
 	uint8_t fup_bound, want_fup;
+	uint64_t psb_off;	/* FUP_PSB: the PSB's offset */
 	uint64_t fup_tsx, fup_ptw, fup_mwait, fup_pwre;
 	/* Event Trace: a CFE waiting for the FUP of its event's compound
 	 * packet (the IP bit clear, tracing on) or its own (FUP_CFE), with
@@ -530,6 +535,16 @@ static int psb_plus(struct vmpt_flow *dec)
 	}
 done:
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
+	if (dec->synced && dec->enabled && have_fup && !dec->fup_bound &&
+	    !dec->cfe_wait && !dec->resync && !dec->tnt_n) {
+		/* the psb item when the walk reaches the FUP (FUP_PSB) */
+		dec->fup_bound = FUP_PSB;
+		dec->psb_off = psb_off;
+		dec->pkt.type = VMPT_PKT_FUP;
+		dec->pkt_ip_valid = 1;
+		dec->have_pkt = 1;
+		return 1;
+	}
 	psb = event(dec, VMPT_EV_PSB, have_fup ? dec->pkt_ip : dec->ip, have_fup, psb_off);
 	if (!psb)
 		return -VMPT_ERR_NOMEM;
@@ -578,7 +593,9 @@ static int stop_at_psb(struct vmpt_flow *dec)
 		return -VMPT_ERR_EOS;
 	dec->stopping = 1;
 	ret = psb_plus(dec);
-	dec->block_time = dec->time.tsc;
+	/* its psb item at the FUP (FUP_PSB), as one decoder going on */
+	if (!(dec->fup_bound & FUP_PSB))
+		dec->block_time = dec->time.tsc;
 	/* Tracing off: the next piece says where it comes on (vmpt/jobs.h
 	 * keeps that, as one decoder going on says it).
 	 */
@@ -587,7 +604,8 @@ static int stop_at_psb(struct vmpt_flow *dec)
 	dec->pkt.type = VMPT_PKT_FUP;
 	dec->pkt_ip_valid = 1;
 	dec->have_pkt = 1;
-	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
+	dec->fup_bound &= FUP_PSB;
+	dec->want_fup = dec->cfe_wait = 0;
 	return 0;
 }
 
@@ -628,6 +646,16 @@ static int emit_bound(struct vmpt_flow *dec, uint64_t at, int ip_valid)
 	int ret = 0;
 
 	dec->fup_bound = dec->want_fup = 0;
+	if (bound & FUP_PSB) {
+		struct vmpt_flow_item *psb = event(dec, VMPT_EV_PSB, at, ip_valid, dec->psb_off);
+
+		if (!psb)
+			return -VMPT_ERR_NOMEM;
+		psb->cyc = vmpt_cycles_point(&dec->cyc);
+		psb->to = dec->time.cbr;
+		dec->block_time = dec->time.tsc;
+		return 0;
+	}
 	if (dec->cfe_wait) {
 		ret = emit_cfe(dec, at, ip_valid, ipc);
 		ipc = 0;
@@ -742,6 +770,9 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		switch (pkt.type) {
 		case VMPT_PKT_PSB:
 			ret = psb_plus(dec);
+			/* walk to its FUP first (FUP_PSB), in the time before */
+			if (ret > 0 && (dec->fup_bound & FUP_PSB))
+				return 0;
 			/* Code after a PSB+ has its time, as perf's samples. */
 			dec->block_time = dec->time.tsc;
 			if (ret > 0)
@@ -1031,8 +1062,10 @@ static int fup_reached(struct vmpt_flow *dec)
 	dec->have_pkt = 0;
 	progressed(dec);
 	dec->prev = NULL;
-	if (dec->stopping)
-		return -VMPT_ERR_EOS;
+	if (dec->stopping) {
+		ret = dec->fup_bound & FUP_PSB ? emit_bound(dec, at, 1) : 0;
+		return ret < 0 ? ret : -VMPT_ERR_EOS;
+	}
 	/* Events bound to this FUP: no TIP follows but after a TSX abort.
 	 * A CFE of the compound packet's goes before its branch. */
 	ret = emit_bound(dec, at, 1);

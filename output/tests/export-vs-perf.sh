@@ -2,7 +2,8 @@
 # vmpt export sqlite and postgresql against perf 6.1's own export scripts
 # (perf script --itrace=bep -s export-to-sqlite.py / export-to-postgresql.py
 # DB all calls, with PySide2's QtSql as they need) on the same recordings:
-# synthesized user code, user and kernel code (--vmlinux), a per-cpu
+# synthesized user code (a short and a long trace), user and kernel code
+# (--vmlinux), a per-cpu
 # recording of four processes with forks and context switches, and the
 # real hase recordings.  Every row of selected_events, machines, threads,
 # comms, comm_threads, dsos, symbols, branch_types, samples, call_paths,
@@ -103,6 +104,9 @@ sqlite_same() {
 
 # The recordings.
 "$SYNTH" -q --branches 4000 --elf /usr/bin/bash --seed 41 -o "$tmp/u"
+# longer: samples where perf's symbol cache names code by an earlier
+# unknown symbol (dso__find_symbol's last_find_result)
+"$SYNTH" -q --branches 30000 --elf /usr/bin/bash --seed 5 -o "$tmp/long"
 "$SYNTH" -q --branches 4000 --elf /usr/bin/bash --seed 42 --irq-period 300 \
 	--host-kernel "$D/guest-kernel" -o "$tmp/uk"
 T0=$((0x2a00000000))
@@ -122,6 +126,9 @@ for p in /home/joerg/git/hase /home/joerg/git/angr/hase; do
 done
 
 sqlite_same user "$tmp/u.perf.data"
+sqlite_same user-long "$tmp/long.perf.data"
+n=$(sqlite3 "$tmp/v.db" "SELECT COUNT(*) FROM samples s JOIN symbols y ON s.symbol_id = y.id WHERE y.name = 'unknown' AND s.sym_offset != 0")
+[ "$n" -gt 0 ] || { echo "FAIL user-long: no sample named by perf's cached unknown symbol"; fail=1; }
 sqlite_same user+kernel "$tmp/uk.perf.data" --vmlinux "$D/guest-kernel"
 sqlite_same per-cpu "$tmp/m.data"
 EXIT_PIN='< 3|1|281|316|0|exit
