@@ -122,6 +122,39 @@ static size_t vcpu_scales(const struct vmpt_session *s, const struct vmpt_guest_
 	return nr;
 }
 
+/* The guest's switches must fall in the host's recording: a guest
+ * recording of another VM or another run, or a wrong TSC offset, puts
+ * them elsewhere (and every guest task would be wrong).
+ */
+static int check_overlap(struct vmpt_session *s, const char *guest,
+			 const struct vmpt_guest_tasks_stats *st)
+{
+	uint64_t first = 0, last = 0;
+
+	for (size_t i = 0; i < s->n_sb; i++) {
+		const struct vmpt_perf_event *ev = &s->sb[i];
+		uint64_t t = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
+
+		if (!t)
+			continue;
+		if (!first || t < first)
+			first = t;
+		if (t > last)
+			last = t;
+	}
+	if (!first || !st->first || (st->last >= first && st->first <= last))
+		return 0;
+	snprintf(s->errmsg, sizeof(s->errmsg),
+		 "%.200s: the guest's context switches (host time %llu.%09llu to %llu.%09llu) are all outside the host's recording (%llu.%09llu to %llu.%09llu): a guest recording of another VM or another run, or wrong TSC offsets",
+		 guest, (unsigned long long)(st->first / 1000000000),
+		 (unsigned long long)(st->first % 1000000000),
+		 (unsigned long long)(st->last / 1000000000),
+		 (unsigned long long)(st->last % 1000000000),
+		 (unsigned long long)(first / 1000000000), (unsigned long long)(first % 1000000000),
+		 (unsigned long long)(last / 1000000000), (unsigned long long)(last % 1000000000));
+	return -VMPT_ERR_FORMAT;
+}
+
 int session_guest_open(struct vmpt_session *s, const char *dir)
 {
 	struct vmpt_guest_tasks_config cfg = { .host = s->pd.path, .host_pd = &s->pd };
@@ -166,7 +199,7 @@ int session_guest_open(struct vmpt_session *s, const char *dir)
 	if (st.bpf_ksymbols)
 		warn(s, "%s: the guest JIT-compiled %llu BPF programs: their code is in no file and cannot be decoded (boot the guest with sysctl.net.core.bpf_jit_enable=0)",
 		     guest, (unsigned long long)st.bpf_ksymbols);
-	return 0;
+	return check_overlap(s, guest, &st);
 }
 
 void session_guest_task(const struct vmpt_session *s, struct vmpt_task *t, uint64_t time,

@@ -9,7 +9,8 @@
 #   (warnings naming file, offset, pid and path; nothing read there);
 # - the guest booted with kvm-clock (no TIME_CONV), no vCPU threads (QEMU
 #   without debug-threads), a guest with more CPUs than the VM's vCPU
-#   map (another VM's recording): errors, exit status 1, and
+#   map (another VM's recording), a guest sideband outside the host's
+#   time (another run's, or wrong TSC offsets): errors, exit status 1, and
 #   --no-guest-tasks decodes them.
 : "${SRCDIR:?}" "${VMPT:?}"
 . "$SRCDIR/tools/synth/tests/synth-lib.sh"
@@ -122,5 +123,15 @@ grep -qx "vmpt script: onevcpu/guest/perf.data: offset 0x[0-9a-f]*: the guest re
 	{ cat onevcpu.err; fail "onevcpu: message"; }
 run onevcpu --no-guest-tasks
 expect_status onevcpu 0
-echo "6 broken guest sides: 3 warned about and decoded, 3 errors (exit status 1," \
+# a guest sideband that lies elsewhere in time: another run's, or wrong
+# TSC offsets (here KVM's saved values say 0)
+fresh elsewhere
+for v in 0 1; do echo "vm 4242-11 vcpu $v tsc-offset 0"; done > elsewhere/kvm-tsc
+run elsewhere
+expect_status elsewhere 1
+grep -qx "vmpt script: elsewhere/guest/perf.data: the guest's context switches (host time 0\.[0-9]\{9\} to 0\.[0-9]\{9\}) are all outside the host's recording (42\.[0-9]\{9\} to 42\.[0-9]\{9\}): a guest recording of another VM or another run, or wrong TSC offsets" elsewhere.err ||
+	{ cat elsewhere.err; fail "elsewhere: message"; }
+run elsewhere --no-guest-tasks
+expect_status elsewhere 0
+echo "7 broken guest sides: 3 warned about and decoded, 4 errors (exit status 1," \
 	"decoded with --no-guest-tasks), hostile paths refused"

@@ -5,6 +5,7 @@
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
+#include "vmpt/guest_tasks.h"
 #include "vmpt/guest_time.h"
 #include "vmpt/image.h"
 #include "vmpt/packet.h"
