@@ -46,8 +46,8 @@ static void export_usage(FILE *out)
 		"  chrome      Chrome's Trace Event JSON (Perfetto UI, speedscope); stdout\n"
 		"  perfetto    Perfetto's protobuf trace (ui.perfetto.dev); -o FILE\n"
 		"  sqlite      perf's export-to-sqlite.py tables; -o NEW.db\n"
-		"  postgresql  perf's export-to-postgresql.py tables; -o DBNAME or a\n"
-		"              libpq connection string (the database must not exist)\n"
+		"  postgresql  perf's export-to-postgresql.py tables; -o DBNAME, a new\n"
+		"              database on the server PGHOST, PGPORT, PGUSER name\n"
 		"options:\n"
 		"  -o, --output OUT    where (default: stdout for folded and chrome)\n"
 		"  --weight insns|time|samples\n"
@@ -57,7 +57,7 @@ static void export_usage(FILE *out)
 		"  --no-calls          sqlite, postgresql: no calls, call_paths tables\n"
 		"  --itrace=LETTERS    the samples (default: bep for the databases, as\n"
 		"                      perf script --itrace=bep -s export-to-sqlite.py;\n"
-		"                      b for the others)\n"
+		"                      be for the others: errors as instant events)\n"
 		"  -C, --cpu LIST  --pid LIST  --tid LIST  -c, --comms LIST\n"
 		"  --time START,STOP | PERCENT   as vmpt script's (perf's)\n"
 		"  --symfs DIR  --vmlinux FILE  --guest-code  --elf, --raw, --pagecache,\n"
@@ -140,6 +140,8 @@ static int export_perf_data(const char *path, struct vmpt_image *img, struct vmp
 		fprintf(stderr, ", %" PRIu64 " stacks", st.stacks);
 	if (xo->format == VMPT_EXPORT_CHROME || xo->format == VMPT_EXPORT_PERFETTO)
 		fprintf(stderr, ", %" PRIu64 " slices", st.slices);
+	if (st.errors)
+		fprintf(stderr, ", %" PRIu64 " decoding errors", st.errors);
 	if (st.bytes)
 		fprintf(stderr, "; %" PRIu64 " bytes", st.bytes);
 	fprintf(stderr, "\n");
@@ -308,7 +310,7 @@ int cmd_export(int argc, char **argv)
 	}
 	xo.format = fmt;
 	if (!itrace)
-		itrace = fmt == VMPT_EXPORT_SQLITE || fmt == VMPT_EXPORT_POSTGRESQL ? "bep" : "b";
+		itrace = fmt == VMPT_EXPORT_SQLITE || fmt == VMPT_EXPORT_POSTGRESQL ? "bep" : "be";
 	{
 		char why[300];
 
@@ -316,10 +318,6 @@ int cmd_export(int argc, char **argv)
 			fprintf(stderr, "vmpt export: %s\n", why);
 			goto out;
 		}
-		/* perf's export scripts keep no errors (perf prints them);
-		 * vmpt's summary counts them
-		 */
-		op.it.errors = 0;
 	}
 	if (fmt == VMPT_EXPORT_SQLITE || fmt == VMPT_EXPORT_POSTGRESQL) {
 		struct stat sb;

@@ -261,6 +261,8 @@ static void script_usage(FILE *out)
 		"  --demangle-kernel demangle kernel names too (off, as perf's)\n"
 		"  --no-guest-tasks  a VM recording's guest code as any guest process's, not\n"
 		"                    the task its guest sideband says runs (guest/perf.data)\n"
+		"  --inline, --no-inline  accepted as perf 6.1's (no inlined frames in\n"
+		"                    Intel PT samples)\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
 		"                    x transactions, w ptwrite, p power events, I Event\n"
@@ -270,7 +272,7 @@ static void script_usage(FILE *out)
 		"                    i1000i, i4096t)\n"
 		"  -F FIELDS         comm,tid,pid,time,cpu,event,ip,sym,symoff,dso,addr,\n"
 		"                    period,flags,insn,insnlen,ipc,callindent,synth,brstack,\n"
-		"                    brstacksym,disasm (+FIELDS adds, -FIELDS removes)\n"
+		"                    brstacksym,disasm,srcline (+FIELDS adds, -FIELDS removes)\n"
 		"  --call-trace, --call-ret-trace, --insn-trace[=disasm]\n"
 		"  --ns              sample times in nanoseconds\n"
 		"  --show-task-events, --show-mmap-events, --show-switch-events,\n"
@@ -292,7 +294,8 @@ int cmd_script(int argc, char **argv)
 	       O_GPAGECACHE, O_GKCORE, O_GVMLINUX, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
-	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS };
+	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS,
+	       O_INLINE };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
 		{ "elf", required_argument, NULL, O_ELF },
@@ -312,6 +315,8 @@ int cmd_script(int argc, char **argv)
 		{ "no-demangle", no_argument, NULL, O_NO_DEMANGLE },
 		{ "demangle-kernel", no_argument, NULL, O_DEMANGLE_KERNEL },
 		{ "no-guest-tasks", no_argument, NULL, O_NO_GUEST_TASKS },
+		{ "inline", no_argument, NULL, O_INLINE },
+		{ "no-inline", no_argument, NULL, O_INLINE },
 		{ "itrace", optional_argument, NULL, O_ITRACE },
 		{ "fields", required_argument, NULL, 'F' },
 		{ "call-trace", no_argument, NULL, O_CALL_TRACE },
@@ -401,12 +406,20 @@ int cmd_script(int argc, char **argv)
 		case O_NO_DEMANGLE: demangle &= ~VMPT_IMAGE_DEMANGLE; break;
 		case O_DEMANGLE_KERNEL: demangle |= VMPT_IMAGE_DEMANGLE_KERNEL; break;
 		case O_NO_GUEST_TASKS: sf.no_guest_tasks = 1; break;
+		/* perf 6.1 adds inlined frames to unwound callchains only, not
+		 * to Intel PT's: both are accepted and change nothing.
+		 */
+		case O_INLINE: break;
 		case O_ITRACE:
-			/* perf: --itrace alone is every event, instructions every
-			 * 100us.
+			/* perf 6.1: --itrace alone is its default (perf script's
+			 * lines are the same with it and without).
 			 */
-			ret = vmpt_itrace_parse(optarg ? optarg : "ibxwpoe", &op.it, why,
-						sizeof(why));
+			if (!optarg) {
+				vmpt_itrace_default(&op.it);
+				itrace_given = 1;
+				break;
+			}
+			ret = vmpt_itrace_parse(optarg, &op.it, why, sizeof(why));
 			if (ret < 0) {
 				fprintf(stderr, "vmpt script: %s\n", why);
 				status = 2;

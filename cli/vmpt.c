@@ -14,6 +14,7 @@ struct command {
 static const struct command commands[] = {
 	{ "dump", cmd_dump, "list the Intel PT packets of a raw trace or perf.data" },
 	{ "script", cmd_script, "the instruction flow of a trace, like perf script" },
+	{ "report", cmd_report, "VM exits explained (--vm-exits), or hot spots per symbol" },
 	{ "correlate", cmd_correlate, "guest TSCs as host TSCs; a guest's own recording on host time" },
 	{ "guest", cmd_guest, "collect guest sideband, kcore and binaries over SSH" },
 	{ "record", cmd_record, "record Intel PT of a VM's vCPU threads into perf.data" },

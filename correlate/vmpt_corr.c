@@ -25,7 +25,10 @@ struct vmpt_corr *vmpt_corr_new(const struct vmpt_corr_config *cfg)
 	c->cfg = *cfg;
 	c->perf.ratio_n = cfg->tsc_ctc_ratio_n;
 	c->perf.ratio_d = cfg->tsc_ctc_ratio_n ? cfg->tsc_ctc_ratio_d : 0;
-	c->perf.mtc_period = cfg->mtc_period;
+	/* MTCFreq is 4 bits: more would shift past the CTC's width. */
+	if (c->cfg.mtc_period > 15)
+		c->cfg.mtc_period = 15;
+	c->perf.mtc_period = c->cfg.mtc_period;
 	c->perf.log = cfg->perf_log;
 	return c;
 }

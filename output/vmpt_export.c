@@ -14,10 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
-			 const struct export_sample *es);
-void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
-
 /* ---- A small map ---- */
 
 static size_t map_hash(uint64_t a, uint64_t b, uint64_t c)
@@ -199,8 +195,8 @@ static void comm_export(struct vmpt_export *x, struct export_comm *c, struct exp
 	comm_thread(x, c, t);
 }
 
-struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-				       int pid, int tid, int cpu);
+static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+					      int pid, int tid, int cpu);
 
 /* The idle task is one thread with a stack per CPU: its CPUs' stacks
  * after the first are twins of it.
@@ -225,8 +221,8 @@ static void thread_export(struct vmpt_export *x, struct export_thread *t)
 		x->ops->thread(x, t);
 }
 
-struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-				       int pid, int tid, int cpu)
+static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+					      int pid, int tid, int cpu)
 {
 	/* The idle task (pid = tid = 0) has a stack per CPU (perf's). */
 	uint64_t key_cpu = !pid && !tid && cpu > 0 ? (uint64_t)(int64_t)cpu :
@@ -368,23 +364,14 @@ static void dso_export(struct vmpt_export *x, struct export_dso *d)
 		x->ops->dso(x, d);
 }
 
-/* The symbol perf finds at addr, or the "unknown" one db-export makes
- * there; NULL without code (perf: no map).
- */
-static struct export_sym *sym_of(struct vmpt_export *x, const struct vmpt_section *sec,
-				 uint64_t addr, struct export_machine *m, int pid)
+/* A symbol of dso d: vs (a real one), or perf's "unknown" at addr. */
+static struct export_sym *sym_get(struct vmpt_export *x, struct export_dso *d,
+				  const struct vmpt_section *sec, const struct vmpt_symbol *vs,
+				  uint64_t addr)
 {
-	const struct vmpt_symbol *vs;
-	struct export_dso *d;
 	struct export_sym *s;
-	uint64_t from, to, base;
+	uint64_t base;
 
-	if (!sec || !addr)
-		return NULL;
-	d = dso_of(x, sec, m, pid, addr);
-	if (!d)
-		return NULL;
-	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
 	s = vs ? export_map_get(&x->syms, (uint64_t)(uintptr_t)vs, 0, 0) :
 		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
 	if (s)
@@ -403,6 +390,50 @@ static struct export_sym *sym_of(struct vmpt_export *x, const struct vmpt_sectio
 	s->end = vs ? s->start + vs->size : s->start;
 	s->name = vs ? vs->name : "unknown";
 	s->binding = vs ? vs->binding : 0;
+	return s;
+}
+
+/* The symbol perf's dso__find_symbol gives for addr (NULL: none), with
+ * its one-entry cache: the same address again gives what the cache holds,
+ * which an "unknown" symbol made since may have taken over (below).
+ * *dso: addr's dso (NULL without code: perf has no map there).
+ */
+static struct export_sym *sym_find(struct vmpt_export *x, const struct vmpt_section *sec,
+				   uint64_t addr, struct export_machine *m, int pid,
+				   struct export_dso **dso)
+{
+	const struct vmpt_symbol *vs;
+	struct export_dso *d;
+	struct export_sym *s;
+	uint64_t from, to;
+
+	*dso = NULL;
+	if (!sec || !addr)
+		return NULL;
+	d = *dso = dso_of(x, sec, m, pid, addr);
+	if (!d)
+		return NULL;
+	if (d->cache_sym && d->cache_addr == addr)
+		return d->cache_sym;
+	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
+	s = vs ? sym_get(x, d, sec, vs, addr) :
+		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
+	d->cache_addr = addr;
+	d->cache_sym = s;
+	return s;
+}
+
+/* perf's db-export makes an "unknown" symbol where code has none; perf's
+ * dso__insert_symbol then hands it to the cached address when that is at
+ * or after it (a zero-size symbol "covers" it there).
+ */
+static struct export_sym *sym_unknown(struct vmpt_export *x, struct export_dso *d,
+				      const struct vmpt_section *sec, uint64_t addr)
+{
+	struct export_sym *s = sym_get(x, d, sec, NULL, addr);
+
+	if (s && d->cache_addr >= s->addr)
+		d->cache_sym = s;
 	return s;
 }
 
@@ -475,11 +506,40 @@ static void guest_switch(struct vmpt_export *x, struct export_thread *t, uint64_
 	}
 }
 
+/* A decoding error: timelines mark it on the thread's track (perf's
+ * tables have no place for it; perf prints it).
+ */
+static void export_error(struct vmpt_export *x, const struct vmpt_script_sample *s,
+			 uint64_t time)
+{
+	struct export_machine *m;
+	struct export_thread *t;
+	char what[160];
+
+	x->stats.errors++;
+	if (!x->ops->error)
+		return;
+	m = machine_of(x, s->guest ? (s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST) :
+			  VMPT_MACHINE_HOST, s->task->pid);
+	t = m ? export_thread_of(x, m, s->task->pid, s->task->tid, s->task->cpu) : NULL;
+	if (!t)
+		return;
+	if (s->guest && !t->host)
+		t->host = export_thread_of(x, machine_of(x, VMPT_MACHINE_HOST, -1),
+					   s->task->pid, s->task->tid, s->task->cpu);
+	if (!t->name)
+		t->name = own_str(x, s->guest ? "[guest]" : s->task->comm);
+	snprintf(what, sizeof(what), "error: %s at 0x%" PRIx64 " (trace offset 0x%" PRIx64 ")",
+		 vmpt_strerror(s->err), s->ip, s->offset);
+	x->ops->error(x, t, time, what);
+}
+
 void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 {
 	struct vmpt_export *x = ctx;
 	const struct vmpt_script_opts *o = x->o->script;
 	struct export_sample es = { .s = s };
+	struct export_dso *d_ip = NULL, *d_to = NULL;
 	struct export_machine *m;
 	struct export_thread *t;
 	char name[128];
@@ -487,6 +547,10 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 	if (x->failed)
 		return;
 	es.time = vmpt_script_time(o, s->time);
+	if (s->err) {
+		export_error(x, s, es.time);
+		return;
+	}
 	if (!x->evsel_db_id[s->ev]) {
 		x->evsel_db_id[s->ev] = ++x->last_id[EK_EVSEL];
 		if (x->ops->evsel)
@@ -508,14 +572,22 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 	es.thread = t;
 	es.comm = threads_export(x, t, s->guest ? NULL : s->task->comm);
 	es.db_id = ++x->last_id[EK_SAMPLE];
-	es.sym = sym_of(x, s->sec, s->ip, m, s->task->pid);
-	sym_export(x, es.sym);
+	/* perf script resolves ip, then addr; db-export makes the unknown
+	 * symbols of ip, then of addr
+	 */
+	es.sym = sym_find(x, s->sec, s->ip, m, s->task->pid, &d_ip);
 	if (s->addr) {
 		struct export_machine *am = machine_of_sample(x, s->addr_guest, s);
 
-		es.to_sym = am ? sym_of(x, s->addr_sec, s->addr, am, s->task->pid) : NULL;
-		sym_export(x, es.to_sym);
+		if (am)
+			es.to_sym = sym_find(x, s->addr_sec, s->addr, am, s->task->pid, &d_to);
 	}
+	if (d_ip && !es.sym)
+		es.sym = sym_unknown(x, d_ip, s->sec, s->ip);
+	sym_export(x, es.sym);
+	if (d_to && !es.to_sym)
+		es.to_sym = sym_unknown(x, d_to, s->addr_sec, s->addr);
+	sym_export(x, es.to_sym);
 	x->stats.samples++;
 	guest_switch(x, t, es.time);
 	if (s->ev == VMPT_SE_BRANCHES)

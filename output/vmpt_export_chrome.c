@@ -2,10 +2,10 @@
 /* vmpt export --format=chrome: the Trace Event Format's JSON (Chrome's
  * about:tracing, Perfetto UI, speedscope open it): each thread's calls as
  * B/E slices on its track (pid, tid), named by the thread_name and
- * process_name metadata; a guest's vCPU on a track of its own beside the
- * host thread, a "guest" slice from VM entry to VM exit with the guest's
- * functions in it.  Times in microseconds (ns as decimals), forward only
- * on each track.
+ * process_name metadata; a vCPU thread's time in its guest as a "guest"
+ * slice on top of the host's calls (VM entry to VM exit), the guest's
+ * calls in it.  Times in microseconds (ns as decimals), forward only
+ * on each track (ties a picosecond apart).
  */
 #include "vmpt_export_int.h"
 #include "vmpt/error.h"
@@ -15,9 +15,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A guest vCPU's track: its host thread's tid with this bit. */
-#define GUEST_TID (1 << 30)
 
 struct chrome {
 	int first;
@@ -93,73 +90,76 @@ static int track_pid(const struct export_thread *t)
 
 static int track_tid(const struct export_thread *t)
 {
-	return t->host ? t->host->tid | GUEST_TID : t->tid;
+	return t->host ? t->host->tid : t->tid;
 }
 
-/* The thread's naming metadata, once. */
+/* The thread's naming metadata, once; a guest's vCPU shows on its host
+ * thread's track.
+ */
 static void track(struct vmpt_export *x, struct export_thread *t)
 {
 	char name[160];
 
+	if (t->host)
+		t = t->host;
 	if (t->track)
 		return;
 	t->track = 1;
-	if (t->host) {
-		track(x, t->host);
-		snprintf(name, sizeof(name), "guest vCPU (thread %d)", t->host->tid);
-	} else {
-		snprintf(name, sizeof(name), "%s %d", t->name && *t->name ? t->name : "[unknown]",
-			 t->tid);
-		if (t == t->main || t->pid == t->tid) {
-			sep(x);
-			out(x, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":%d,"
-			    "\"args\":{\"name\":", t->pid, t->tid);
-			out_str(x, name);
-			out(x, "}}");
-		}
+	snprintf(name, sizeof(name), "%s %d", t->name && *t->name ? t->name : "[unknown]",
+		 t->tid);
+	if (!t->main->proc_track) {
+		t->main->proc_track = 1;
+		sep(x);
+		out(x, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":%d,"
+		    "\"args\":{\"name\":", t->pid, t->pid);
+		out_str(x, name);
+		out(x, "}}");
 	}
 	sep(x);
 	out(x, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":",
 	    track_pid(t), track_tid(t));
 	out_str(x, name);
 	out(x, "}}");
-	sep(x);
-	out(x, "{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":%d,\"tid\":%d,"
-	    "\"args\":{\"sort_index\":%d}}", track_pid(t), track_tid(t), track_tid(t));
 }
 
+/* Times go forward on a track (a guest's on its host thread's), in
+ * picoseconds: events at one nanosecond get a picosecond each, in file
+ * order, as readers that sort by time (speedscope) take ties otherwise.
+ */
 static uint64_t forward(struct export_thread *t, uint64_t time)
 {
-	if (time < t->tl_time)
-		return t->tl_time;
-	t->tl_time = time;
-	return time;
+	uint64_t ps = time * 1000;
+
+	if (t->host)
+		t = t->host;
+	if (t->tl_time && ps <= t->tl_time)
+		ps = t->tl_time + 1;
+	t->tl_time = ps;
+	return ps;
 }
 
-static void slice(struct vmpt_export *x, struct export_thread *t, const char *name,
+/* A slice begins (B) or ends (E).  The E carries the name too: readers
+ * that sort by time (speedscope) pair ties by it.
+ */
+static void slice(struct vmpt_export *x, struct export_thread *t, int begin, const char *name,
 		  uint64_t time)
 {
-	if (t->host)
-		t->tl_time = t->tl_time > t->host->tl_time ? t->tl_time : t->host->tl_time;
 	time = forward(t, time);
 	track(x, t);
 	sep(x);
-	if (name) {
-		out(x, "{\"ph\":\"B\",\"pid\":%d,\"tid\":%d,\"ts\":%" PRIu64 ".%03u,\"name\":",
-		    track_pid(t), track_tid(t), time / 1000, (unsigned)(time % 1000));
-		out_str(x, name);
-		out(x, "}");
-		x->stats.slices++;
-	} else {
-		out(x, "{\"ph\":\"E\",\"pid\":%d,\"tid\":%d,\"ts\":%" PRIu64 ".%03u}",
-		    track_pid(t), track_tid(t), time / 1000, (unsigned)(time % 1000));
-	}
+	out(x, "{\"ph\":\"%c\",\"pid\":%d,\"tid\":%d,\"ts\":%" PRIu64 ".%06u,\"name\":",
+	    begin ? 'B' : 'E', track_pid(t), track_tid(t), time / 1000000,
+	    (unsigned)(time % 1000000));
+	out_str(x, name);
+	out(x, "}");
+	x->stats.slices += !!begin;
 }
 
 static int shown(struct vmpt_export *x, const struct export_thread *t,
 		 const struct export_entry *e)
 {
-	size_t depth = (size_t)(e - t->stack) + (t->host ? 1 : 0);
+	/* a guest's calls are above its host thread's and the guest slice */
+	size_t depth = (size_t)(e - t->stack) + (t->host ? t->host->cnt + 1 : 0);
 
 	return (!t->host || t->open) && (!x->o->max_depth || depth < x->o->max_depth);
 }
@@ -172,24 +172,28 @@ static void chrome_push(struct vmpt_export *x, struct export_thread *t,
 	if (!shown(x, t, e))
 		return;
 	export_frame_name(e->cp, name, sizeof(name));
-	slice(x, t, name, time);
+	slice(x, t, 1, name, time);
 }
 
 static void chrome_pop(struct vmpt_export *x, struct export_thread *t,
 		       const struct export_entry *e, uint64_t time)
 {
-	if (shown(x, t, e))
-		slice(x, t, NULL, time);
+	char name[256];
+
+	if (!shown(x, t, e))
+		return;
+	export_frame_name(e->cp, name, sizeof(name));
+	slice(x, t, 0, name, time);
 }
 
-/* In the guest: a "guest" slice, the guest's stack on it as it was. */
+/* In the guest: a "guest" slice on the host thread's calls, the guest's
+ * calls on it as they were.
+ */
 static void chrome_guest(struct vmpt_export *x, struct export_thread *g, int open,
 			 uint64_t time)
 {
-	char name[256];
-
 	if (open) {
-		slice(x, g, "guest", time);
+		slice(x, g, 1, "guest", time);
 		for (size_t i = 0; i < g->cnt; i++)
 			chrome_push(x, g, &g->stack[i], time);
 		return;
@@ -198,8 +202,20 @@ static void chrome_guest(struct vmpt_export *x, struct export_thread *g, int ope
 	for (size_t i = g->cnt; i--;)
 		chrome_pop(x, g, &g->stack[i], time);
 	g->open = 0;
-	(void)name;
-	slice(x, g, NULL, time);
+	slice(x, g, 0, "guest", time);
+}
+
+/* An instant event on the thread's track. */
+static void chrome_error(struct vmpt_export *x, struct export_thread *t, uint64_t time,
+			 const char *what)
+{
+	time = forward(t, time);
+	track(x, t);
+	sep(x);
+	out(x, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"ts\":%" PRIu64 ".%06u,"
+	    "\"name\":", track_pid(t), track_tid(t), time / 1000000, (unsigned)(time % 1000000));
+	out_str(x, what);
+	out(x, "}");
 }
 
 static int chrome_end(struct vmpt_export *x)
@@ -220,6 +236,7 @@ const struct export_format_ops export_chrome_ops = {
 	.push = chrome_push,
 	.pop = chrome_pop,
 	.guest = chrome_guest,
+	.error = chrome_error,
 	.end = chrome_end,
 	.free = chrome_free,
 };

@@ -2,18 +2,20 @@
 /* vmpt export --format=folded: Brendan Gregg's folded stacks, one line
  * per stack, "comm;caller;callee COUNT", as flamegraph.pl and speedscope
  * read them.  A stack's count is what ran with it on top (instructions,
- * time or samples); guest code is on its vCPU thread under "[guest]".
+ * time or samples); guest code is on its vCPU thread, above the host's
+ * calls that entered the guest and a "[guest]" frame.
  */
 #include "vmpt_export_int.h"
 #include "vmpt/error.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct folded {
-	struct export_map counts;	/* (call path, thread) -> struct count */
-	struct count { const struct export_call_path *cp; const struct export_thread *t;
+	struct export_map counts;	/* (call path, thread, host's) -> struct count */
+	struct count { const struct export_call_path *cp, *hcp; const struct export_thread *t;
 		       uint64_t n; } **v;
 	size_t n;
 };
@@ -32,11 +34,15 @@ static void folded_weigh(struct vmpt_export *x, struct export_thread *t, uint64_
 {
 	struct folded *f = x->fmt;
 	const struct export_call_path *cp = t->cnt ? t->stack[t->cnt - 1].cp : &x->root;
+	const struct export_call_path *hcp = NULL;
 	struct count *c;
 
+	if (t->host)
+		hcp = t->host->cnt ? t->host->stack[t->host->cnt - 1].cp : &x->root;
 	while (x->o->max_depth && cp->depth > x->o->max_depth)
 		cp = cp->parent;
-	c = export_map_get(&f->counts, (uint64_t)(uintptr_t)cp, (uint64_t)(uintptr_t)t, 0);
+	c = export_map_get(&f->counts, (uint64_t)(uintptr_t)cp, (uint64_t)(uintptr_t)t,
+			   (uint64_t)(uintptr_t)hcp);
 	if (!c) {
 		struct count **v = realloc(f->v, (f->n + 1) * sizeof(*v));
 
@@ -44,118 +50,74 @@ static void folded_weigh(struct vmpt_export *x, struct export_thread *t, uint64_
 		if (v)
 			f->v = v;
 		if (!v || !c || export_map_put(&f->counts, (uint64_t)(uintptr_t)cp,
-					       (uint64_t)(uintptr_t)t, 0, c) < 0) {
+					       (uint64_t)(uintptr_t)t, (uint64_t)(uintptr_t)hcp,
+					       c) < 0) {
 			free(c);
 			export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
 			return;
 		}
 		c->cp = cp;
+		c->hcp = hcp;
 		c->t = t;
 		f->v[f->n++] = c;
 	}
 	c->n += w;
 }
 
-/* "comm;f1;f2" of a count. */
-static char *stack_text(const struct count *c)
+/* A frame's name as folded stacks take it: ';' splits frames, a space
+ * ends them.
+ */
+static size_t put_name(FILE *f, const char *name)
 {
-	const struct export_call_path *cp;
-	const struct export_thread *t = c->t;
-	size_t len = 0, cap = 256;
-	char *buf = malloc(cap), name[256];
-	const char *parts[2] = { t->host ? t->host->name : t->name, t->host ? "[guest]" : NULL };
-	const struct export_call_path **path;
 	size_t n = 0;
 
-	if (!buf)
-		return NULL;
-	path = malloc((c->cp->depth + 1) * sizeof(*path));
-	if (!path) {
-		free(buf);
-		return NULL;
-	}
-	for (cp = c->cp; cp && cp->parent; cp = cp->parent)
-		path[n++] = cp;
-	buf[0] = 0;
-	for (size_t i = 0; i < 2 + n; i++) {
-		const char *p;
-		size_t l;
-
-		if (i < 2) {
-			p = parts[i];
-			if (!p)
-				continue;
-			if (i == 0) {
-				snprintf(name, sizeof(name), "%s-%d", p && *p ? p : "[unknown]",
-					 t->tid);
-				p = name;
-			}
-		} else {
-			export_frame_name(path[n - 1 - (i - 2)], name, sizeof(name));
-			p = name;
-		}
-		l = strlen(p);
-		if (len + l + 2 > cap) {
-			char *b;
-
-			cap = (len + l + 2) * 2;
-			b = realloc(buf, cap);
-			if (!b) {
-				free(buf);
-				free(path);
-				return NULL;
-			}
-			buf = b;
-		}
-		if (len)
-			buf[len++] = ';';
-		/* folded stacks split on ';' and end at a space and count */
-		for (size_t k = 0; k < l; k++)
-			buf[len++] = p[k] == ';' ? ':' : p[k];
-		buf[len] = 0;
-	}
-	free(path);
-	return buf;
+	for (; name[n]; n++)
+		putc(name[n] == ';' ? ':' : name[n] == ' ' ? '_' : name[n], f);
+	return n;
 }
 
-static int cmp_str(const void *a, const void *b)
+/* The frames of a call path, outermost first, each after a ';'.
+ * Returns the bytes written.
+ */
+static size_t put_path(FILE *f, const struct export_call_path *cp)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	char name[256];
+	size_t n;
+
+	if (!cp || !cp->parent)
+		return 0;
+	n = put_path(f, cp->parent);
+	export_frame_name(cp, name, sizeof(name));
+	putc(';', f);
+	return n + 1 + put_name(f, name);
 }
 
+/* A line per stack, in the order the stacks first ran, written as it
+ * goes (deep stacks make long lines: nothing is kept whole).
+ */
 static int folded_end(struct vmpt_export *x)
 {
 	struct folded *f = x->fmt;
-	char **lines = calloc(f->n ? f->n : 1, sizeof(*lines));
-	size_t n = 0;
+	FILE *out = x->o->out;
 
-	if (!lines) {
-		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-		return -1;
-	}
 	for (size_t i = 0; i < f->n; i++) {
-		char *s = stack_text(f->v[i]);
-		char *line = NULL;
+		const struct count *c = f->v[i];
+		const struct export_thread *t = c->t, *host = t->host ? t->host : t;
+		size_t n = put_name(out, host->name && *host->name ? host->name : "[unknown]");
+		int k = fprintf(out, "-%d", host->tid);
 
-		if (s && asprintf(&line, "%s %" PRIu64, s, f->v[i]->n) < 0)
-			line = NULL;
-		free(s);
-		if (!line) {
-			export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-			break;
+		n += k > 0 ? (size_t)k : 0;
+		if (t->host) {
+			n += put_path(out, c->hcp);
+			n += (size_t)fprintf(out, ";[guest]");
 		}
-		lines[n++] = line;
+		n += put_path(out, c->cp);
+		k = fprintf(out, " %" PRIu64 "\n", c->n);
+		x->stats.bytes += n + (k > 0 ? (size_t)k : 0);
 	}
-	qsort(lines, n, sizeof(*lines), cmp_str);
-	for (size_t i = 0; i < n; i++) {
-		int w = fprintf(x->o->out, "%s\n", lines[i]);
-
-		if (w > 0)
-			x->stats.bytes += (uint64_t)w;
-		free(lines[i]);
-	}
-	x->stats.stacks = n;
-	free(lines);
+	x->stats.stacks = f->n;
+	if (fflush(out) != 0 || ferror(out))
+		export_fail(x, "writing the output: %s", strerror(errno ? errno : EIO));
 	return x->failed ? -1 : 0;
 }
 

@@ -33,6 +33,11 @@ struct export_dso {
 	struct export_machine *machine;
 	int kernel;		/* symbols at their addresses, not file offsets */
 	uint64_t db_id;
+	/* perf's dso->last_find_result: the last address looked up and the
+	 * symbol it gave.
+	 */
+	uint64_t cache_addr;
+	struct export_sym *cache_sym;
 };
 
 /* A symbol as perf's dso holds it: sym_start/sym_end relative to the
@@ -171,13 +176,22 @@ struct export_format_ops {
 	void (*guest)(struct vmpt_export *x, struct export_thread *g, int open,
 		      uint64_t time);
 	void (*weigh)(struct vmpt_export *x, struct export_thread *t, uint64_t w);
+	/* A decoding error at time (ns) on t's track: an instant event. */
+	void (*error)(struct vmpt_export *x, struct export_thread *t, uint64_t time,
+		      const char *what);
 	int (*end)(struct vmpt_export *x);
 	void (*free)(struct vmpt_export *x);
-	int wants_samples;	/* sample, call_return and the objects */
 };
 
 extern const struct export_format_ops export_folded_ops, export_chrome_ops,
 	export_perfetto_ops, export_sqlite_ops, export_postgresql_ops;
+
+/* vmpt_export_stack.c: a branch sample moves its thread's stack (perf's
+ * thread_stack__process); a flush ends every call as "no return".
+ */
+void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
+			 const struct export_sample *es);
+void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
 
 /* The name a timeline or flame graph shows for an entry's function. */
 void export_frame_name(const struct export_call_path *cp, char *buf, size_t size);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* vmpt export --format=perfetto: Perfetto's protobuf trace (a Trace of
  * TracePackets, perfetto/protos/perfetto/trace/), written directly: a
- * TrackDescriptor per process, per thread and per guest vCPU, then
- * TrackEvent slice begins and ends (the calls of each thread, a "guest"
- * slice from VM entry to VM exit on the vCPU's track with the guest's
- * calls in it), timestamps in ns of perf time, forward only per track.
+ * TrackDescriptor per process and per thread, then TrackEvent slice
+ * begins and ends (the calls of each thread; on a vCPU thread a "guest"
+ * slice from VM entry to VM exit on the host's calls, the guest's calls
+ * in it), timestamps in ns of perf time, forward only per track.
  * ui.perfetto.dev and Perfetto's trace_processor open it.
  */
 #include "vmpt_export_int.h"
@@ -23,14 +23,13 @@ enum {
 	PD_PID = 1, PD_PROCESS_NAME = 6,
 	THD_PID = 1, THD_TID = 2, THD_THREAD_NAME = 5,
 	TE_TYPE = 9, TE_TRACK_UUID = 11, TE_NAME = 23,
-	TE_SLICE_BEGIN = 1, TE_SLICE_END = 2,
+	TE_SLICE_BEGIN = 1, TE_SLICE_END = 2, TE_INSTANT = 3,
 	SEQ_INCREMENTAL_STATE_CLEARED = 1,
 };
 
 /* Track ids: a process's, a thread's, a guest vCPU's. */
 #define UUID_PROCESS(pid) ((1ull << 40) | (uint32_t)(pid))
 #define UUID_THREAD(tid) ((2ull << 40) | (uint32_t)(tid))
-#define UUID_GUEST(tid) ((3ull << 40) | (uint32_t)(tid))
 
 struct pb {
 	uint8_t *p;
@@ -140,9 +139,10 @@ static int perfetto_begin(struct vmpt_export *x)
 	return 0;
 }
 
+/* A guest's vCPU is on its host thread's track. */
 static uint64_t track_uuid(const struct export_thread *t)
 {
-	return t->host ? UUID_GUEST(t->host->tid) : UUID_THREAD(t->tid);
+	return UUID_THREAD(t->host ? t->host->tid : t->tid);
 }
 
 /* The descriptors of t's track (and its process's), once. */
@@ -150,64 +150,70 @@ static void track(struct vmpt_export *x, struct export_thread *t)
 {
 	struct perfetto *p = x->fmt;
 	struct pb *td = &p->inner, *d = &p->inner2;
-	const struct export_thread *host = t->host ? t->host : t;
 	char name[160];
 
+	if (t->host)
+		t = t->host;
 	if (t->track)
 		return;
 	t->track = 1;
-	if (t->host)
-		track(x, t->host);
-	snprintf(name, sizeof(name), "%s %d", host->name && *host->name ? host->name :
-		 "[unknown]", host->tid);
-	if (!t->host && !host->main->proc_track) {
+	snprintf(name, sizeof(name), "%s %d", t->name && *t->name ? t->name : "[unknown]",
+		 t->tid);
+	if (!t->main->proc_track) {
 		/* the process's track first */
-		host->main->proc_track = 1;
-		pb_uint(td, TD_UUID, UUID_PROCESS(host->pid));
-		pb_uint(d, PD_PID, (uint32_t)host->pid);
+		t->main->proc_track = 1;
+		pb_uint(td, TD_UUID, UUID_PROCESS(t->pid));
+		pb_uint(d, PD_PID, (uint32_t)t->pid);
 		pb_str(d, PD_PROCESS_NAME, name);
 		pb_msg(td, TD_PROCESS, d);
 		packet(x, 0, TP_TRACK_DESCRIPTOR, td);
 	}
 	pb_uint(td, TD_UUID, track_uuid(t));
-	pb_uint(td, TD_PARENT_UUID, UUID_PROCESS(host->pid));
-	if (t->host) {
-		snprintf(name, sizeof(name), "guest vCPU (thread %d)", host->tid);
-		pb_str(td, TD_NAME, name);
-	} else {
-		pb_uint(d, THD_PID, (uint32_t)host->pid);
-		pb_uint(d, THD_TID, (uint32_t)host->tid);
-		pb_str(d, THD_THREAD_NAME, name);
-		pb_msg(td, TD_THREAD, d);
-	}
+	pb_uint(td, TD_PARENT_UUID, UUID_PROCESS(t->pid));
+	pb_uint(d, THD_PID, (uint32_t)t->pid);
+	pb_uint(d, THD_TID, (uint32_t)t->tid);
+	pb_str(d, THD_THREAD_NAME, name);
+	pb_msg(td, TD_THREAD, d);
 	packet(x, 0, TP_TRACK_DESCRIPTOR, td);
+}
+
+static void event(struct vmpt_export *x, struct export_thread *t, unsigned type,
+		  const char *name, uint64_t time)
+{
+	struct perfetto *p = x->fmt;
+	struct pb *te = &p->inner;
+
+	struct export_thread *h = t->host ? t->host : t;
+
+	/* forward on the track (a guest's is its host thread's) */
+	if (time < h->tl_time)
+		time = h->tl_time;
+	h->tl_time = time;
+	track(x, t);
+	pb_uint(te, TE_TYPE, type);
+	pb_uint(te, TE_TRACK_UUID, track_uuid(t));
+	if (name)
+		pb_str(te, TE_NAME, name);
+	x->stats.slices += type == TE_SLICE_BEGIN;
+	packet(x, time, TP_TRACK_EVENT, te);
 }
 
 static void slice(struct vmpt_export *x, struct export_thread *t, const char *name,
 		  uint64_t time)
 {
-	struct perfetto *p = x->fmt;
-	struct pb *te = &p->inner;
+	event(x, t, name ? TE_SLICE_BEGIN : TE_SLICE_END, name, time);
+}
 
-	if (t->host && t->host->tl_time > t->tl_time)
-		t->tl_time = t->host->tl_time;
-	if (time < t->tl_time)
-		time = t->tl_time;
-	t->tl_time = time;
-	track(x, t);
-	pb_uint(te, TE_TYPE, name ? TE_SLICE_BEGIN : TE_SLICE_END);
-	pb_uint(te, TE_TRACK_UUID, track_uuid(t));
-	if (name) {
-		pb_str(te, TE_NAME, name);
-		x->stats.slices++;
-	}
-	packet(x, time, TP_TRACK_EVENT, te);
+static void perfetto_error(struct vmpt_export *x, struct export_thread *t, uint64_t time,
+			   const char *what)
+{
+	event(x, t, TE_INSTANT, what, time);
 }
 
 static int shown(struct vmpt_export *x, const struct export_thread *t,
 		 const struct export_entry *e)
 {
-	size_t depth = (size_t)(e - t->stack) + (t->host ? 1 : 0);
+	size_t depth = (size_t)(e - t->stack) + (t->host ? t->host->cnt + 1 : 0);
 
 	return (!t->host || t->open) && (!x->o->max_depth || depth < x->o->max_depth);
 }
@@ -270,6 +276,7 @@ const struct export_format_ops export_perfetto_ops = {
 	.push = perfetto_push,
 	.pop = perfetto_pop,
 	.guest = perfetto_guest,
+	.error = perfetto_error,
 	.end = perfetto_end,
 	.free = perfetto_free,
 };

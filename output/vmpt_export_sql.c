@@ -428,9 +428,6 @@ static int sql_begin(struct vmpt_export *x)
 		row(q, ST_BRANCH_TYPES, (struct sql_val[]){ I(type | PF_TRACE_BEGIN), T(a) }, 2);
 		row(q, ST_BRANCH_TYPES, (struct sql_val[]){ I(type | PF_TRACE_END), T(b) }, 2);
 	}
-	/* The root call path is perf's first (id 1), as its first call
-	 * exports it.
-	 */
 	return x->failed ? -1 : 0;
 }
 
@@ -479,7 +476,6 @@ static int sql_end(struct vmpt_export *x)
 	}
 	if (!q->rows[ST_CONTEXT_SWITCHES] && drop(q, "context_switches") < 0)
 		return -1;
-	x->stats.bytes = 0;
 	return 0;
 }
 
@@ -524,7 +520,7 @@ static int postgresql_begin(struct vmpt_export *x)
 	.symbol = sql_symbol, .call_path = sql_call_path,		\
 	.sample = sql_sample, .call_return = sql_call_return,		\
 	.context_switch = sql_context_switch,				\
-	.end = sql_end, .free = sql_free, .wants_samples = 1,		\
+	.end = sql_end, .free = sql_free,				\
 }
 
 const struct export_format_ops export_sqlite_ops = SQL_OPS(sqlite_begin);

@@ -16,10 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
-			 const struct export_sample *es);
-void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
-
 /* perf's call_return flags. */
 enum { CR_NO_CALL = 1, CR_NO_RETURN = 2, CR_NON_CALL = 4 };
 

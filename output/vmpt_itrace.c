@@ -222,6 +222,7 @@ static const struct { const char *name; unsigned bit; } field_names[] = {
 	{ "synth", VMPT_F_SYNTH }, { "ipc", VMPT_F_IPC }, { "disasm", VMPT_F_DISASM },
 	{ "machine_pid", VMPT_F_MACHINE_PID }, { "vcpu", VMPT_F_VCPU },
 	{ "vmcs", VMPT_F_VMCS },
+	{ "srcline", VMPT_F_SRCLINE },
 };
 
 const char *vmpt_script_field_name(size_t i)
@@ -233,7 +234,7 @@ const char *vmpt_script_field_name(size_t i)
 
 /* perf 6.1's other field names: known, not printed by vmpt. */
 static const char *const perf_only_fields[] = {
-	"trace", "srcline", "iregs", "uregs", "data_src", "weight", "bpf-output",
+	"trace", "iregs", "uregs", "data_src", "weight", "bpf-output",
 	"brstackinsn", "brstackoff", "phys_addr", "metric", "misc", "srccode",
 	"tod", "data_page_size", "code_page_size", "ins_lat", "cgroup", "retire_lat", "brstackinsnlen",
 };

@@ -156,6 +156,7 @@ struct vmpt_consumer {
 	struct vmpt_script_stats stats;	/* this stream's, summed at close */
 	struct script_missing *missing;
 	size_t n_missing;
+	struct script_srclines *srclines;	/* -F srcline's DWARF, per binary */
 };
 
 /* vmpt_script_line.c: layout. */
@@ -179,6 +180,13 @@ void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf
 const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest);
 /* perf's "%-15s%4s"-style name of sample flags (perf_sample__sprintf_flags). */
 void script_flags_name(uint32_t flags, char *buf, size_t size);
+
+/* vmpt_script_srcline.c: perf's srcline text for ip in sec, "file:line"
+ * or "dso[addr]" (its length; 0: none), and the stream's DWARF freed.
+ */
+size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		      char *buf, size_t cap);
+void script_srclines_free(struct vmpt_consumer *c);
 
 /* vmpt_script_output.c: the samples of the items of one stream. */
 void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);

@@ -212,6 +212,12 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 		}
 		if (!per_cpu && !(o->f.named[t] & VMPT_F_CPU))
 			o->f.set[t] &= ~VMPT_F_CPU;
+		if ((o->f.set[t] & VMPT_F_SRCLINE) && !(o->f.set[t] & VMPT_F_IP)) {
+			snprintf(err, errlen, "Display of source line number requested but "
+				 "sample IP is not\nselected. Hence, no address to lookup the "
+				 "source line number.");
+			return -VMPT_ERR_INVAL;
+		}
 		if ((o->f.set[t] & VMPT_F_SYMOFF) && !(o->f.set[t] & VMPT_F_SYM)) {
 			snprintf(err, errlen, "Display of offsets requested but symbol is "
 				 "notselected.");

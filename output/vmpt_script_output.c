@@ -571,6 +571,8 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 	}
 	if (err == -VMPT_ERR_OVERFLOW)
 		c->ts_insns = 0;	/* perf's intel_pt_overflow */
+	if (err == -VMPT_ERR_LOOP)
+		c->ts_insns += e->ninsn;	/* the block that closed the loop */
 	if (err != -VMPT_ERR_LOST && e->time) {
 		/* perf's est_timestamp at the error, which the queue takes. */
 		uint64_t est = c->ts_insns << 1;
@@ -600,6 +602,18 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 				break;
 		if (i == fl->ntimes)
 			return;
+	}
+	if (c->o->sample_fn) {
+		/* lost data has no TSC: only errors in the trace go on */
+		struct vmpt_script_sample out = {
+			.ev = VMPT_SE_COUNT, .task = &c->task, .ip = e->ip, .time = tsc,
+			.guest = c->nr, .vmcs = c->vmcs, .trace_nr = c->trace_nr,
+			.insns = c->insns, .err = err, .offset = c->buf_offset + e->offset,
+		};
+
+		if (err != -VMPT_ERR_LOST && tsc)
+			c->o->sample_fn(c->o->sample_ctx, &out);
+		return;
 	}
 	if (err == -VMPT_ERR_LOST)
 		script_print_error(c, ns, 1, 0, UINT64_MAX, err);

@@ -47,6 +47,7 @@ struct queue {
 	size_t left;
 	struct vmpt_task task;
 	uint64_t task_from, task_until;	/* perf time the task holds for */
+	uint64_t task_tsc;		/* the item time it was looked up for */
 };
 
 struct decode {
@@ -59,6 +60,10 @@ struct decode {
 	int snapshot;		/* buffers overlap: none continues another */
 	size_t *sb;		/* sideband records in time order */
 	size_t n_sb, next_sb;
+	/* The TSC from which the next record is due (0: at once): items
+	 * before it pass without a look at the sideband.
+	 */
+	uint64_t sb_due;
 };
 
 /* The item's perf time for sideband lookups. */
@@ -216,7 +221,11 @@ static int queue_fill(struct decode *d, struct queue *q)
 			while (q->item->offset >= q->next_start &&
 			       q->cur + 1 < q->run + q->n_parts)
 				queue_buffer(d, q, q->cur + 1, q->next_start);
-			queue_task(d, q, item_time(s, q->item));
+			/* Items of one time have one task. */
+			if (q->item->time != q->task_tsc || !q->task_until) {
+				queue_task(d, q, item_time(s, q->item));
+				q->task_tsc = q->item->time;
+			}
 			return 0;
 		}
 		if ((!q->dec && !q->jobs) || q->dec_done) {
@@ -275,6 +284,21 @@ static int queue_fill(struct decode *d, struct queue *q)
 	return 0;
 }
 
+/* When the next sideband record is due: sideband_until's test, once. */
+static void sideband_due(struct decode *d)
+{
+	const struct vmpt_session *s = d->s;
+	const struct vmpt_perf_event *ev;
+	uint64_t t;
+
+	d->sb_due = UINT64_MAX;
+	if (d->next_sb >= d->n_sb)
+		return;
+	ev = &s->sb[d->sb[d->next_sb]];
+	t = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
+	d->sb_due = s->have_tc && t ? vmpt_perf_time_to_tsc(&s->tc, t) : 0;
+}
+
 /* The sideband records before time tsc (all: UINT64_MAX) on stream c. */
 static void sideband_until(struct decode *d, struct vmpt_consumer *c, uint64_t tsc)
 {
@@ -310,6 +334,7 @@ static void sideband_until(struct decode *d, struct vmpt_consumer *c, uint64_t t
 		task.comm = thread != -1 ? vmpt_session_comm(s, thread, t) : NULL;
 		d->ops->sideband(c, ev, &task);
 	}
+	sideband_due(d);
 }
 
 static int cmp_sb(const void *a, const void *b, void *arg)
@@ -383,7 +408,9 @@ static int decode_one_thread(struct decode *d, FILE *f)
 			if (ret < 0)
 				break;
 		}
-		if (d->next_sb < d->n_sb && best->item->time) {
+		/* sideband_until's test: a record due at a later TSC waits. */
+		if (d->next_sb < d->n_sb && best->item->time &&
+		    d->sb_due <= best->item->time) {
 			if (cur && cur == best && (ret = d->ops->flush(cur->out)) < 0)
 				break;
 			sideband_until(d, best->out, best->item->time);
@@ -465,6 +492,7 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		if (d.sb)
 			qsort_r(d.sb, s->n_sb, sizeof(*d.sb), cmp_sb, s);
 		d.n_sb = s->n_sb;
+		sideband_due(&d);
 	}
 	if (ret == 0)
 		ret = decode_one_thread(&d, f);

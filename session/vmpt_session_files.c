@@ -2,8 +2,8 @@
 /* Where a recording's binaries are found: the recording's own sysroot
  * (vmpt archive's copies, by build-id and by path), perf's --symfs, perf's
  * build-id cache (~/.debug, or $PERF_BUILDID_DIR), the path itself, then a
- * file of the same name beside the recording (recordings are often copied
- * with the binaries they traced, into one folder).
+ * file of the same name beside the recording, last the debuginfod servers
+ * of $DEBUGINFOD_URLS by build-id.
  * Each is opened inside the directory it is looked up in, as a regular
  * file only (vmpt/path.h): the names come from the recording.
  * A file whose build-id differs from the recorded one is not taken (as
@@ -12,6 +12,7 @@
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
 #include "vmpt/build_id.h"
+#include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
 #include "vmpt/path.h"
 
@@ -135,6 +136,12 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		TRY(cache, "%s", strrchr(name, '/') + 1);
 	}
 #undef TRY
+	if (id[0] && !vdso &&
+	    vmpt_debuginfod_find(id, VMPT_DEBUGINFOD_EXECUTABLE, out->path,
+				 sizeof(out->path)) == 0) {
+		out->root[0] = 0;
+		return 0;
+	}
 not_found:
 	changed_id[0] = 0;
 	if (fallback.path[0] &&

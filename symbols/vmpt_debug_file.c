@@ -2,6 +2,7 @@
 /* Finding separate debug files where perf and gdb find them. */
 #include "vmpt/debug_file.h"
 #include "vmpt/build_id.h"
+#include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 
@@ -190,6 +191,13 @@ int vmpt_debug_file_find(const char *path, const uint8_t *data, size_t size,
 			memcpy(out, cand[i], strlen(cand[i]) + 1);
 			return 0;
 		}
+	}
+	/* Last, the debuginfod servers (none unless DEBUGINFOD_URLS). */
+	if (id[0] && vmpt_debuginfod_find(id, VMPT_DEBUGINFOD_DEBUGINFO, cand[0],
+					  sizeof(cand[0])) == 0 &&
+	    usable(cand[0], want, id) && strlen(cand[0]) < cap) {
+		memcpy(out, cand[0], strlen(cand[0]) + 1);
+		return 0;
 	}
 	return -VMPT_ERR_NOT_FOUND;
 }

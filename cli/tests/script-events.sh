@@ -10,8 +10,6 @@
 # kernel traced (interrupts, #UD, IRET) and user space alone.  Guest TSC
 # offsets are 0, so perf's times (uncorrelated) are vmpt's.
 # Known differences (docs/script.md), left out where they would show:
-# - with CYC, vmpt's times after tracing was off run ahead of perf's
-#   (vm3 compares without the time);
 # - a PTWRITE without FUP right before a PSB+: perf walks a direct call
 #   after it before the PSB, vmpt after (vm2, vm4: no branch modes);
 # - PLT stubs: vmpt names them NAME@plt, perf 6.1 the symbol before in
@@ -59,7 +57,7 @@ same "vm1: guest HLT/MWAIT, PTW with FUP" "-i vm1.perf.data $VMK" "${ALL[@]}"
 synth "${VM[@]}" --branches 6000 --vcpus 2 --seed 7 -o vm2
 same "vm2: the host's idle loop" "-i vm2.perf.data $VMK" "${EV[@]}"
 synth "${VM[@]}" --branches 6000 --cyc --vcpus 2 --fup-on-ptw --seed 2 --guest-period 500 -o vm3
-same "vm3: CYC" "-i vm3.perf.data $VMK -F-time" "${EV[@]}" "" --itrace=Iwpbe
+same "vm3: CYC" "-i vm3.perf.data $VMK" "${ALL[@]}"
 synth "${VM[@]}" --branches 6000 --noretcomp --tnt64 --freq-period 2000 --vcpus 2 \
 	--guest-pm --seed 3 -o vm4
 same "vm4: TNT-64, no return compression" "-i vm4.perf.data $VMK" "${EV[@]}"

@@ -26,6 +26,13 @@
  * that never ends means the trace and the code disagree.
  */
 #define MAX_WALK (1u << 22)
+/* perf's intel-pt.max-loops default: direct branches in a row that read
+ * no trace before the walk is called a never-ending loop.
+ */
+#define MAX_LOOPS 100000
+
+/* Blocks walked into one vmpt_flow_next_items batch at most. */
+#define FLOW_BATCH 64
 
 enum want { W_TNT, W_TIP, W_PGD, W_FUP };
 enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
@@ -112,6 +119,15 @@ struct vmpt_flow {
 	struct vmpt_evd evd[MAX_EVDS];
 	struct vmpt_evd_store *evd_store;
 	uint64_t walked;
+	/* Direct jumps and calls since trace was last read, and Brent's
+	 * cycle finding over their targets (perf's stuck_ip): the target
+	 * remembered, the period and what is left of it.
+	 */
+	struct {
+		uint32_t n, period, left;
+		uint64_t ip;
+		uint32_t insns;	/* of the block closing the loop */
+	} loop;
 	/* Blocks get perf's sample time: the time as of the flow packet
 	 * (TNT, TIP) that decided their branch; direct branches before a
 	 * new packet's first bit keep the one before.
@@ -132,8 +148,13 @@ struct vmpt_flow {
 	struct vmpt_run *rec;
 	/* A run may start here: new TNT bits, or the last run ended. */
 	uint8_t memo_try;
-	/* What vmpt_flow_next_items hands out when it is not a run. */
-	struct vmpt_flow_item one;
+	/* What vmpt_flow_next_items hands out when it is not a run: blocks
+	 * of the hot path while their time stays that of the last item
+	 * handed out (last_time, when have_last).
+	 */
+	uint8_t have_last;
+	uint64_t last_time;
+	struct vmpt_flow_item batch[FLOW_BATCH];
 };
 
 static const char *const event_names[VMPT_EV_COUNT] = {
@@ -212,6 +233,35 @@ void vmpt_flow_free(struct vmpt_flow *dec)
 	free(dec);
 }
 
+/* Trace was read: the walk goes on from here. */
+static inline void progressed(struct vmpt_flow *dec)
+{
+	dec->walked = 0;
+	dec->loop.n = 0;
+}
+
+/* A direct jump or call to `to` that reads no trace: -VMPT_ERR_LOOP when
+ * the walk is in a loop that never reads any (perf's intel_pt_walk_insn:
+ * a target seen again, or more than MAX_LOOPS of them), else 0.
+ */
+static inline int loop_step(struct vmpt_flow *dec, uint64_t to)
+{
+	uint32_t n = dec->loop.n++;
+
+	if (n == 1) {
+		dec->loop.ip = to;
+		dec->loop.period = dec->loop.left = 1;
+	} else if (n > 1) {
+		if (n > MAX_LOOPS || to == dec->loop.ip)
+			return -VMPT_ERR_LOOP;
+		if (!--dec->loop.left) {
+			dec->loop.left = ++dec->loop.period;
+			dec->loop.ip = to;
+		}
+	}
+	return 0;
+}
+
 static struct vmpt_flow_item *emit(struct vmpt_flow *dec, unsigned kind)
 {
 	struct vmpt_flow_item *it;
@@ -285,7 +335,7 @@ static void reset_flow_state(struct vmpt_flow *dec)
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
 	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
 	dec->n_evd = 0;
-	dec->walked = 0;
+	progressed(dec);
 	dec->after_ovf = 0;
 	dec->prev = NULL;
 	dec->rec = NULL;
@@ -298,12 +348,16 @@ static int error_resync(struct vmpt_flow *dec, int err)
 {
 	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
 	int decode_error = err == -VMPT_ERR_NO_MATCH || err == -VMPT_ERR_NO_IMAGE ||
-			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP;
+			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP ||
+			   err == -VMPT_ERR_LOOP;
 
 	if (!it)
 		return -VMPT_ERR_NOMEM;
 	it->ev = VMPT_EV_ERROR;
 	it->err = err;
+	/* perf walked the block closing a loop before it gave up. */
+	if (err == -VMPT_ERR_LOOP)
+		it->ninsn = dec->loop.insns;
 	it->ip = dec->ip;
 	it->ip_valid = dec->enabled;
 	it->cyc = dec->cyc.tot;
@@ -457,6 +511,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		case VMPT_PKT_CYC:
 		case VMPT_PKT_CBR:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 1);
 			break;
 		case VMPT_PKT_TNT8:
@@ -817,6 +873,8 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0);
 			break;
 		default:
@@ -971,7 +1029,7 @@ static int fup_reached(struct vmpt_flow *dec)
 	int ret;
 
 	dec->have_pkt = 0;
-	dec->walked = 0;
+	progressed(dec);
 	dec->prev = NULL;
 	if (dec->stopping)
 		return -VMPT_ERR_EOS;
@@ -1041,7 +1099,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		ret = apply_pending(dec);
 		if (ret < 0)
 			return ret;
-		dec->walked = 0;
+		progressed(dec);
 		return emit_event(dec, VMPT_EV_DISABLED,
 				  dec->pkt_ip_valid ? dec->pkt_ip : 0,
 				  dec->pkt_ip_valid, 0);
@@ -1062,7 +1120,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		if (want != W_TNT)
 			return -VMPT_ERR_NO_MATCH;
 		dec->tnt_n--;
-		dec->walked = 0;
+		progressed(dec);
 		/* perf's time: as of the TNT packet the bit came in. */
 		it->time = dec->block_time = dec->time.tsc;
 		it->cyc = vmpt_cycles_point(&dec->cyc);
@@ -1077,7 +1135,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 			 * TIP of one that was not would come before the bit.
 			 */
 			dec->tnt_n--;
-			dec->walked = 0;
+			progressed(dec);
 			it->time = dec->block_time = dec->time.tsc;
 			if (dec->cfg.retcomp == VMPT_RETCOMP_OFF ||
 			    !((dec->tnt_bits >> dec->tnt_n) & 1))
@@ -1108,7 +1166,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	if (b->iclass == VMPT_IC_RET && dec->depth)
 		pop_ret(dec, &site);
 	dec->have_pkt = 0;
-	dec->walked = 0;
+	progressed(dec);
 	it->taken = 1;
 	it->to = dec->ip = dec->pkt_ip;
 	it->time = dec->block_time = dec->time.tsc;
@@ -1148,6 +1206,15 @@ static int walk(struct vmpt_flow *dec, enum want want)
 		dec->ip = ip;
 		return fup_reached(dec);
 	}
+	/* A loop reading no trace ends at the branch closing it: perf's
+	 * error, at its target, and no branch.
+	 */
+	if ((b->iclass == VMPT_IC_JMP || b->iclass == VMPT_IC_CALL) &&
+	    !(want == W_PGD && pgd_binds(dec, b)) && loop_step(dec, b->target) < 0) {
+		dec->ip = b->target;
+		dec->loop.insns = b->ninsn;
+		return -VMPT_ERR_LOOP;
+	}
 	it = emit_block(dec, b, b->ninsn);
 	if (!it)
 		return -VMPT_ERR_NOMEM;
@@ -1173,7 +1240,7 @@ static int enable_at(struct vmpt_flow *dec, uint64_t ip)
 	dec->have_pkt = 0;
 	dec->enabled = 1;
 	dec->after_ovf = 0;
-	dec->walked = 0;
+	progressed(dec);
 	dec->prev = NULL;
 	dec->ip = ip;
 	ret = apply_pending(dec);
@@ -1349,6 +1416,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->stopping = 0;
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;
+	dec->have_last = 0;	/* the caller sets the space anew */
 	reset_flow_state(dec);
 	/* What the trace said before belongs to another piece: start as a
 	 * new decoder does, in the host.
@@ -1384,7 +1452,7 @@ static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
 		r->item[i].time = dec->block_time;
 		r->item[i].offset = dec->pkt_off;
 	}
-	dec->walked = 0;	/* a run ends with a bit */
+	progressed(dec);	/* a run ends with a bit */
 	dec->ip = r->item[last].to;
 	dec->prev = r->step[last].block;
 	dec->prev_slot = r->item[last].taken;
@@ -1473,17 +1541,19 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		if (!dec->tnt_n)
 			return 0;
 		dec->tnt_n--;
-		dec->walked = 0;
+		progressed(dec);
 		dec->block_time = dec->time.tsc;
 		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		dec->ip = taken ? b->target : b->next_ip;
 		break;
 	case VMPT_IC_CALL:
-		if (!b->zero_call)
-			push_ret(dec, b);
-		/* fall through */
 	case VMPT_IC_JMP:
+		/* A loop reading no trace: walk() reports it. */
+		if (loop_step(dec, b->target) < 0)
+			return 0;
+		if (b->iclass == VMPT_IC_CALL && !b->zero_call)
+			push_ret(dec, b);
 		taken = 1;
 		dec->ip = b->target;
 		dec->walked += b->ninsn;
@@ -1499,7 +1569,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 			    !((dec->tnt_bits >> (dec->tnt_n - 1)) & 1))
 				return 0;
 			dec->tnt_n--;
-			dec->walked = 0;
+			progressed(dec);
 			dec->block_time = dec->time.tsc;
 			cyc = vmpt_cycles_point(&dec->cyc);
 			taken = 1;
@@ -1518,7 +1588,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		if (b->iclass == VMPT_IC_RET && dec->depth)
 			pop_ret(dec, &site);
 		dec->have_pkt = 0;
-		dec->walked = 0;
+		progressed(dec);
 		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = 1;
 		dec->ip = dec->pkt_ip;
@@ -1641,6 +1711,7 @@ void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
 	dec->block_time = dec->time.tsc;
 	dec->sec = NULL;
 	dec->rec = NULL;
+	dec->have_last = 0;
 	update_asid(dec);
 }
 
@@ -1654,19 +1725,50 @@ int vmpt_flow_enabled(const struct vmpt_flow *dec)
 	return dec->enabled;
 }
 
+/* Can walk_fast take the next block (next_item's test)? */
+static inline int on_hot_path(const struct vmpt_flow *dec)
+{
+	return dec->qh == dec->qn && !dec->play &&
+	       (dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
+	       dec->enabled && !dec->stopping;
+}
+
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n)
 {
-	int ret = next_item(dec, &dec->one, 1);
+	struct vmpt_flow_item *b = dec->batch;
+	int ret = next_item(dec, b, 1);
+	size_t k = 1;
 
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
 		*items = play_run(dec, n);
+		dec->last_time = (*items)[*n - 1].time;
+		dec->have_last = 1;
 		return 0;
 	}
-	*items = &dec->one;
-	*n = 1;
+	/* More blocks in one call: the caller may set the host address
+	 * space by each item's time (vmpt_flow_set_host_space), which then
+	 * applies from the next item on; a block walked before the caller
+	 * saw the one before it is the same only while the time has not
+	 * changed since the last item handed out.
+	 */
+	if (b[0].kind == VMPT_FLOW_BLOCK && dec->have_last) {
+		while (k < FLOW_BATCH && b[k - 1].time == dec->last_time && on_hot_path(dec)) {
+			ret = walk_fast(dec, &b[k], 1);
+			if (ret != 1) {
+				if (!ret)
+					dec->rec = NULL;	/* as next_item */
+				break;
+			}
+			k++;
+		}
+	}
+	dec->last_time = b[k - 1].time;
+	dec->have_last = 1;
+	*items = b;
+	*n = k;
 	return 0;
 }
 

@@ -266,6 +266,18 @@ int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
 	return done ? (int)done : -VMPT_ERR_NO_IMAGE;
 }
 
+const struct vmpt_file *vmpt_image_section_file(const struct vmpt_image *img,
+					       const struct vmpt_section *sec)
+{
+	for (size_t i = 0; i < img->n_files; i++) {
+		const struct vmpt_file *f = img->files[i];
+
+		if (sec->data >= f->data && sec->data - f->data < (ptrdiff_t)f->size)
+			return f;
+	}
+	return NULL;
+}
+
 size_t vmpt_image_count(const struct vmpt_image *img)
 {
 	return img->n;

@@ -26,6 +26,12 @@ struct vmpt_time {
 	uint8_t mtc_shift;
 	uint8_t cbr;
 	uint8_t have_tsc, have_tma, have_base;
+	/* perf's calc_cyc_to_tsc: TSC ticks per cycle measured between an MTC
+	 * right after a CYC and the next such MTC (vmpt_time_calibrate),
+	 * else the CBR's.
+	 */
+	uint8_t have_calc, calib_pending;
+	double calc_ratio;
 	uint8_t last_mtc;
 	uint8_t prev_type, cur_type;	/* the packets read last (PAD aside) */
 };
@@ -35,6 +41,12 @@ void vmpt_time_init(struct vmpt_time *t, uint32_t ratio_n, uint32_t ratio_d,
 
 /* Feed a timing packet (TSC, TMA, MTC, CYC, CBR); others are ignored. */
 void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt);
+
+/* After feeding an MTC that left calib_pending set: look ahead from
+ * pd's position (after that MTC) for the cycles to the next MTC that
+ * follows a CYC, as perf's intel_pt_calc_cyc_to_tsc does.
+ */
+void vmpt_time_calibrate(struct vmpt_time *t, const struct vmpt_pkt_decoder *pd);
 
 /* Every packet read (its type), before it is fed: a TSC or MTC right
  * after a CYC restarts the cycle count (perf's last_packet_type).

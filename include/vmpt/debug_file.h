@@ -22,7 +22,8 @@ extern "C" {
  * in its .debug/, under /usr/lib/debug/ + its directory), perf's build-id
  * cache (~/.debug/.build-id/ab/cdef.../debug, or $PERF_BUILDID_DIR),
  * /usr/lib/debug/PATH.debug, /usr/lib/debug/PATH,
- * /usr/lib/debug/.build-id/ab/cdef....debug; the first regular ELF file
+ * /usr/lib/debug/.build-id/ab/cdef....debug, the debuginfod servers of
+ * $DEBUGINFOD_URLS (vmpt/debuginfod.h); the first regular ELF file
  * holding `want` whose build-id is the binary's (when both have one).
  * 0 with its path in out, or -VMPT_ERR_NOT_FOUND.
  */

@@ -71,14 +71,14 @@ struct vmpt_export_opts {
 struct vmpt_export_stats {
 	uint64_t samples, calls, call_paths, threads, symbols, dsos;
 	uint64_t slices, stacks;	/* timelines, folded */
+	uint64_t errors;		/* decoding errors (timelines mark them) */
 	uint64_t bytes;			/* written to out */
 };
 
 struct vmpt_export;
 
-/* An exporter for opts (kept by reference).  NULL: no memory.  For the
- * databases, the database is created here: 0 returned in *err set
- * means a failure message there (err NULL: none wanted).
+/* An exporter for opts (kept by reference); the databases are created
+ * here.  NULL on failure, with the reason in err (empty: no memory).
  */
 struct vmpt_export *vmpt_export_new(const struct vmpt_export_opts *opts, char *err,
 				    size_t errlen);

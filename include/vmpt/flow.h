@@ -199,7 +199,7 @@ struct vmpt_flow_config {
 	 * only TSC packets give time.
 	 */
 	uint32_t tsc_ctc_ratio_n, tsc_ctc_ratio_d;
-	uint8_t mtc_period;
+	uint8_t mtc_period;	/* MTCFreq, 0..15 (more is taken as 15) */
 	uint32_t max_nonturbo_ratio;
 	/* The CYC threshold it was recorded with (IPC then takes a CYC only
 	 * for the packet right after it); 0: none, or no CYC.

@@ -191,6 +191,11 @@ const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
 int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
 		    uint64_t vaddr, uint8_t *buf, size_t size);
 
+/* The file sec's bytes were read from (NULL: a buffer's copy). */
+struct vmpt_file;
+const struct vmpt_file *vmpt_image_section_file(const struct vmpt_image *img,
+					       const struct vmpt_section *sec);
+
 size_t vmpt_image_count(const struct vmpt_image *img);
 const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,
 					      unsigned id);

@@ -37,6 +37,7 @@ enum vmpt_script_field {
 	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
 	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
 	VMPT_F_MACHINE_PID = 1 << 20, VMPT_F_VCPU = 1 << 21, VMPT_F_VMCS = 1 << 22,
+	VMPT_F_SRCLINE = 1 << 23,
 };
 
 /* perf's output types of Intel PT samples: instructions, branches and
@@ -101,6 +102,11 @@ struct vmpt_script_sample {
 	uint64_t trace_nr;		/* perf's trace number (thread stacks) */
 	uint64_t insns;			/* instructions of the stream so far */
 	unsigned cbr;			/* the core:bus ratio now (cbr samples) */
+	/* Not a sample but a decoding error (--itrace e; ev VMPT_SE_COUNT):
+	 * a negative vmpt_err at ip, time, and the trace's file offset.
+	 */
+	int err;
+	uint64_t offset;
 };
 
 struct vmpt_script_opts {
