@@ -62,7 +62,8 @@ nb=$(buffers "$tmp/b.perf.data")
 [ "${nb:-0}" -ge 10 ] 2> /dev/null || bad "--aux-buffer 1000 made '$nb' buffers"
 insns=$(grep -c "^[0-9a-f]" "$tmp/u.insn")
 for m in "--itrace=i0ns -F ip" "" --itrace=b --itrace=cr --itrace=bxwpe \
-	 "--itrace=i0ns -F+ipc" --call-ret-trace; do
+	 "--itrace=i0ns -F+ipc" --call-ret-trace --itrace=i100ns --itrace=i10000t \
+	 "--itrace=bl -F+brstacksym"; do
 	# shellcheck disable=SC2086
 	perf script -i "$tmp/u.perf.data" $m > "$tmp/pu" 2> /dev/null
 	# shellcheck disable=SC2086
