@@ -337,6 +337,20 @@ static int decode_one_thread(struct decode *d, FILE *f)
 		last = cur->out;
 		d->ops->item(best->out, best->item);
 		best->item = NULL;
+		/* One queue: the rest of its batch straight on while the task
+		 * holds and no sideband record is due (what the loop would
+		 * check for each).
+		 */
+		while (d->nq == 1 && best->left && !s_progress(d)) {
+			const struct vmpt_flow_item *it = best->batch;
+
+			if (it->time != best->task_tsc || !best->task_until ||
+			    (d->next_sb < d->n_sb && it->time && d->sb_due <= it->time))
+				break;
+			best->batch++;
+			best->left--;
+			d->ops->item(best->out, it);
+		}
 		ret = queue_fill(d, best);
 		if (ret == -VMPT_ERR_EOS)
 			ret = 0;
