@@ -30,6 +30,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define PIECE_BYTES (128u << 10)
 
@@ -331,6 +333,58 @@ static int stitch(struct piece *a, struct piece *b)
 	return 0;
 }
 
+/* vmpt_flow_psb_offsets, dropping the trace read as it goes with
+ * cfg->release (the workers read it back): bounded memory.
+ */
+static int psb_offsets(const struct vmpt_flow_config *cfg, uint64_t **offsets, size_t *n)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	const size_t step = (size_t)8 << 20;
+	const uint8_t *from = cfg->begin;
+	int ret = 0;
+
+	*offsets = NULL;
+	*n = 0;
+	if (!cfg->release)
+		return vmpt_flow_psb_offsets(cfg->begin, cfg->end, offsets, n);
+	/* Steps of 8 MiB, each PSB found in the one where it starts. */
+	while (ret == 0 && from < cfg->end) {
+		const uint8_t *to = (size_t)(cfg->end - from) > step ? from + step : cfg->end;
+		const uint8_t *scan_end = (size_t)(cfg->end - to) > 16 ? to + 16 : cfg->end;
+		uint64_t *o = NULL;
+		size_t k = 0;
+		uintptr_t a, b;
+
+		ret = vmpt_flow_psb_offsets(from, scan_end, &o, &k);
+		while (ret == 0 && k && o[k - 1] >= (uint64_t)(to - from))
+			k--;
+		if (ret == 0 && k) {
+			uint64_t *all = realloc(*offsets, (*n + k) * sizeof(*all));
+
+			if (!all) {
+				ret = -VMPT_ERR_NOMEM;
+			} else {
+				for (size_t i = 0; i < k; i++)
+					all[*n + i] = o[i] + (uint64_t)(from - cfg->begin);
+				*offsets = all;
+				*n += k;
+			}
+		}
+		free(o);
+		a = ((uintptr_t)from + page - 1) & ~(page - 1);
+		b = (uintptr_t)to & ~(page - 1);
+		if (b > a)
+			madvise((void *)a, b - a, MADV_DONTNEED);
+		from = to;
+	}
+	if (ret < 0) {
+		free(*offsets);
+		*offsets = NULL;
+		*n = 0;
+	}
+	return ret;
+}
+
 int vmpt_jobs_worth(const struct vmpt_flow_config *cfg, int jobs)
 {
 	const uint8_t *psb = vmpt_pkt_find_psb(cfg->begin, cfg->end);
@@ -358,7 +412,7 @@ struct vmpt_jobs *vmpt_jobs_new(const struct vmpt_flow_config *cfg, int jobs,
 	/* One block cache for all workers: no code is disassembled twice. */
 	if (!j->cfg.cache && !(j->cfg.cache = j->own_cache = vmpt_bcache_new()))
 		goto fail;
-	if (vmpt_flow_psb_offsets(cfg->begin, cfg->end, &psbs, &n_psbs) < 0)
+	if (psb_offsets(cfg, &psbs, &n_psbs) < 0)
 		goto fail;
 	np = size / PIECE_BYTES > (size_t)jobs * 4 ? size / PIECE_BYTES : (size_t)jobs * 4;
 	if (np > n_psbs)

@@ -126,6 +126,20 @@ static int buffer_wanted(struct decode *d, struct queue *q, size_t i)
 	return d->ops->time_wanted(d->ops->ctx, vmpt_perf_tsc_to_time(&s->tc, from), to);
 }
 
+/* Is the buffer inside a file mapping (whose pages the decoder may drop
+ * and read back), not read into memory from a pipe?
+ */
+static int buffer_mapped(const struct vmpt_session *s, const struct vmpt_session_buffer *b)
+{
+	const struct vmpt_file *f = &s->pd.map;
+
+	for (size_t i = 0; i <= s->pd.nr_parts; i++, f = &s->pd.parts[i - 1])
+		if (!f->read_in && f->data && b->data >= f->data &&
+		    b->size <= f->size - (size_t)(b->data - f->data))
+			return 1;
+	return 0;
+}
+
 /* Make q->item the queue's next item, from the decoder's batch; 0, or
  * -VMPT_ERR_EOS when done.
  */
@@ -160,6 +174,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->buf = &s->bufs[q->bufs[q->next++]];
 			cfg.begin = q->buf->data;
 			cfg.end = q->buf->data + q->buf->size;
+			/* Bounded memory for traces of any size. */
+			cfg.release = buffer_mapped(s, q->buf);
 			/* A VM recording's guest TSCs, as host TSCs. */
 			if (q->buf->tsc_patches.n)
 				cfg.tsc_patches = &q->buf->tsc_patches;
