@@ -4,6 +4,7 @@
  */
 #include "vmpt/build_id.h"
 #include "vmpt/error.h"
+#include "vmpt/path.h"
 #include "vmpt/file.h"
 
 #include <elf.h>
@@ -69,7 +70,7 @@ int vmpt_build_id_of_buffer(const uint8_t *d, size_t size, char hex[41])
 int vmpt_build_id_of_file(const char *path, char hex[41])
 {
 	struct vmpt_file f;
-	int ret = vmpt_file_map(&f, path);
+	int ret = vmpt_path_map(&f, NULL, path);	/* no FIFO */
 
 	if (ret < 0)
 		return ret;

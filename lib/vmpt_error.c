@@ -24,6 +24,7 @@ static const char *const messages[VMPT_ERR_COUNT] = {
 	[VMPT_ERR_NO_PT] = "Intel PT is not available",
 	[VMPT_ERR_REMOTE] = "remote command failed",
 	[VMPT_ERR_LOST] = "trace data lost",
+	[VMPT_ERR_LOOP] = "never-ending loop (trace and code disagree)",
 };
 
 const char *vmpt_strerror(int err)

@@ -58,11 +58,46 @@ static int read_in(struct vmpt_file *file, int fd, const char *path)
 	return 0;
 }
 
+/* A regular file's fd, mapped whole (fd stays open: the caller's). */
+static int map_regular(struct vmpt_file *file, int fd, const struct stat *st,
+		       const char *name)
+{
+	void *data = NULL;
+
+	if (st->st_size > 0) {
+		data = mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (data == MAP_FAILED)
+			return -VMPT_ERR_IO;
+	}
+	file->path = strdup(name);
+	if (!file->path) {
+		if (data)
+			munmap(data, (size_t)st->st_size);
+		return -VMPT_ERR_NOMEM;
+	}
+	file->data = data;
+	file->size = (size_t)st->st_size;
+	return 0;
+}
+
+int vmpt_file_map_fd(struct vmpt_file *file, int fd, const char *name)
+{
+	struct stat st;
+
+	memset(file, 0, sizeof(*file));
+	if (fstat(fd, &st) < 0)
+		return -VMPT_ERR_IO;
+	if (!S_ISREG(st.st_mode)) {
+		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		return -VMPT_ERR_IO;
+	}
+	return map_regular(file, fd, &st, name);
+}
+
 int vmpt_file_map(struct vmpt_file *file, const char *path)
 {
 	struct stat st;
-	void *data = NULL;
-	int fd, saved;
+	int fd, saved, ret;
 
 	memset(file, 0, sizeof(*file));
 	if (!strcmp(path, "-"))
@@ -70,40 +105,20 @@ int vmpt_file_map(struct vmpt_file *file, const char *path)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -VMPT_ERR_IO;
-	if (fstat(fd, &st) < 0)
-		goto err;
-	if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode)) {
-		int ret = read_in(file, fd, path);
-
-		saved = errno;
-		close(fd);
-		errno = saved;
-		return ret;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0) {
+		ret = -VMPT_ERR_IO;
+	} else if (S_ISFIFO(st.st_mode) || S_ISCHR(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		ret = read_in(file, fd, path);
+	} else if (!S_ISREG(st.st_mode)) {
 		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
-		goto err;
+		ret = -VMPT_ERR_IO;
+	} else {
+		ret = map_regular(file, fd, &st, path);
 	}
-	if (st.st_size > 0) {
-		data = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-		if (data == MAP_FAILED)
-			goto err;
-	}
-	close(fd);
-	file->path = strdup(path);
-	if (!file->path) {
-		if (data)
-			munmap(data, (size_t)st.st_size);
-		return -VMPT_ERR_NOMEM;
-	}
-	file->data = data;
-	file->size = (size_t)st.st_size;
-	return 0;
-err:
 	saved = errno;
 	close(fd);
 	errno = saved;
-	return -VMPT_ERR_IO;
+	return ret;
 }
 
 void vmpt_file_unmap(struct vmpt_file *file)

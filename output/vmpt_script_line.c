@@ -241,9 +241,11 @@ const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, i
 
 	if (!c->o->image)
 		return NULL;
-	if (guest)
+	if (guest) {
 		space.machine = c->vmcs ? c->vmcs : VMPT_MACHINE_GUEST;
-	else if (c->task.space)
+		if (c->task.guest_space)
+			space.cr3 = c->task.guest_space;
+	} else if (c->task.space)
 		space.cr3 = c->task.space;
 	return vmpt_image_find(c->o->image, &space, addr);
 }
@@ -282,7 +284,12 @@ static const char *dso_name(struct vmpt_consumer *c, const struct vmpt_section *
 	struct vmpt_map_ref map;
 	const char *name = "[unknown]";
 
-	if (sec)
+	/* perf's name of a guest's kernel, once it knows the guest. */
+	if (sec && guest && c->task.machine_pid > 0 && !strcmp(sec->name, "[kernel.kallsyms]")) {
+		snprintf(c->guest_kernel, sizeof(c->guest_kernel),
+			 "[guest.kernel.kallsyms.%d]", c->task.machine_pid);
+		name = c->guest_kernel;
+	} else if (sec)
 		name = sec->name;
 	else if (addr && !guest && c->o->map_of &&
 		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0)
@@ -303,12 +310,32 @@ static void print_dso(struct vmpt_consumer *c, const char *name, size_t len)
 		out_spaces(c, (int)(pad - len));
 }
 
-/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields. */
+/* map__fprintf_srcline: the source line on a line of its own. */
+static void print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			  uint64_t ip)
+{
+	char buf[4200];
+	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
+
+	if (n) {
+		out_mem(c, "\n  ", 3);
+		out_mem(c, buf, n);
+	}
+}
+
+/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
+ * the srcline.
+ */
 static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
 			  const struct vmpt_section *sec, uint64_t ip, int guest)
 {
 	const struct sym_seen *e;
 
+	if (f & VMPT_F_SRCLINE) {
+		print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
+		print_srcline(c, sec, ip);
+		return;
+	}
 	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
 		return;
 	e = sym_at(c, sec, ip);
@@ -338,20 +365,28 @@ static void print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			int guest, int callchain)
 {
 	const struct vmpt_task *t = &c->task;
+	int gtask = t->machine_pid > 0 && (t->vcpu & GUEST_SAMPLE);
 
+	/* perf's machine_pid and vcpu: of the guest task's samples only. */
+	if ((f & VMPT_F_MACHINE_PID) && gtask)
+		outf(c, "VM:%5d ", t->machine_pid);
+	if ((f & VMPT_F_VCPU) && gtask)
+		outf(c, "VCPU:%03d ", t->vcpu & ~GUEST_SAMPLE);
+	if ((f & VMPT_F_VMCS) && guest && c->vmcs)
+		outf(c, "VMCS:%#" PRIx64 " ", c->vmcs);
 	if (f & VMPT_F_COMM) {
 		char name[32];
 		const char *comm = t->comm;
 
 		/* perf names a thread without COMM ":TID"; guest code runs
 		 * in a thread of the guest machine, which has no COMM but
-		 * with --guest-code.
+		 * with --guest-code or the guest's sideband.
 		 */
 		if (guest && c->o->guest_code && t->pid > 0)
 			snprintf(name, sizeof(name), "[guest/%d]", t->pid);
-		else if (!comm || guest)
+		else if (!comm || (guest && !gtask))
 			snprintf(name, sizeof(name), ":%d", t->tid);
-		if (!comm || guest)
+		if (!comm || (guest && !gtask))
 			comm = name;
 		outf(c, callchain ? "%s " : "%16s ", comm);
 	}
@@ -479,8 +514,8 @@ static void print_callchain(struct vmpt_consumer *c, unsigned f,
 		sec = script_find(c, chain[i], guest);
 		out_char(c, '\t');
 		out_hex16(c, frame_addr(c, sec, chain[i]));
-		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO), sec,
-			      chain[i], guest);
+		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
+			      sec, chain[i], guest);
 		out_char(c, '\n');
 	}
 }
@@ -544,8 +579,36 @@ struct script_extra {
 	size_t depth;
 };
 
+static void print_sample_as(struct vmpt_consumer *c, const struct script_sample *in,
+			    const struct script_extra *x);
+
+/* A sample of guest code, or of a branch into it (the VM entry), is the
+ * guest task's with the guest's sideband, as perf's intel_pt_prep_a_sample
+ * gives it (from_ip in the guest, or to_ip): its pid/tid, and its comm
+ * where the sample's machine is the guest (perf's cpumode: of ip, of addr
+ * when ip is 0; a host instruction's machine is the host, which has no
+ * such thread).
+ */
 static void print_sample(struct vmpt_consumer *c, const struct script_sample *in,
 			 const struct script_extra *x)
+{
+	const struct vmpt_task saved = c->task;
+
+	if (c->task.machine_pid > 0 &&
+	    ((in->ip && in->guest) || (in->addr && in->addr_guest))) {
+		c->task.pid = c->task.guest_pid;
+		c->task.tid = c->task.guest_tid;
+		c->task.comm = (in->ip ? in->guest : in->addr_guest) ? c->task.guest_comm : NULL;
+		c->task.vcpu |= GUEST_SAMPLE;
+		print_sample_as(c, in, x);
+		c->task = saved;
+		return;
+	}
+	print_sample_as(c, in, x);
+}
+
+static void print_sample_as(struct vmpt_consumer *c, const struct script_sample *in,
+			    const struct script_extra *x)
 {
 	const struct vmpt_script_opts *o = c->o;
 	int type = in->ev <= VMPT_SE_TRANSACTIONS ? VMPT_OUT_HW : VMPT_OUT_SYNTH;
@@ -600,17 +663,21 @@ static void print_sample(struct vmpt_consumer *c, const struct script_sample *in
 		if (f & VMPT_F_IP) {
 			out_char(c, ' ');
 			out_hex16(c, smp->ip);
-			print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
+			print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->ip ? sec : NULL, smp->ip,
+				      smp->guest);
 		}
 		if ((f & VMPT_F_ADDR) || !o->f.user_set[VMPT_OUT_HW]) {
 			out_small(c, " => ", 4);
 			out_hex16(c, smp->addr);
 			if (f & (VMPT_F_SYM | VMPT_F_DSO))
-				print_sym_dso(c, f, smp->addr ? script_find(c, smp->addr,
-									    smp->addr_guest) :
-					      NULL, smp->addr, smp->addr_guest);
+				print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->addr ?
+					      script_find(c, smp->addr, smp->addr_guest) : NULL,
+					      smp->addr, smp->addr_guest);
 		}
 		print_ipc(c, f, smp);
+		/* perf_sample__fprintf_bts: the srcline after the target. */
+		if (f & VMPT_F_SRCLINE)
+			print_srcline(c, smp->ip ? sec : NULL, smp->ip);
 		if (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))
 			print_insn(c, f, smp);
 		out_char(c, '\n');
@@ -670,6 +737,9 @@ static int perf_code(int err, const char **msg)
 	case VMPT_ERR_NO_LAST_IP: *msg = "Trace doesn't match instruction"; return 6;
 	case VMPT_ERR_OVERFLOW: *msg = "Overflow packet"; return 7;
 	case VMPT_ERR_LOST: *msg = "Lost trace data"; return 8;
+	case VMPT_ERR_LOOP:
+		*msg = "Never-ending loop (refer perf config intel-pt.max-loops)";
+		return 10;
 	default: *msg = "Unknown error!"; return 9;
 	}
 }

@@ -5,6 +5,7 @@
 #include "perf_data_priv.h"
 #include "vmpt/error.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 
 #define AUXTRACE_RECORD_SIZE 48
@@ -319,6 +320,39 @@ static int too_small(struct vmpt_perf_data *pd, const struct vmpt_perf_event *ev
 			vmpt_perf_record_name(ev->type), ev->size, need);
 }
 
+/* intel_pt's AUXTRACE_INFO words that decoding shifts or divides by,
+ * within what hardware gives (a crafted file's would be undefined
+ * shifts): TIME_SHIFT < 64, the MTC period field 4 bits (SDM:
+ * IA32_RTIT_CTL.MTCFreq), the CTC ratio 32 bits, the max non-turbo
+ * ratio a byte (MSR_PLATFORM_INFO[15:8]).
+ */
+static int check_intel_pt_info(struct vmpt_perf_data *pd, const struct vmpt_perf_event *ev)
+{
+	static const struct { unsigned word; uint64_t max; const char *name; } limits[] = {
+		{ VMPT_INTEL_PT_TIME_SHIFT, 63, "TIME_SHIFT" },
+		{ VMPT_INTEL_PT_TSC_CTC_N, UINT32_MAX, "TSC_CTC_N" },
+		{ VMPT_INTEL_PT_TSC_CTC_D, UINT32_MAX, "TSC_CTC_D" },
+		{ VMPT_INTEL_PT_MAX_NONTURBO_RATIO, 255, "MAX_NONTURBO_RATIO" },
+	};
+	const uint64_t *priv = ev->auxtrace_info.priv;
+	uint32_t nr = ev->auxtrace_info.nr_priv;
+	uint64_t mtc;
+
+	if (ev->auxtrace_info.type != VMPT_PERF_AUXTRACE_INTEL_PT)
+		return 0;
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++)
+		if (limits[i].word < nr && priv[limits[i].word] > limits[i].max)
+			return pd_error(pd, ev->offset, VMPT_ERR_FORMAT,
+					"AUXTRACE_INFO intel_pt %s %" PRIu64 " (at most %" PRIu64 ")",
+					limits[i].name, priv[limits[i].word], limits[i].max);
+	mtc = VMPT_INTEL_PT_MTC_FREQ_BITS < nr ? priv[VMPT_INTEL_PT_MTC_FREQ_BITS] : 0;
+	if (mtc && mtc >> __builtin_ctzll(mtc) > 0xf)
+		return pd_error(pd, ev->offset, VMPT_ERR_FORMAT,
+				"AUXTRACE_INFO intel_pt MTC_FREQ_BITS %#" PRIx64
+				" (a field of at most 4 bits)", mtc);
+	return 0;
+}
+
 static int parse_kernel_record(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
 {
 	const uint8_t *b = ev->raw + 8;
@@ -440,13 +474,17 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 		if (ev->auxtrace_info.nr_priv > VMPT_PERF_AUXTRACE_PRIV_MAX)
 			ev->auxtrace_info.nr_priv = VMPT_PERF_AUXTRACE_PRIV_MAX;
 		memcpy(ev->auxtrace_info.priv, b + 8, ev->auxtrace_info.nr_priv * 8u);
-		return 0;
+		return check_intel_pt_info(pd, ev);
 	case VMPT_PERF_RECORD_TIME_CONV:
 		if (body < 24)
 			return too_small(pd, ev, 32);
 		ev->time_conv.time_shift = pd_u64(b);
 		ev->time_conv.time_mult = pd_u64(b + 8);
 		ev->time_conv.time_zero = pd_u64(b + 16);
+		if (ev->time_conv.time_shift > 63)
+			return pd_error(pd, ev->offset, VMPT_ERR_FORMAT,
+					"TIME_CONV time_shift %" PRIu64 " (at most 63)",
+					ev->time_conv.time_shift);
 		/* Newer perf (5.10+) adds cycles, mask and two flags; like
 		 * perf, take what the record contains. */
 		if (body >= 32) {

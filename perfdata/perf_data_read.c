@@ -5,6 +5,7 @@
  */
 #include "perf_data_priv.h"
 #include "vmpt/error.h"
+#include "vmpt/path.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -324,13 +325,14 @@ static int map_parts(struct vmpt_perf_data *pd, const char *dir)
 {
 	for (;;) {
 		struct vmpt_file *parts;
-		char *part_path;
+		char *part_path, name[32];
 		struct stat st;
 		int err;
 
-		if (asprintf(&part_path, "%s/data.%zu", dir, pd->nr_parts) < 0)
+		snprintf(name, sizeof(name), "data.%zu", pd->nr_parts);
+		if (asprintf(&part_path, "%s/%s", dir, name) < 0)
 			return -VMPT_ERR_NOMEM;
-		if (stat(part_path, &st) != 0) {
+		if (lstat(part_path, &st) != 0) {
 			free(part_path);
 			return 0;
 		}
@@ -340,7 +342,8 @@ static int map_parts(struct vmpt_perf_data *pd, const char *dir)
 			return -VMPT_ERR_NOMEM;
 		}
 		pd->parts = parts;
-		err = vmpt_file_map(&parts[pd->nr_parts], part_path);
+		/* A directory's files: inside it, regular (vmpt/path.h). */
+		err = vmpt_path_map(&parts[pd->nr_parts], dir, name);
 		if (err < 0) {
 			snprintf(pd->errmsg, sizeof(pd->errmsg), "%s: %s", part_path,
 				 err == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(err));
@@ -378,12 +381,13 @@ int vmpt_perf_open_flags(struct vmpt_perf_data *pd, const char *path, unsigned f
 			free(data_path);
 			return -VMPT_ERR_NOMEM;
 		}
-		if (stat(pd->kcore_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		if (lstat(pd->kcore_dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
 			free(pd->kcore_dir);
 			pd->kcore_dir = NULL;
 		}
 	}
-	err = vmpt_file_map(&pd->map, data_path ? data_path : path);
+	err = data_path ? vmpt_path_map(&pd->map, path, "data") :
+			  vmpt_file_map(&pd->map, path);
 	if (err < 0 && data_path && errno == ENOENT) {
 		/* perf's directory form holds PATH/data: this is none. */
 		snprintf(pd->errmsg, sizeof(pd->errmsg),

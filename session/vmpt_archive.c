@@ -8,6 +8,7 @@
 #include "vmpt/archive.h"
 #include "vmpt/build_id.h"
 #include "vmpt/error.h"
+#include "vmpt/path.h"
 #include "vmpt/session.h"
 
 #include <errno.h>
@@ -102,14 +103,13 @@ static int put_file(const char *path, const void *data, size_t size)
 static int read_file(const char *path, uint8_t **data, size_t *size)
 {
 	struct stat st;
-	int fd = open(path, O_RDONLY);
+	int fd = vmpt_path_open(NULL, path);	/* a regular file: no FIFO */
 	ssize_t n;
 
 	if (fd < 0)
-		return -VMPT_ERR_IO;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		return fd;
+	if (fstat(fd, &st) < 0) {
 		close(fd);
-		errno = EINVAL;
 		return -VMPT_ERR_IO;
 	}
 	*data = malloc(st.st_size ? (size_t)st.st_size : 1);

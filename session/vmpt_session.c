@@ -6,7 +6,10 @@
 #include "vmpt_session_int.h"
 #include "vmpt/correlate.h"
 #include "vmpt/error.h"
+#include "vmpt/path.h"
+#include "vmpt/guest_tasks.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -81,25 +84,35 @@ uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time
  * binaries live under guest/root); vdso names the file for "[vdso]".
  */
 static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev,
-			const char *root, const char *vdso,
+			const char *root, const char *vdso_root,
 			const struct vmpt_asid *asid)
 {
 	const char *name = ev->mmap.filename;
-	char path[4096];
-	int n;
 
-	if (!strcmp(name, "[vdso]") && vdso)
-		n = snprintf(path, sizeof(path), "%s", vdso);
-	else if (name[0] == '/')
-		n = snprintf(path, sizeof(path), "%s%s", root, name);
-	else
+	/* The guest names these files: each is opened inside root.  Without
+	 * a root a relative path opens from here, as perf.
+	 */
+	if (!strcmp(name, "[vdso]") && vdso_root) {
+		root = vdso_root;
+		name = "vdso";
+	} else if (name[0] != '/' && (root || name[0] == '[')) {
 		return;
-	if (n < 0 || (size_t)n >= sizeof(path))
-		return;
-	if (vmpt_image_add_elf_map(img, path, ev->mmap.start, ev->mmap.pgoff,
-				   asid) == -VMPT_ERR_FORMAT)
-		vmpt_image_add_raw(img, path, ev->mmap.pgoff, ev->mmap.len,
-				   ev->mmap.start, asid);
+	}
+	/* named as recorded: the guest's path, not its copy's */
+	if (vmpt_image_add_elf_map_in(img, root, name, root ? ev->mmap.filename : NULL,
+				      ev->mmap.start, ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
+		vmpt_image_add_raw_in(img, root, name, ev->mmap.pgoff, ev->mmap.len,
+				      ev->mmap.start, asid);
+}
+
+/* A recording's own directory (kcore_dir, a guest's): no symlink to
+ * somewhere else.
+ */
+static int own_dir(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static int is_exec_map(const struct vmpt_perf_event *ev)
@@ -108,47 +121,71 @@ static int is_exec_map(const struct vmpt_perf_event *ev)
 	       (ev->type == PERF_RECORD_MMAP2 && (ev->mmap.prot & 4));
 }
 
-/* What vmpt record --guest fetched with a recording (docs/guest.md): the
- * guest's sideband, binaries under root/, vdso and kcore_dir, as code of
- * the guest machine.  A recording without a guest side is no error.
+/* The guest side of a VM recording: DIR/guest in perf's directory form,
+ * FILE.guest beside a file.
  */
-static int add_guest(struct vmpt_session *s, const char *recording)
+static void guest_dir(const char *recording, char *dir, size_t size)
+{
+	struct stat st;
+
+	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(dir, size, "%s/guest", recording);
+	else
+		snprintf(dir, size, "%s.guest", recording);
+}
+
+/* What vmpt record --guest fetched with a recording (docs/guest.md): the
+ * guest kernel from kcore_dir as code of the guest machine; without the
+ * guest's tasks (--no-guest-tasks) also the binaries its sideband maps
+ * (under root/, vdso) as code of any guest process.  A recording without
+ * a guest side is no error.  *tasks: follow the guest's tasks.
+ */
+static int add_guest(struct vmpt_session *s, const char *recording, int *tasks)
 {
 	struct vmpt_asid guest = { VMPT_MACHINE_GUEST, VMPT_ASID_ANY };
-	char dir[4096], path[4096 + 32], root[4096 + 32], vdso[4096 + 32];
+	char dir[4096], path[4096 + 32], root[4096 + 32];
 	struct vmpt_perf_data gpd;
+	struct vmpt_file gf;
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
 	struct stat st;
-	int ret;
+	int ret, have_kcore;
 
-	/* DIR/guest in perf's directory form, FILE.guest beside a file. */
-	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(dir, sizeof(dir), "%s/guest", recording);
-	else
-		snprintf(dir, sizeof(dir), "%s.guest", recording);
+	guest_dir(recording, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/kcore_dir", dir);
-	if (stat(path, &st) == 0 &&
-	    (ret = vmpt_image_add_kcore_dir(s->image, path, &guest)) < 0) {
+	have_kcore = own_dir(path);
+	if (have_kcore && (ret = vmpt_image_add_kcore_dir(s->image, path, &guest)) < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", path,
 			 vmpt_strerror(ret));
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
-	if (stat(path, &st) != 0)
+	if (lstat(path, &st) != 0)
 		return 0;
-	ret = vmpt_perf_open(&gpd, path);
+	if (!have_kcore && s->opts.warn)
+		fprintf(s->opts.warn, "vmpt: warning: %s/kcore_dir: %s: the guest kernel's code "
+			"cannot be decoded (vmpt record --guest --kcore saves it)\n", dir,
+			strerror(ENOENT));
+	*tasks = !s->opts.no_guest_tasks;
+	if (*tasks)
+		return 0;
+	ret = vmpt_path_map(&gf, dir, "perf.data");
+	if (ret < 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", path,
+			 ret == -VMPT_ERR_IO ? strerror(errno) : vmpt_strerror(ret));
+		return ret;
+	}
+	ret = vmpt_perf_open_mapped(&gpd, &gf, 0);
 	if (ret < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", gpd.errmsg);
 		vmpt_perf_close(&gpd);
 		return ret;
 	}
 	snprintf(root, sizeof(root), "%s/root", dir);
-	snprintf(vdso, sizeof(vdso), "%s/vdso", dir);
 	vmpt_perf_cursor_init(&gpd, &cur);
 	while ((ret = vmpt_perf_next(&gpd, &cur, &ev)) > 0)
 		if (is_exec_map(&ev))
-			add_mapping(s->image, &ev, root, vdso, &guest);
+			add_mapping(s->image, &ev, root, dir, &guest);
 	if (ret < 0)
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", gpd.errmsg);
 	vmpt_perf_close(&gpd);
@@ -291,10 +328,10 @@ static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, in
 static void host_code(struct vmpt_session *s, const struct vmpt_perf_event *ev,
 		      struct vmpt_session_map *m, const struct vmpt_asid *asid)
 {
-	char path[4096];
+	struct session_binary b;
+	const char *root;
 
-	if (session_find_binary(s, m->name, m->build_id, path, sizeof(path),
-				m->changed_id) < 0) {
+	if (session_find_binary(s, m->name, m->build_id, &b, m->changed_id) < 0) {
 		int told = 0;
 
 		for (size_t i = 0; m->changed_id[0] && i + 1 < s->n_maps; i++)
@@ -305,10 +342,11 @@ static void host_code(struct vmpt_session *s, const struct vmpt_perf_event *ev,
 				"was recorded)\n", m->name, m->changed_id, m->build_id);
 		return;
 	}
-	if (vmpt_image_add_elf_map_named(s->image, path, m->name, ev->mmap.start,
-					 ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
-		vmpt_image_add_raw(s->image, path, ev->mmap.pgoff, ev->mmap.len,
-				   ev->mmap.start, asid);
+	root = b.root[0] ? b.root : NULL;
+	if (vmpt_image_add_elf_map_in(s->image, root, b.path, m->name, ev->mmap.start,
+				      ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
+		vmpt_image_add_raw_in(s->image, root, b.path, ev->mmap.pgoff,
+				      ev->mmap.len, ev->mmap.start, asid);
 }
 
 static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev)
@@ -353,7 +391,7 @@ int vmpt_session_add_guest_code(struct vmpt_session *s)
 	while ((ret = vmpt_perf_next(&s->pd, &cur, &ev)) > 0)
 		if (is_exec_map(&ev) && sid_int(ev.mmap.pid) > 0 &&
 		    (ev.misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_KERNEL)
-			add_mapping(s->image, &ev, "", NULL, &guest);
+			add_mapping(s->image, &ev, NULL, NULL, &guest);
 	if (ret < 0)
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", s->pd.errmsg);
 	return ret;
@@ -489,8 +527,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
 	char kdir[4096];
-	struct stat st;
-	int ret;
+	int ret, tasks = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (opts)
@@ -507,7 +544,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s", s->pd.errmsg);
 		return ret;
 	}
-	if (s->pd.kcore_dir &&
+	if (s->pd.kcore_dir && own_dir(s->pd.kcore_dir) &&
 	    (ret = vmpt_image_add_kcore_dir(s->image, s->pd.kcore_dir, &host)) < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", s->pd.kcore_dir,
 			 vmpt_strerror(ret));
@@ -516,14 +553,14 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	/* The kernel vmpt archive copied next to a recording of one file. */
 	if (!s->pd.kcore_dir && vmpt_session_sysroot(path, kdir, sizeof(kdir) - 10) == 0) {
 		strcat(kdir, "/kcore_dir");
-		if (stat(kdir, &st) == 0 && S_ISDIR(st.st_mode) &&
+		if (own_dir(kdir) &&
 		    (ret = vmpt_image_add_kcore_dir(s->image, kdir, &host)) < 0) {
 			snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", kdir,
 				 vmpt_strerror(ret));
 			return ret;
 		}
 	}
-	ret = add_guest(s, path);
+	ret = add_guest(s, path, &tasks);
 	if (ret < 0)
 		return ret;
 	vmpt_perf_cursor_init(&s->pd, &cur);
@@ -586,8 +623,12 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	ret = inherit_comms(s);
 	if (ret == 0)
 		ret = correlate(s, path);
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
+	} else if (tasks) {
+		guest_dir(path, kdir, sizeof(kdir));
+		ret = session_guest_open(s, kdir);
+	}
 	if (s->pd.warnmsg[0] && s->opts.warn)
 		fprintf(s->opts.warn, "vmpt: warning: %s\n", s->pd.warnmsg);
 	return ret;
@@ -596,6 +637,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 void vmpt_session_close(struct vmpt_session *s)
 {
 	vmpt_corr_free(s->corr);
+	vmpt_guest_tasks_free(s->guest);
 	vmpt_perf_close(&s->pd);
 	if (s->own_image)
 		vmpt_image_free(s->image);
@@ -690,6 +732,7 @@ void vmpt_session_task_until(const struct vmpt_session *s, const struct vmpt_ses
 		if (p && p->has_maps && p->maps_from > time && p->maps_from < *until)
 			*until = p->maps_from;
 	}
+	session_guest_task(s, t, time, until);
 }
 
 void vmpt_session_task(const struct vmpt_session *s,

@@ -13,18 +13,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One queue of buffers (a CPU, or a thread), decoded buffer after buffer;
- * item is the next one to hand on.
+/* One queue of buffers (a CPU, or a thread).  Its consecutive buffers
+ * (all of them but in snapshot mode, where perf decodes each anew) are a
+ * run, decoded as one stream by one decoder, as perf does; item is the
+ * next one to hand on.
  */
 struct queue {
 	size_t *bufs, n, next;
-	uint64_t bytes;		/* in the buffers before the current one */
+	uint64_t bytes;		/* in the buffers before the run */
+	/* The run: bufs[run..run + n_parts - 1], their parts and their TSC
+	 * patches at stream offsets; cur: the buffer items are in, and the
+	 * stream offset of the one after it.
+	 */
+	size_t run, cur;
+	struct vmpt_pkt_part *parts;
+	size_t n_parts;
+	uint64_t run_size, next_start;
+	struct vmpt_tsc_patch *patch_v;
+	struct vmpt_tsc_patches patches;
 	const struct vmpt_session_buffer *buf;
+	/* The run's first buffer: its cpu and tid (the queue's), for the
+	 * threads of q->jobs, which must not read buf as it moves on.
+	 */
+	const struct vmpt_session_buffer *run_buf;
 	const struct vmpt_session *s;
-	/* The buffer's decoder, or with -j its parallel decoding. */
+	/* The run's decoder, or with -j its parallel decoding. */
 	struct vmpt_flow *dec;
 	struct vmpt_jobs *jobs;
-	int dec_done;		/* at the buffer's end */
+	int dec_done;		/* at the run's end */
 	struct vmpt_consumer *out;
 	/* The next item (NULL: none), and the rest of its batch. */
 	const struct vmpt_flow_item *item, *batch;
@@ -41,6 +57,7 @@ struct decode {
 	uint64_t items, total;	/* handed on; trace bytes of all buffers */
 	struct queue *qs;
 	size_t nq;
+	int snapshot;		/* buffers overlap: none continues another */
 	size_t *sb;		/* sideband records in time order */
 	size_t n_sb, next_sb;
 	/* The TSC from which the next record is due (0: at once): items
@@ -61,7 +78,7 @@ static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_i
 
 static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 {
-	uint64_t space = q->task.space;
+	uint64_t space = q->task.space, guest_space = q->task.guest_space;
 
 	if (q->task_until && t >= q->task_from && t < q->task_until)
 		return;
@@ -70,6 +87,11 @@ static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 	d->ops->set_task(q->out, &q->task);
 	if (q->task.space != space && q->dec)
 		vmpt_flow_set_host_space(q->dec, q->task.space);
+	/* A guest context switch: the guest code after it is the next
+	 * task's.
+	 */
+	if (q->task.guest_space != guest_space && q->dec)
+		vmpt_flow_set_guest_space(q->dec, q->task.guest_space);
 }
 
 /* The host address space at a TSC, for the threads of q->jobs: what
@@ -82,7 +104,7 @@ static uint64_t queue_space(void *ctx, uint64_t tsc)
 	struct vmpt_task task;
 	uint64_t until;
 
-	vmpt_session_task_until(q->s, q->buf, item_time(q->s, &it), &task, &until);
+	vmpt_session_task_until(q->s, q->run_buf, item_time(q->s, &it), &task, &until);
 	return task.space;
 }
 
@@ -140,6 +162,62 @@ static int buffer_mapped(const struct vmpt_session *s, const struct vmpt_session
 	return 0;
 }
 
+/* The buffers from q->next on that continue one another (and are wanted)
+ * as the run's parts, their patches at stream offsets.  0 or -VMPT_ERR_NOMEM.
+ */
+static int queue_run(struct decode *d, struct queue *q)
+{
+	const struct vmpt_session *s = d->s;
+	size_t to = q->next + 1, n_patches = 0;
+
+	while (to < q->n && !d->snapshot && buffer_wanted(d, q, to))
+		to++;
+	q->run = q->next;
+	q->run_buf = &s->bufs[q->bufs[q->run]];
+	q->n_parts = to - q->next;
+	q->run_size = 0;
+	for (size_t i = q->run; i < to; i++) {
+		const struct vmpt_session_buffer *b = &s->bufs[q->bufs[i]];
+
+		q->parts[i - q->run] = (struct vmpt_pkt_part){ b->data, b->data + b->size };
+		n_patches += b->tsc_patches.n;
+	}
+	free(q->patch_v);
+	q->patch_v = NULL;
+	q->patches.n = 0;
+	if (n_patches && !(q->patch_v = malloc(n_patches * sizeof(*q->patch_v))))
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = q->run; i < to; i++) {
+		const struct vmpt_tsc_patches *pl = &s->bufs[q->bufs[i]].tsc_patches;
+
+		for (size_t k = 0; k < pl->n; k++)
+			q->patch_v[q->patches.n++] = (struct vmpt_tsc_patch){
+				pl->p[k].offset + q->run_size, pl->p[k].tsc };
+		q->run_size += s->bufs[q->bufs[i]].size;
+	}
+	q->patches.p = q->patch_v;
+	q->next = to;
+	return 0;
+}
+
+/* The consumer goes on with buffer q->bufs[i] of the run, which starts
+ * at stream offset start.
+ */
+static void queue_buffer(struct decode *d, struct queue *q, size_t i, uint64_t start)
+{
+	struct vmpt_buffer_ref ref;
+
+	q->cur = i;
+	q->buf = &d->s->bufs[q->bufs[i]];
+	q->next_start = start + q->buf->size;
+	ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset,
+					.queue_offset = q->bytes + start,
+					.stream_offset = start,
+					.cpu = q->buf->cpu,
+					.consecutive = i != q->run };
+	d->ops->begin_buffer(q->out, &ref);
+}
+
 /* Make q->item the queue's next item, from the decoder's batch; 0, or
  * -VMPT_ERR_EOS when done.
  */
@@ -153,6 +231,10 @@ static int queue_fill(struct decode *d, struct queue *q)
 		if (q->left) {
 			q->item = q->batch++;
 			q->left--;
+			/* Into the run's next buffer (its file offsets). */
+			while (q->item->offset >= q->next_start &&
+			       q->cur + 1 < q->run + q->n_parts)
+				queue_buffer(d, q, q->cur + 1, q->next_start);
 			/* Items of one time have one task. */
 			if (q->item->time != q->task_tsc || !q->task_until) {
 				queue_task(d, q, item_time(s, q->item));
@@ -162,27 +244,31 @@ static int queue_fill(struct decode *d, struct queue *q)
 		}
 		if ((!q->dec && !q->jobs) || q->dec_done) {
 			struct vmpt_flow_config cfg = s->cfg;
-			struct vmpt_buffer_ref ref;
 			struct vmpt_flow *dec = NULL;
 
-			if (q->buf)
-				q->bytes += q->buf->size;
+			q->bytes += q->run_size;
+			q->run_size = 0;
 			while (q->next < q->n && !buffer_wanted(d, q, q->next))
 				q->bytes += s->bufs[q->bufs[q->next++]].size;
 			if (q->next == q->n)
 				return -VMPT_ERR_EOS;
-			q->buf = &s->bufs[q->bufs[q->next++]];
-			cfg.begin = q->buf->data;
-			cfg.end = q->buf->data + q->buf->size;
-			/* Bounded memory for traces of any size. */
-			cfg.release = buffer_mapped(s, q->buf);
+			ret = queue_run(d, q);
+			if (ret < 0)
+				return ret;
+			cfg.parts = q->parts;
+			cfg.n_parts = q->n_parts;
+			/* Bounded memory for traces of any size (one buffer: one
+			 * contiguous mapping).
+			 */
+			cfg.release = q->n_parts == 1 && buffer_mapped(s, q->run_buf);
 			/* A VM recording's guest TSCs, as host TSCs. */
-			if (q->buf->tsc_patches.n)
-				cfg.tsc_patches = &q->buf->tsc_patches;
+			if (q->patches.n)
+				cfg.tsc_patches = &q->patches;
 			vmpt_jobs_free(q->jobs);
 			q->jobs = NULL;
 			/* Cycle counts (IPC) go on over the buffers: one decoder. */
-			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
+			/* The guest's tasks are followed by one decoder. */
+			if (!d->ops->serial && !s->guest && vmpt_jobs_worth(&cfg, d->jobs)) {
 				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
 				if (!q->jobs)
 					return -VMPT_ERR_NOMEM;
@@ -190,8 +276,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 				dec = vmpt_flow_new(&cfg);
 				if (!dec)
 					return -VMPT_ERR_NOMEM;
-				/* perf decodes each buffer anew, but counts
-				 * cycles on.
+				/* perf decodes a run anew (after a snapshot or
+				 * a gap), but counts cycles on.
 				 */
 				if (q->dec)
 					vmpt_flow_count_on(dec, q->dec);
@@ -201,10 +287,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->dec_done = 0;
 			q->task_until = 0;
 			q->task.space = 0;
-			ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset,
-							.queue_offset = q->bytes,
-							.cpu = q->buf->cpu };
-			d->ops->begin_buffer(q->out, &ref);
+			q->task.guest_space = 0;
+			queue_buffer(d, q, q->run, 0);
 		}
 		ret = q->jobs ? vmpt_jobs_next_items(q->jobs, &q->batch, &q->left) :
 				vmpt_flow_next_items(q->dec, &q->batch, &q->left);
@@ -301,7 +385,7 @@ static void report_progress(struct decode *d)
 
 		done += q->bytes;
 		if (q->buf)
-			done += q->item ? q->item->offset : q->buf->size;
+			done += q->item ? q->item->offset : q->run_size;
 	}
 	d->s->opts.progress.fn(d->s->opts.progress.ctx, done, d->total);
 }
@@ -391,6 +475,7 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 	struct decode d = { .s = s, .ops = ops, .jobs = jobs };
 	int ret = 0;
 
+	d.snapshot = s->have_info && s->info.priv[VMPT_INTEL_PT_SNAPSHOT_MODE];
 	/* Queues by perf's mmap index, buffers in file order. */
 	for (size_t i = 0; i < s->n_bufs && ret == 0; i++) {
 		size_t k;
@@ -417,10 +502,17 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		if (ret == 0) {
 			size_t *b = realloc(d.qs[k].bufs, (d.qs[k].n + 1) * sizeof(*b));
 
-			if (!b)
+			struct vmpt_pkt_part *parts = b ? realloc(d.qs[k].parts,
+				(d.qs[k].n + 1) * sizeof(*parts)) : NULL;
+
+			if (b)
+				d.qs[k].bufs = b;
+			if (parts)
+				d.qs[k].parts = parts;
+			if (!b || !parts)
 				ret = -VMPT_ERR_NOMEM;
 			else
-				(d.qs[k].bufs = b)[d.qs[k].n++] = i;
+				d.qs[k].bufs[d.qs[k].n++] = i;
 		}
 	}
 	if (ret == 0 && s->n_sb) {
@@ -444,6 +536,8 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		vmpt_jobs_free(d.qs[k].jobs);
 		vmpt_flow_free(d.qs[k].dec);
 		free(d.qs[k].bufs);
+		free(d.qs[k].parts);
+		free(d.qs[k].patch_v);
 	}
 	free(d.qs);
 	free(d.sb);

@@ -1,19 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /* Where a recording's binaries are found: the recording's own sysroot
  * (vmpt archive's copies, by build-id and by path), perf's --symfs, perf's
- * build-id cache (~/.debug, or $PERF_BUILDID_DIR), then the path itself.
+ * build-id cache (~/.debug, or $PERF_BUILDID_DIR), the path itself, then a
+ * file of the same name beside the recording, last the debuginfod servers
+ * of $DEBUGINFOD_URLS by build-id.
+ * Each is opened inside the directory it is looked up in, as a regular
+ * file only (vmpt/path.h): the names come from the recording.
  * A file whose build-id differs from the recorded one is not taken (as
  * perf): its code may not be what ran.
  */
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
 #include "vmpt/build_id.h"
+#include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
+#include "vmpt/path.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int vmpt_session_sysroot(const char *recording, char *buf, size_t size)
 {
@@ -25,13 +32,6 @@ int vmpt_session_sysroot(const char *recording, char *buf, size_t size)
 	else
 		n = snprintf(buf, size, "%s.root", recording);
 	return n < 0 || (size_t)n >= size ? -VMPT_ERR_INVAL : 0;
-}
-
-static int regular(const char *path)
-{
-	struct stat st;
-
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 /* perf's build-id cache directory. */
@@ -50,60 +50,103 @@ static int cache_dir(char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -1 : 0;
 }
 
-/* Is path a regular file holding the build-id (any, when id is empty)?
- * *other: set when it exists with another build-id.
+/* The build-id of path inside root (vmpt/path.h), as hex. */
+static int build_id_in(const char *root, const char *path, char hex[41])
+{
+	struct vmpt_file f;
+	int ret = vmpt_path_map(&f, root, path);
+
+	if (ret < 0)
+		return ret;
+	ret = vmpt_build_id_of_buffer(f.data, f.size, hex);
+	vmpt_file_unmap(&f);
+	return ret;
+}
+
+/* Is path inside root a regular file holding the build-id (any, when id
+ * is empty)?  *other: set when it exists with another build-id.
  */
-static int holds(const char *path, const char *id, int *other)
+static int holds(const char *root, const char *path, const char *id, int *other)
 {
 	char have[41];
+	int fd = vmpt_path_open(root, path);
 
-	if (!regular(path))
+	if (fd < 0)
 		return 0;
+	close(fd);
 	if (!id[0])
 		return 1;
-	if (vmpt_build_id_of_file(path, have) == 0 && vmpt_build_id_equal(have, id))
+	if (build_id_in(root, path, have) == 0 && vmpt_build_id_equal(have, id))
 		return 1;
 	*other = 1;
 	return 0;
 }
 
 int session_find_binary(struct vmpt_session *s, const char *name, const char *id,
-			char *out, size_t size, char *changed_id)
+			struct session_binary *out, char *changed_id)
 {
-	char root[4096], cache[4096], fallback[4096] = "";
+	char cache[4096];
+	struct session_binary fallback = { "", "" };
 	const char *symfs = s->opts.symfs;
 	int other = 0, vdso = !strcmp(name, "[vdso]");
 
-	if (name[0] != '/' && !vdso)
+	if (name[0] == '[' && !vdso)
 		return -VMPT_ERR_NOT_FOUND;
-#define TRY(...) do { \
+	/* A recording's name is looked up inside each directory tried; only
+	 * the last try, the name itself on this host, is opened as is.
+	 */
+#define TRY(dir, ...) do { \
 		int other_before = other; \
-		snprintf(out, size, __VA_ARGS__); \
-		if (holds(out, id, &other)) \
+		snprintf(out->root, sizeof(out->root), "%s", (dir)); \
+		snprintf(out->path, sizeof(out->path), __VA_ARGS__); \
+		if (holds(out->root[0] ? out->root : NULL, out->path, id, &other)) \
 			return 0; \
-		if (other != other_before && !fallback[0] && !vdso) \
-			snprintf(fallback, sizeof(fallback), "%s", out); \
+		if (other != other_before && !fallback.path[0] && !vdso) \
+			fallback = *out; \
 	} while (0)
-	if (vmpt_session_sysroot(s->pd.path, root, sizeof(root)) == 0) {
+	/* perf opens a relative path (an MMAP2 of "./prog") from the working
+	 * directory, as it is.
+	 */
+	if (name[0] != '/' && !vdso) {
+		TRY("", "%s", name);
+		goto not_found;
+	}
+	if (vmpt_session_sysroot(s->pd.path, cache, sizeof(cache)) == 0) {
 		if (id[0])
-			TRY("%s/.build-id/%.2s/%s", root, id, id + 2);
-		TRY(vdso ? "%s/%s" : "%s%s", root, name);
+			TRY(cache, "/.build-id/%.2s/%s", id, id + 2);
+		TRY(cache, vdso ? "/%s" : "%s", name);
 	}
-	if (symfs && !vdso)
-		TRY("%s%s", symfs, name);
+	if (symfs && *symfs && !vdso)
+		TRY(symfs, "%s", name);
 	if (id[0] && cache_dir(cache, sizeof(cache)) == 0) {
-		TRY("%s/.build-id/%.2s/%s/elf", cache, id, id + 2);
-		TRY("%s/.build-id/%.2s/%s", cache, id, id + 2);
+		TRY(cache, ".build-id/%.2s/%s/elf", id, id + 2);
+		TRY(cache, ".build-id/%.2s/%s", id, id + 2);
 		if (vdso)
-			TRY("%s/[vdso]/%s/vdso", cache, id);
+			TRY(cache, "[vdso]/%s/vdso", id);
 		else
-			TRY("%s%s/%s/elf", cache, name, id);
+			TRY(cache, "%s/%s/elf", name, id);
 	}
-	if (!vdso)
-		TRY("%s", name);
+	if (!vdso) {
+		const char *slash = strrchr(s->pd.path, '/');
+
+		TRY("", "%s", name);
+		snprintf(cache, sizeof(cache), "%.*s",
+			 slash ? (int)(slash - s->pd.path) + (slash == s->pd.path) : 1,
+			 slash ? s->pd.path : ".");
+		TRY(cache, "%s", strrchr(name, '/') + 1);
+	}
 #undef TRY
+	if (id[0] && !vdso &&
+	    vmpt_debuginfod_find(id, VMPT_DEBUGINFOD_EXECUTABLE, out->path,
+				 sizeof(out->path)) == 0) {
+		out->root[0] = 0;
+		return 0;
+	}
+not_found:
 	changed_id[0] = 0;
-	if (fallback[0] && vmpt_build_id_of_file(fallback, changed_id) < 0)
+	if (fallback.path[0] &&
+	    build_id_in(fallback.root[0] ? fallback.root : NULL, fallback.path,
+			changed_id) < 0)
 		snprintf(changed_id, 41, "none");
 	return -VMPT_ERR_NOT_FOUND;
 }

@@ -12,12 +12,31 @@ void vmpt_session_task_until(const struct vmpt_session *s,
 			     const struct vmpt_session_buffer *b, uint64_t time,
 			     struct vmpt_task *t, uint64_t *until);
 
+/* A binary found: path inside the directory root ("": on this host, as
+ * is), for vmpt_path_open.
+ */
+struct session_binary {
+	char root[4096];
+	char path[4096];
+};
+
 /* Where the binary the recording mapped as name (build-id id, hex; ""
  * when not recorded) is here: out.  0 or -VMPT_ERR_NOT_FOUND; then
  * changed_id (41 bytes) is the build-id of a file found with another
  * one ("none": without), or "".
  */
 int session_find_binary(struct vmpt_session *s, const char *name, const char *id,
-			char *out, size_t size, char *changed_id);
+			struct session_binary *out, char *changed_id);
+
+/* vmpt_session_guest.c: the guest's tasks of a VM recording whose guest
+ * side (dir: REC/guest or REC.guest) has the guest's sideband.  0 or a
+ * negative vmpt_err with errmsg set.
+ */
+int session_guest_open(struct vmpt_session *s, const char *dir);
+/* Fill t's guest part (t->tid the host thread) at host perf time `time`,
+ * lowering *until to when it changes.
+ */
+void session_guest_task(const struct vmpt_session *s, struct vmpt_task *t, uint64_t time,
+			uint64_t *until);
 
 #endif

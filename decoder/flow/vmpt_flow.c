@@ -28,6 +28,10 @@
  * that never ends means the trace and the code disagree.
  */
 #define MAX_WALK (1u << 22)
+/* perf's intel-pt.max-loops default: direct branches in a row that read
+ * no trace before the walk is called a never-ending loop.
+ */
+#define MAX_LOOPS 100000
 
 /* config.release: trace dropped every RELEASE_STEP bytes read, up to
  * RELEASE_KEEP bytes behind the packet being read.
@@ -50,6 +54,10 @@ enum fup_bound {
 	FUP_EXSTOP = 1 << 3,	/* EXSTOP with the IP bit */
 	FUP_TSX = 1 << 4,	/* MODE.TSX */
 	FUP_PTW = 1 << 5,	/* PTW with the IP bit */
+	/* A PSB+ read while tracing is on: perf walks to its FUP first (the
+	 * direct branches on the way are samples before the psb's).
+	 */
+	FUP_PSB = 1 << 6,
 };
 
 /* EVD packets before one CFE (perf's INTEL_PT_MAX_EVDS: one per type). */
@@ -103,10 +111,15 @@ struct vmpt_flow {
 	 * host code is looked up under it instead of PIP's CR3; 0: unset.
 	 */
 	uint64_t host_space;
+	/* The same for guest code (vmpt_flow_set_guest_space): the guest
+	 * task the guest's sideband says runs; 0: PIP's CR3.
+	 */
+	uint64_t guest_space;
 	/* Events that wait for their FUP (enum fup_bound) and their
 	 * payloads; want_fup: the packet right after must be that FUP.
 	 */
 	uint8_t fup_bound, want_fup;
+	uint64_t psb_off;	/* FUP_PSB: the PSB's offset */
 	uint64_t fup_tsx, fup_ptw, fup_mwait, fup_pwre;
 	/* Event Trace: a CFE waiting for the FUP of its event's compound
 	 * packet (the IP bit clear, tracing on) or its own (FUP_CFE), with
@@ -119,6 +132,15 @@ struct vmpt_flow {
 	struct vmpt_evd evd[MAX_EVDS];
 	struct vmpt_evd_store *evd_store;
 	uint64_t walked;
+	/* Direct jumps and calls since trace was last read, and Brent's
+	 * cycle finding over their targets (perf's stuck_ip): the target
+	 * remembered, the period and what is left of it.
+	 */
+	struct {
+		uint32_t n, period, left;
+		uint64_t ip;
+		uint32_t insns;	/* of the block closing the loop */
+	} loop;
 	/* Blocks get perf's sample time: the time as of the flow packet
 	 * (TNT, TIP) that decided their branch; direct branches before a
 	 * new packet's first bit keep the one before.
@@ -196,9 +218,13 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 		vmpt_flow_free(dec);
 		return NULL;
 	}
-	vmpt_pkt_decoder_init(&dec->pd, config->begin,
-			      (size_t)(config->end - config->begin));
-	dec->released = config->begin;
+	if (config->n_parts)
+		vmpt_pkt_decoder_init_parts(&dec->pd, config->parts, config->n_parts);
+	else
+		vmpt_pkt_decoder_init(&dec->pd, config->begin,
+				      (size_t)(config->end - config->begin));
+	/* config.release: one contiguous trace (a part or none). */
+	dec->released = config->n_parts ? config->parts[0].begin : config->begin;
 	vmpt_last_ip_init(&dec->lip);
 	vmpt_time_init(&dec->time, config->tsc_ctc_ratio_n,
 		       config->tsc_ctc_ratio_d, config->mtc_period,
@@ -222,6 +248,35 @@ void vmpt_flow_free(struct vmpt_flow *dec)
 	vmpt_evd_store_free(dec->evd_store);
 	free(dec->q);
 	free(dec);
+}
+
+/* Trace was read: the walk goes on from here. */
+static inline void progressed(struct vmpt_flow *dec)
+{
+	dec->walked = 0;
+	dec->loop.n = 0;
+}
+
+/* A direct jump or call to `to` that reads no trace: -VMPT_ERR_LOOP when
+ * the walk is in a loop that never reads any (perf's intel_pt_walk_insn:
+ * a target seen again, or more than MAX_LOOPS of them), else 0.
+ */
+static inline int loop_step(struct vmpt_flow *dec, uint64_t to)
+{
+	uint32_t n = dec->loop.n++;
+
+	if (n == 1) {
+		dec->loop.ip = to;
+		dec->loop.period = dec->loop.left = 1;
+	} else if (n > 1) {
+		if (n > MAX_LOOPS || to == dec->loop.ip)
+			return -VMPT_ERR_LOOP;
+		if (!--dec->loop.left) {
+			dec->loop.left = ++dec->loop.period;
+			dec->loop.ip = to;
+		}
+	}
+	return 0;
 }
 
 static struct vmpt_flow_item *emit(struct vmpt_flow *dec, unsigned kind)
@@ -297,7 +352,7 @@ static void reset_flow_state(struct vmpt_flow *dec)
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
 	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
 	dec->n_evd = 0;
-	dec->walked = 0;
+	progressed(dec);
 	dec->after_ovf = 0;
 	dec->prev = NULL;
 	dec->rec = NULL;
@@ -310,12 +365,16 @@ static int error_resync(struct vmpt_flow *dec, int err)
 {
 	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
 	int decode_error = err == -VMPT_ERR_NO_MATCH || err == -VMPT_ERR_NO_IMAGE ||
-			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP;
+			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP ||
+			   err == -VMPT_ERR_LOOP;
 
 	if (!it)
 		return -VMPT_ERR_NOMEM;
 	it->ev = VMPT_EV_ERROR;
 	it->err = err;
+	/* perf walked the block closing a loop before it gave up. */
+	if (err == -VMPT_ERR_LOOP)
+		it->ninsn = dec->loop.insns;
 	it->ip = dec->ip;
 	it->ip_valid = dec->enabled;
 	it->cyc = dec->cyc.tot;
@@ -341,8 +400,9 @@ static void update_asid(struct vmpt_flow *dec)
 	if (dec->have_nr)
 		machine = !dec->nr ? VMPT_MACHINE_HOST :
 			  dec->have_vmcs ? dec->vmcs : VMPT_MACHINE_GUEST;
-	uint64_t cr3 = dec->host_space && !(dec->have_nr && dec->nr) ?
-		       dec->host_space : dec->have_nr ? dec->cr3 : VMPT_ASID_ANY;
+	int guest = dec->have_nr && dec->nr;
+	uint64_t space = guest ? dec->guest_space : dec->host_space;
+	uint64_t cr3 = space ? space : dec->have_nr ? dec->cr3 : VMPT_ASID_ANY;
 
 	if (machine != dec->asid.machine || cr3 != dec->asid.cr3) {
 		dec->asid.machine = machine;
@@ -429,6 +489,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret >= 0)
+			vmpt_time_seen(&dec->time, pkt.type);
 		if (ret < 0) {
 			dec->pkt_off = off;
 			/* A buffer that fills up ends in a PSB+ often; status
@@ -466,6 +528,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		case VMPT_PKT_CYC:
 		case VMPT_PKT_CBR:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 1);
 			break;
 		case VMPT_PKT_TNT8:
@@ -483,6 +547,16 @@ static int psb_plus(struct vmpt_flow *dec)
 	}
 done:
 	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
+	if (dec->synced && dec->enabled && have_fup && !dec->fup_bound &&
+	    !dec->cfe_wait && !dec->resync && !dec->tnt_n) {
+		/* the psb item when the walk reaches the FUP (FUP_PSB) */
+		dec->fup_bound = FUP_PSB;
+		dec->psb_off = psb_off;
+		dec->pkt.type = VMPT_PKT_FUP;
+		dec->pkt_ip_valid = 1;
+		dec->have_pkt = 1;
+		return 1;
+	}
 	psb = event(dec, VMPT_EV_PSB, have_fup ? dec->pkt_ip : dec->ip, have_fup, psb_off);
 	if (!psb)
 		return -VMPT_ERR_NOMEM;
@@ -531,7 +605,9 @@ static int stop_at_psb(struct vmpt_flow *dec)
 		return -VMPT_ERR_EOS;
 	dec->stopping = 1;
 	ret = psb_plus(dec);
-	dec->block_time = dec->time.tsc;
+	/* its psb item at the FUP (FUP_PSB), as one decoder going on */
+	if (!(dec->fup_bound & FUP_PSB))
+		dec->block_time = dec->time.tsc;
 	/* Tracing off: the next piece says where it comes on (vmpt/jobs.h
 	 * keeps that, as one decoder going on says it).
 	 */
@@ -540,7 +616,8 @@ static int stop_at_psb(struct vmpt_flow *dec)
 	dec->pkt.type = VMPT_PKT_FUP;
 	dec->pkt_ip_valid = 1;
 	dec->have_pkt = 1;
-	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
+	dec->fup_bound &= FUP_PSB;
+	dec->want_fup = dec->cfe_wait = 0;
 	return 0;
 }
 
@@ -581,6 +658,16 @@ static int emit_bound(struct vmpt_flow *dec, uint64_t at, int ip_valid)
 	int ret = 0;
 
 	dec->fup_bound = dec->want_fup = 0;
+	if (bound & FUP_PSB) {
+		struct vmpt_flow_item *psb = event(dec, VMPT_EV_PSB, at, ip_valid, dec->psb_off);
+
+		if (!psb)
+			return -VMPT_ERR_NOMEM;
+		psb->cyc = vmpt_cycles_point(&dec->cyc);
+		psb->to = dec->time.cbr;
+		dec->block_time = dec->time.tsc;
+		return 0;
+	}
 	if (dec->cfe_wait) {
 		ret = emit_cfe(dec, at, ip_valid, ipc);
 		ipc = 0;
@@ -658,10 +745,10 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 					  VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
 				p++;
 			if (p != dec->pd.pos)
-				dec->pkt_off = (uint64_t)(p - 1 - dec->pd.begin);
+				dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
 			dec->pd.pos = p;
 			if (p < end && (uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
-				dec->pkt_off = (uint64_t)(p - dec->pd.begin);
+				dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
 				dec->pd.pos = p + 1;
 				dec->tnt_bits = e >> 24;
 				dec->tnt_n = (e >> 16) & 0xff;
@@ -677,6 +764,7 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		if (ret < 0)
 			return ret;
 		dec->pkt_off = off;
+		vmpt_time_seen(&dec->time, pkt.type);
 		if (!after_fup)
 			vmpt_cycles_seen(&dec->cyc, pkt.type);
 		if (dec->want_fup && pkt.type != VMPT_PKT_PAD) {
@@ -694,6 +782,9 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		switch (pkt.type) {
 		case VMPT_PKT_PSB:
 			ret = psb_plus(dec);
+			/* walk to its FUP first (FUP_PSB), in the time before */
+			if (ret > 0 && (dec->fup_bound & FUP_PSB))
+				return 0;
 			/* Code after a PSB+ has its time, as perf's samples. */
 			dec->block_time = dec->time.tsc;
 			if (ret > 0)
@@ -825,6 +916,8 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0);
 			break;
 		default:
@@ -979,10 +1072,12 @@ static int fup_reached(struct vmpt_flow *dec)
 	int ret;
 
 	dec->have_pkt = 0;
-	dec->walked = 0;
+	progressed(dec);
 	dec->prev = NULL;
-	if (dec->stopping)
-		return -VMPT_ERR_EOS;
+	if (dec->stopping) {
+		ret = dec->fup_bound & FUP_PSB ? emit_bound(dec, at, 1) : 0;
+		return ret < 0 ? ret : -VMPT_ERR_EOS;
+	}
 	/* Events bound to this FUP: no TIP follows but after a TSX abort.
 	 * A CFE of the compound packet's goes before its branch. */
 	ret = emit_bound(dec, at, 1);
@@ -1049,7 +1144,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		ret = apply_pending(dec);
 		if (ret < 0)
 			return ret;
-		dec->walked = 0;
+		progressed(dec);
 		return emit_event(dec, VMPT_EV_DISABLED,
 				  dec->pkt_ip_valid ? dec->pkt_ip : 0,
 				  dec->pkt_ip_valid, 0);
@@ -1070,7 +1165,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		if (want != W_TNT)
 			return -VMPT_ERR_NO_MATCH;
 		dec->tnt_n--;
-		dec->walked = 0;
+		progressed(dec);
 		/* perf's time: as of the TNT packet the bit came in. */
 		it->time = dec->block_time = dec->time.tsc;
 		it->cyc = vmpt_cycles_point(&dec->cyc);
@@ -1085,7 +1180,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 			 * TIP of one that was not would come before the bit.
 			 */
 			dec->tnt_n--;
-			dec->walked = 0;
+			progressed(dec);
 			it->time = dec->block_time = dec->time.tsc;
 			if (dec->cfg.retcomp == VMPT_RETCOMP_OFF ||
 			    !((dec->tnt_bits >> dec->tnt_n) & 1))
@@ -1116,7 +1211,7 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	if (b->iclass == VMPT_IC_RET && dec->depth)
 		pop_ret(dec, &site);
 	dec->have_pkt = 0;
-	dec->walked = 0;
+	progressed(dec);
 	it->taken = 1;
 	it->to = dec->ip = dec->pkt_ip;
 	it->time = dec->block_time = dec->time.tsc;
@@ -1156,6 +1251,15 @@ static int walk(struct vmpt_flow *dec, enum want want)
 		dec->ip = ip;
 		return fup_reached(dec);
 	}
+	/* A loop reading no trace ends at the branch closing it: perf's
+	 * error, at its target, and no branch.
+	 */
+	if ((b->iclass == VMPT_IC_JMP || b->iclass == VMPT_IC_CALL) &&
+	    !(want == W_PGD && pgd_binds(dec, b)) && loop_step(dec, b->target) < 0) {
+		dec->ip = b->target;
+		dec->loop.insns = b->ninsn;
+		return -VMPT_ERR_LOOP;
+	}
 	it = emit_block(dec, b, b->ninsn);
 	if (!it)
 		return -VMPT_ERR_NOMEM;
@@ -1181,7 +1285,7 @@ static int enable_at(struct vmpt_flow *dec, uint64_t ip)
 	dec->have_pkt = 0;
 	dec->enabled = 1;
 	dec->after_ovf = 0;
-	dec->walked = 0;
+	progressed(dec);
 	dec->prev = NULL;
 	dec->ip = ip;
 	ret = apply_pending(dec);
@@ -1331,6 +1435,13 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 	dec->rec = NULL;
 }
 
+void vmpt_flow_set_guest_space(struct vmpt_flow *dec, uint64_t space)
+{
+	dec->guest_space = space;
+	update_asid(dec);
+	dec->rec = NULL;
+}
+
 void vmpt_flow_count_on(struct vmpt_flow *dec, const struct vmpt_flow *from)
 {
 	dec->cyc = from->cyc;
@@ -1343,7 +1454,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 {
 	if (vmpt_pkt_seek(&dec->pd, offset) < 0)
 		return -VMPT_ERR_EOS;
-	dec->pd.sync = NULL;
+	dec->pd.sync = UINT64_MAX;
 	dec->synced = 0;
 	dec->enabled = 0;
 	dec->resync = 0;
@@ -1387,7 +1498,7 @@ static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
 		r->item[i].time = dec->block_time;
 		r->item[i].offset = dec->pkt_off;
 	}
-	dec->walked = 0;	/* a run ends with a bit */
+	progressed(dec);	/* a run ends with a bit */
 	dec->ip = r->item[last].to;
 	dec->prev = r->step[last].block;
 	dec->prev_slot = r->item[last].taken;
@@ -1476,17 +1587,19 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		if (!dec->tnt_n)
 			return 0;
 		dec->tnt_n--;
-		dec->walked = 0;
+		progressed(dec);
 		dec->block_time = dec->time.tsc;
 		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		dec->ip = taken ? b->target : b->next_ip;
 		break;
 	case VMPT_IC_CALL:
-		if (!b->zero_call)
-			push_ret(dec, b);
-		/* fall through */
 	case VMPT_IC_JMP:
+		/* A loop reading no trace: walk() reports it. */
+		if (loop_step(dec, b->target) < 0)
+			return 0;
+		if (b->iclass == VMPT_IC_CALL && !b->zero_call)
+			push_ret(dec, b);
 		taken = 1;
 		dec->ip = b->target;
 		dec->walked += b->ninsn;
@@ -1502,7 +1615,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 			    !((dec->tnt_bits >> (dec->tnt_n - 1)) & 1))
 				return 0;
 			dec->tnt_n--;
-			dec->walked = 0;
+			progressed(dec);
 			dec->block_time = dec->time.tsc;
 			cyc = vmpt_cycles_point(&dec->cyc);
 			taken = 1;
@@ -1521,7 +1634,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		if (b->iclass == VMPT_IC_RET && dec->depth)
 			pop_ret(dec, &site);
 		dec->have_pkt = 0;
-		dec->walked = 0;
+		progressed(dec);
 		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = 1;
 		dec->ip = dec->pkt_ip;
@@ -1687,7 +1800,8 @@ int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **it
 	int ret = next_item(dec, b, 1);
 	size_t k = 1;
 
-	if (dec->cfg.release && dec->pd.pos - dec->released > RELEASE_STEP)
+	if (dec->cfg.release && dec->cfg.n_parts <= 1 &&
+	    dec->pd.pos - dec->released > RELEASE_STEP)
 		release_behind(dec);
 	if (ret < 0)
 		return ret;

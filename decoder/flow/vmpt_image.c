@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* The memory image: sections of code keyed by address space. */
 #include "vmpt/image.h"
+#include "vmpt/debug_file.h"
+#include "vmpt/demangle.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
+#include "vmpt/path.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -10,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct vmpt_image {
 	struct vmpt_section **secs;	/* by id */
@@ -21,11 +25,23 @@ struct vmpt_image {
 	size_t n_files;
 	void **owned;
 	size_t n_owned;
+	unsigned no_demangle;		/* VMPT_IMAGE_DEMANGLE* bits off */
+	int loading_kernel;		/* perf demangles kernel names apart */
 };
 
 struct vmpt_image *vmpt_image_new(void)
 {
-	return calloc(1, sizeof(struct vmpt_image));
+	struct vmpt_image *img = calloc(1, sizeof(struct vmpt_image));
+
+	/* perf's defaults: --demangle on, --demangle-kernel off. */
+	if (img)
+		img->no_demangle = VMPT_IMAGE_DEMANGLE_KERNEL;
+	return img;
+}
+
+void vmpt_image_set_demangle(struct vmpt_image *img, unsigned which)
+{
+	img->no_demangle = ~which & (VMPT_IMAGE_DEMANGLE | VMPT_IMAGE_DEMANGLE_KERNEL);
 }
 
 void vmpt_image_free(struct vmpt_image *img)
@@ -82,15 +98,55 @@ static const char *own_str(struct vmpt_image *img, const char *s)
 	return own(img, d) < 0 ? NULL : d;
 }
 
-static int map_file(struct vmpt_image *img, const char *path,
+/* n elements of size bytes, NULL when that overflows: counts come from
+ * files, which anyone may have crafted.
+ */
+static void *alloc_array(size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n ? n : 1, size, &bytes))
+		return NULL;
+	return malloc(bytes);
+}
+
+/* How many entries of type a section holds: its entry size must be the
+ * type's and the section must lie inside the file, else 0.
+ */
+static size_t section_entries(Elf *elf, const struct vmpt_file *f,
+			      const GElf_Shdr *sh, Elf_Type type)
+{
+	size_t ent = gelf_fsize(elf, type, 1, EV_CURRENT);
+
+	if (!ent || sh->sh_entsize != ent || sh->sh_offset > f->size ||
+	    sh->sh_size > f->size - sh->sh_offset)
+		return 0;
+	return sh->sh_size / ent;
+}
+
+/* The bytes of a string table that strings may start in: up to its last
+ * NUL (a name running to the end of the file must not be read past it).
+ */
+static size_t strtab_usable(const char *str, size_t size)
+{
+	while (size && str[size - 1])
+		size--;
+	return size;
+}
+
+/* path inside root (NULL: as is), a regular file only: vmpt/path.h. */
+static int map_file(struct vmpt_image *img, const char *root, const char *path,
 		    const struct vmpt_file **out)
 {
 	struct vmpt_file **a, *f;
+	char full[8192];
 	int ret;
 
+	snprintf(full, sizeof(full), "%s%s%s", root ? root : "",
+		 root && path[0] != '/' ? "/" : "", path);
 	/* A library mapped by many processes is mapped once. */
 	for (size_t i = 0; i < img->n_files; i++) {
-		if (!strcmp(img->files[i]->path, path)) {
+		if (!strcmp(img->files[i]->path, full)) {
 			*out = img->files[i];
 			return 0;
 		}
@@ -102,7 +158,7 @@ static int map_file(struct vmpt_image *img, const char *path,
 	f = malloc(sizeof(*f));
 	if (!f)
 		return -VMPT_ERR_NOMEM;
-	ret = vmpt_file_map(f, path);
+	ret = vmpt_path_map(f, root, path);
 	if (ret < 0) {
 		free(f);
 		return ret;
@@ -210,6 +266,18 @@ int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
 	return done ? (int)done : -VMPT_ERR_NO_IMAGE;
 }
 
+const struct vmpt_file *vmpt_image_section_file(const struct vmpt_image *img,
+					       const struct vmpt_section *sec)
+{
+	for (size_t i = 0; i < img->n_files; i++) {
+		const struct vmpt_file *f = img->files[i];
+
+		if (sec->data >= f->data && sec->data - f->data < (ptrdiff_t)f->size)
+			return f;
+	}
+	return NULL;
+}
+
 size_t vmpt_image_count(const struct vmpt_image *img)
 {
 	return img->n;
@@ -287,8 +355,15 @@ int vmpt_image_add_raw(struct vmpt_image *img, const char *path,
 		       uint64_t offset, uint64_t size, uint64_t vaddr,
 		       const struct vmpt_asid *asid)
 {
+	return vmpt_image_add_raw_in(img, NULL, path, offset, size, vaddr, asid);
+}
+
+int vmpt_image_add_raw_in(struct vmpt_image *img, const char *root,
+			  const char *path, uint64_t offset, uint64_t size,
+			  uint64_t vaddr, const struct vmpt_asid *asid)
+{
 	const struct vmpt_file *f;
-	int ret = map_file(img, path, &f);
+	int ret = map_file(img, root, path, &f);
 
 	if (ret < 0)
 		return ret;
@@ -448,8 +523,22 @@ static size_t best_symbols(struct bound_symbol *v, size_t n, struct vmpt_symbol 
 	return k;
 }
 
+/* The name perf shows for a symbol: demangled, unless told not to; NULL:
+ * no memory.
+ */
+static const char *shown_name(struct vmpt_image *img, const char *raw)
+{
+	unsigned bit = img->loading_kernel ? VMPT_IMAGE_DEMANGLE_KERNEL :
+					     VMPT_IMAGE_DEMANGLE;
+	char *d = img->no_demangle & bit ? NULL : vmpt_demangle(raw);
+
+	if (!d)
+		return raw;
+	return own(img, d) < 0 ? NULL : d;
+}
+
 /* Function symbols of .symtab (or .dynsym), moved by bias; names point
- * into the mapped file.
+ * into the mapped file (or are demangled copies).
  */
 static int elf_symbols(struct vmpt_image *img, Elf *elf,
 		       const struct vmpt_file *f, uint64_t bias,
@@ -459,7 +548,8 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 	struct bound_symbol *bind;
 	struct vmpt_symbol *syms;
 	GElf_Shdr sh, strsh;
-	size_t n = 0, count;
+	size_t n = 0, count, strsize;
+	const char *str;
 	Elf_Data *data;
 	int ret;
 
@@ -476,15 +566,17 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 	if (!gelf_getshdr(elf_getscn(elf, sh.sh_link), &strsh) ||
 	    strsh.sh_offset > f->size || strsh.sh_size > f->size - strsh.sh_offset)
 		return -VMPT_ERR_FORMAT;
+	str = (const char *)f->data + strsh.sh_offset;
+	strsize = strtab_usable(str, strsh.sh_size);
 	data = elf_getdata(use, NULL);
-	if (!data)
-		return -VMPT_ERR_FORMAT;
-	count = sh.sh_size / sh.sh_entsize;
-	syms = malloc((count ? count : 1) * sizeof(*syms));
+	count = section_entries(elf, f, &sh, ELF_T_SYM);
+	if (!data || !count)
+		return 0;	/* the code without names */
+	syms = alloc_array(count, sizeof(*syms));
 	ret = own(img, syms);
 	if (ret < 0)
 		return ret;
-	bind = malloc((count ? count : 1) * sizeof(*bind));
+	bind = alloc_array(count, sizeof(*bind));
 	if (!bind)
 		return -VMPT_ERR_NOMEM;
 	for (size_t i = 0; i < count; i++) {
@@ -494,13 +586,18 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 			free(bind);
 			return -VMPT_ERR_FORMAT;
 		}
-		if (!s.st_value || !s.st_name || s.st_name >= strsh.sh_size ||
+		if (!s.st_value || !s.st_name || s.st_name >= strsize ||
 		    !symbol_kept(elf, &s))
 			continue;
 		bind[n].sym.addr = s.st_value + bias;
 		bind[n].sym.size = s.st_size;
-		bind[n].sym.name = (const char *)f->data + strsh.sh_offset + s.st_name;
+		bind[n].sym.name = shown_name(img, str + s.st_name);
+		if (!bind[n].sym.name) {
+			free(bind);
+			return -VMPT_ERR_NOMEM;
+		}
 		bind[n].bind = GELF_ST_BIND(s.st_info);
+		bind[n].sym.binding = (uint8_t)bind[n].bind;
 		n++;
 	}
 	n = best_symbols(bind, n, syms);
@@ -529,20 +626,31 @@ static Elf_Scn *section_by_name(Elf *elf, const char *want, GElf_Shdr *sh)
 	return NULL;
 }
 
+/* The .rela.plt entries, 0 when there are none or the section is bad. */
+static size_t plt_count(Elf *elf, const struct vmpt_file *f, Elf_Scn **rela,
+			GElf_Shdr *rsh)
+{
+	*rela = section_by_name(elf, ".rela.plt", rsh);
+	return *rela ? section_entries(elf, f, rsh, ELF_T_RELA) : 0;
+}
+
 /* "name@plt" for each PLT entry, as perf names them: the entries of
  * .plt.sec (IBT binaries) or those after .plt's 16-byte header, in
- * .rela.plt order.  Returns how many were added to syms (room for count).
+ * .rela.plt order.  Returns how many were added to syms (room for
+ * plt_count's).
  */
-static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
+static size_t plt_symbols(struct vmpt_image *img, Elf *elf,
+			  const struct vmpt_file *f, uint64_t bias,
 			  struct vmpt_symbol *syms)
 {
 	GElf_Shdr rsh, psh, dsh, ssh;
-	Elf_Scn *rela = section_by_name(elf, ".rela.plt", &rsh), *plt, *dyn;
+	Elf_Scn *rela, *plt, *dyn;
 	Elf_Data *rdata, *ddata, *sdata;
+	size_t count = plt_count(elf, f, &rela, &rsh), strsize;
 	uint64_t first;
 	size_t n = 0;
 
-	if (!rela || !rsh.sh_entsize)
+	if (!count)
 		return 0;
 	plt = section_by_name(elf, ".plt.sec", &psh);
 	first = plt ? psh.sh_addr : 0;
@@ -552,81 +660,57 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
 			return 0;
 		first = psh.sh_addr + 16;
 	}
+	/* perf synthesizes PLT symbols from .dynsym only: a static
+	 * binary's .rela.plt (its ifuncs, linked to .symtab) makes none.
+	 */
 	dyn = elf_getscn(elf, rsh.sh_link);
-	if (!dyn || !gelf_getshdr(dyn, &dsh) ||
+	if (!dyn || !gelf_getshdr(dyn, &dsh) || dsh.sh_type != SHT_DYNSYM ||
 	    !gelf_getshdr(elf_getscn(elf, dsh.sh_link), &ssh))
 		return 0;
 	rdata = elf_getdata(rela, NULL);
 	ddata = elf_getdata(dyn, NULL);
 	sdata = elf_getdata(elf_getscn(elf, dsh.sh_link), NULL);
-	if (!rdata || !ddata || !sdata)
+	if (!rdata || !ddata || !sdata || !sdata->d_buf)
 		return 0;
-	for (size_t i = 0; i < rsh.sh_size / rsh.sh_entsize; i++) {
+	strsize = strtab_usable(sdata->d_buf, sdata->d_size);
+	for (size_t i = 0; i < count; i++) {
 		GElf_Rela r;
 		GElf_Sym sym;
-		char name[256];
+		char name[1024];	/* perf's sympltname: longer names are cut */
 		const char *nm;
 
 		if (!gelf_getrela(rdata, (int)i, &r) ||
 		    !gelf_getsym(ddata, (int)GELF_R_SYM(r.r_info), &sym) ||
-		    sym.st_name >= sdata->d_size)
+		    sym.st_name >= strsize)
 			continue;
-		nm = (const char *)sdata->d_buf + sym.st_name;
+		nm = shown_name(img, (const char *)sdata->d_buf + sym.st_name);
+		if (!nm)
+			break;
 		snprintf(name, sizeof(name), "%s@plt", nm);
 		syms[n].name = own_str(img, name);
 		if (!syms[n].name)
 			break;
 		syms[n].addr = first + i * 16 + bias;
 		syms[n].size = 16;
+		syms[n].binding = STB_GLOBAL;	/* perf's PLT symbols are */
 		n++;
 	}
 	return n;
 }
 
-/* The GNU build-id of an ELF file, as hex; 0 or -VMPT_ERR_NOT_FOUND. */
-static int elf_build_id(Elf *elf, char *hex, size_t cap)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off))) {
-			const uint8_t *desc = (const uint8_t *)data->d_buf + desc_off;
-
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
-			    nh.n_descsz * 2 + 1 > cap || nh.n_descsz < 2)
-				continue;
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				snprintf(hex + 2 * i, 3, "%02x", desc[i]);
-			return 0;
-		}
-	}
-	return -VMPT_ERR_NOT_FOUND;
-}
-
-/* Symbols from the separate debug file (/usr/lib/debug/.build-id/xx/yyy.debug)
- * when the binary is stripped, as perf and gdb find them.
+/* Symbols from the separate debug file when the binary is stripped, where
+ * perf and gdb find it (vmpt/debug_file.h).
  */
-static int debug_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
-			 struct vmpt_symbol **syms, size_t *n_syms)
+static int debug_symbols(struct vmpt_image *img, const struct vmpt_file *f,
+			 uint64_t bias, struct vmpt_symbol **syms, size_t *n_syms)
 {
 	const struct vmpt_file *df;
-	char id[129], path[4096];
+	char path[4096];
 	Elf *delf;
 	int ret;
 
-	if (elf_build_id(elf, id, sizeof(id)) < 0)
-		return 0;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
-	if (map_file(img, path, &df) < 0)
+	if (vmpt_debug_file_find(f->path, f->data, f->size, VMPT_DEBUG_SYMTAB, path,
+				 sizeof(path)) < 0 || map_file(img, NULL, path, &df) < 0)
 		return 0;	/* no debug file: fine */
 	delf = elf_memory((char *)df->data, df->size);
 	if (!delf)
@@ -663,8 +747,8 @@ static uint64_t placement_bias(Elf *elf, size_t n_phdr, uint64_t lowest,
 }
 
 /* PT_LOAD segments of an ELF file (exec/dyn or core) as sections. */
-static int add_elf_segments(struct vmpt_image *img, const char *path,
-			    const struct placement *pl, int core,
+static int add_elf_segments(struct vmpt_image *img, const char *root,
+			    const char *path, const struct placement *pl, int core,
 			    const struct vmpt_asid *asid, const char *name,
 			    struct vmpt_section ***added, size_t *n_added)
 {
@@ -676,7 +760,7 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 	Elf *elf;
 	int ret;
 
-	ret = map_file(img, path, &f);
+	ret = map_file(img, root, path, &f);
 	if (ret < 0)
 		return ret;
 	if (!name)
@@ -731,22 +815,28 @@ static int add_elf_segments(struct vmpt_image *img, const char *path,
 	}
 	if (!core) {
 		GElf_Shdr rsh;
-		Elf_Scn *rela = section_by_name(elf, ".rela.plt", &rsh);
-		size_t n_plt = rela && rsh.sh_entsize ? rsh.sh_size / rsh.sh_entsize : 0;
+		Elf_Scn *rela;
+		size_t n_plt = plt_count(elf, f, &rela, &rsh), n_all;
 		struct vmpt_symbol *all;
 
-		ret = debug_symbols(img, elf, bias, &syms, &n_syms);
+		ret = debug_symbols(img, f, bias, &syms, &n_syms);
 		if (ret == 0 && !n_syms)
 			ret = elf_symbols(img, elf, f, bias, &syms, &n_syms);
 		if (ret < 0)
 			goto out;
-		all = malloc((n_syms + n_plt + 1) * sizeof(*all));
+		all = __builtin_add_overflow(n_syms, n_plt, &n_all) ? NULL :
+		      alloc_array(n_all, sizeof(*all));
 		ret = own(img, all);
 		if (ret < 0)
 			goto out;
 		if (n_syms)
 			memcpy(all, syms, n_syms * sizeof(*all));
-		n_syms += plt_symbols(img, elf, bias, all + n_syms);
+		/* perf's dso__load names the PLT only when the symbol
+		 * table gave it some symbol (a stripped PIE's .dynsym
+		 * may define none).
+		 */
+		if (n_syms)
+			n_syms += plt_symbols(img, elf, f, bias, all + n_syms);
 		qsort(all, n_syms, sizeof(*all), cmp_sym);
 		fixup_sizes(all, n_syms);
 		ret = attach_symbols(img, list, n, all, n_syms);
@@ -772,16 +862,22 @@ int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 	struct placement pl = { base == VMPT_ELF_LINK_ADDR ? PLACE_LINK : PLACE_BASE,
 				base, 0, 0 };
 
-	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
+	return add_elf_segments(img, NULL, path, &pl, 0, asid, NULL, NULL, NULL);
 }
 
 int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid)
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
+	int guest = asid && asid->machine != VMPT_MACHINE_HOST &&
+		    asid->machine != VMPT_ASID_ANY;
+	int ret;
 
-	return add_elf_segments(img, path, &pl, 0, asid, "[kernel.kallsyms]",
-				NULL, NULL);
+	img->loading_kernel = 1;
+	ret = add_elf_segments(img, NULL, path, &pl, 0, asid, guest ?
+			       "[guest.kernel.kallsyms]" : "[kernel.kallsyms]", NULL, NULL);
+	img->loading_kernel = 0;
+	return ret;
 }
 
 int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
@@ -790,20 +886,31 @@ int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
 {
 	struct placement pl = { PLACE_MAP, 0, start, pgoff };
 
-	return add_elf_segments(img, path, &pl, 0, asid, NULL, NULL, NULL);
+	return add_elf_segments(img, NULL, path, &pl, 0, asid, NULL, NULL, NULL);
 }
 
 int vmpt_image_add_elf_map_named(struct vmpt_image *img, const char *path,
 				 const char *name, uint64_t start, uint64_t pgoff,
 				 const struct vmpt_asid *asid)
 {
-	struct placement pl = { PLACE_MAP, 0, start, pgoff };
-	char *copy = strdup(name);
-	int ret = own(img, copy);
+	return vmpt_image_add_elf_map_in(img, NULL, path, name, start, pgoff, asid);
+}
 
-	if (ret < 0)
-		return ret;
-	return add_elf_segments(img, path, &pl, 0, asid, copy, NULL, NULL);
+int vmpt_image_add_elf_map_in(struct vmpt_image *img, const char *root,
+			      const char *path, const char *name, uint64_t start,
+			      uint64_t pgoff, const struct vmpt_asid *asid)
+{
+	struct placement pl = { PLACE_MAP, 0, start, pgoff };
+	char *copy = NULL;
+	int ret;
+
+	if (name) {
+		copy = strdup(name);
+		ret = own(img, copy);
+		if (ret < 0)
+			return ret;
+	}
+	return add_elf_segments(img, root, path, &pl, 0, asid, copy, NULL, NULL);
 }
 
 int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
@@ -811,22 +918,26 @@ int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
 
-	return add_elf_segments(img, path, &pl, 1, asid, NULL, NULL, NULL);
+	return add_elf_segments(img, NULL, path, &pl, 1, asid, NULL, NULL, NULL);
 }
 
 /* kallsyms lines: "ffffffff81000000 T _stext [module]". */
-static int read_kallsyms(struct vmpt_image *img, const char *path,
+static int read_kallsyms(struct vmpt_image *img, const char *dir,
 			 struct vmpt_symbol **out, size_t *n_out)
 {
 	struct vmpt_symbol *syms = NULL;
 	size_t n = 0, cap = 0;
 	char line[512];
-	FILE *f = fopen(path, "r");
+	int fd = vmpt_path_open(dir, "kallsyms");
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 
 	*out = NULL;
 	*n_out = 0;
-	if (!f)
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
 		return -VMPT_ERR_IO;
+	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
 		char type, name[256];
@@ -848,6 +959,7 @@ static int read_kallsyms(struct vmpt_image *img, const char *path,
 		}
 		syms[n].addr = addr;
 		syms[n].size = 0;
+		syms[n].binding = type == 't' ? STB_LOCAL : type == 'T' ? STB_GLOBAL : STB_WEAK;
 		syms[n].name = own_str(img, name);
 		if (!syms[n].name) {
 			free(syms);
@@ -876,16 +988,14 @@ int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 	struct vmpt_section **list = NULL;
 	struct vmpt_symbol *syms;
 	size_t n = 0, n_syms;
-	char path[4096];
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/kcore", dir);
-	ret = add_elf_segments(img, path, &link, 1, asid,
+	/* A recording's kcore_dir: its files opened inside it. */
+	ret = add_elf_segments(img, dir, "kcore", &link, 1, asid,
 			       "[kernel.kallsyms]", &list, &n);
 	if (ret < 0)
 		return ret;
-	snprintf(path, sizeof(path), "%s/kallsyms", dir);
-	ret = read_kallsyms(img, path, &syms, &n_syms);
+	ret = read_kallsyms(img, dir, &syms, &n_syms);
 	if (ret == 0)
 		ret = attach_symbols(img, list, n, syms, n_syms);
 	free(list);
@@ -913,11 +1023,11 @@ int vmpt_image_add_pagecache(struct vmpt_image *img, const char *prefix,
 	int ret;
 
 	snprintf(path, sizeof(path), "%s.addr", prefix);
-	ret = map_file(img, path, &af);
+	ret = map_file(img, NULL, path, &af);
 	if (ret < 0)
 		return ret;
 	snprintf(path, sizeof(path), "%s.dump", prefix);
-	ret = map_file(img, path, &df);
+	ret = map_file(img, NULL, path, &df);
 	if (ret < 0)
 		return ret;
 	n = af->size / 8;

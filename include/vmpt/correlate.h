@@ -53,7 +53,7 @@ struct vmpt_corr_buffer {
 struct vmpt_corr_config {
 	/* From AUXTRACE_INFO and the intel_pt event's config. */
 	uint32_t tsc_ctc_ratio_n, tsc_ctc_ratio_d;
-	uint8_t mtc_period;
+	uint8_t mtc_period;	/* MTCFreq, 0..15 (more is taken as 15) */
 	uint8_t have_tsc, have_mtc;
 	/* Snapshot or sampling mode: a queue's buffers do not continue
 	 * one another.

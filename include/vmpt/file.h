@@ -22,6 +22,11 @@ struct vmpt_file {
  * on -VMPT_ERR_IO.  An empty file maps to data == NULL, size == 0.
  */
 int vmpt_file_map(struct vmpt_file *file, const char *path);
+/* Map the regular file open on fd (which stays the caller's), named
+ * name; anything but a regular file is -VMPT_ERR_IO with errno EINVAL
+ * (EISDIR for a directory).
+ */
+int vmpt_file_map_fd(struct vmpt_file *file, int fd, const char *name);
 void vmpt_file_unmap(struct vmpt_file *file);
 
 #ifdef __cplusplus
