@@ -43,7 +43,7 @@ if [ -d "$kvm" ]; then
 	done
 fi
 
-echo "== vmpt script vs perf script: $script_mb MB perf.data, every instruction (-F ip)"
+echo "== vmpt script vs perf script: $script_mb MB perf.data over bash (CPU time, one thread)"
 "$synth" -q --elf /usr/bin/bash --seed 2 --branches $((script_mb * 1500000)) --no-truth \
 	-o "$tmp/s"
 t() {	# seconds of wall time of a command, output discarded
@@ -52,13 +52,58 @@ t() {	# seconds of wall time of a command, output discarded
 	end=$(date +%s.%N)
 	awk "BEGIN { printf \"%.3f\", $end - $start }"
 }
+cpu() {	# CPU seconds (user + system) of a command, output discarded
+	/usr/bin/time -f "%U %S %M" -o "$tmp/time" "$@" > /dev/null 2>&1 || true
+	tail -1 "$tmp/time" | awk '{ printf "%.3f", $1 + $2 }'
+}
+rss() { tail -1 "$tmp/time" | awk '{ print $3 }'; }	# of the last cpu, KB
 ratio() { awk "BEGIN { printf \"%.1f\", $1 / $2 }"; }
-tp=$(t perf script -i "$tmp/s.perf.data" --itrace=i0ns -F ip)
-tv=$(t "$vmpt" script -i "$tmp/s.perf.data" --itrace=i0ns -F ip)
-tj=$(t "$vmpt" script -j "$jobs" -i "$tmp/s.perf.data" --itrace=i0ns -F ip)
-echo "perf script $tp s, vmpt script $tv s, vmpt script -j $jobs $tj s:" \
-     "vmpt $(ratio "$tp" "$tv")x perf, -j $(ratio "$tp" "$tj")x"
-tp=$(t perf script -i "$tmp/s.perf.data" --itrace=b -F ip,addr,sym,dso)
-tv=$(t "$vmpt" script -i "$tmp/s.perf.data" --itrace=b -F ip,addr,sym,dso)
-echo "branches (-F ip,addr,sym,dso): perf script $tp s, vmpt script $tv s:" \
-     "$(ratio "$tp" "$tv")x"
+# VMPT_BENCH_BEFORE=dir: another build (an older commit) timed beside this one.
+before=${VMPT_BENCH_BEFORE:-}
+versions="$vmpt${before:+ $before/cli/vmpt}"
+tp=$(cpu perf script -i "$tmp/s.perf.data" --itrace=i0ns -F ip)
+for v in $versions; do
+	tv=$(cpu "$v" script -i "$tmp/s.perf.data" --itrace=i0ns -F ip)
+	echo "every instruction (-F ip): perf script $tp s, $v $tv s: $(ratio "$tp" "$tv")x"
+done
+tp=$(cpu perf script -i "$tmp/s.perf.data" --itrace=b -F ip,addr,sym,dso)
+for v in $versions; do
+	tv=$(cpu "$v" script -i "$tmp/s.perf.data" --itrace=b -F ip,addr,sym,dso)
+	echo "branches (-F ip,addr,sym,dso): perf script $tp s, $v $tv s: $(ratio "$tp" "$tv")x"
+done
+
+# The output path against decoding alone, on a dense random walk (perl,
+# about 0.46 bytes of trace per branch): --itrace=e prints nothing.
+echo "== vmpt script: ${mb} MB walk over /usr/bin/perl, decode only vs branches printed"
+"$synth" -q --elf /usr/bin/perl --seed 1 --branches $((mb * 2170000)) --no-truth -o "$tmp/p"
+for v in $versions; do
+	te=$(cpu "$v" script -i "$tmp/p.perf.data" --itrace=e)
+	tb=$(cpu "$v" script -i "$tmp/p.perf.data" --itrace=b -F ip,addr)
+	ts=$(cpu "$v" script -i "$tmp/p.perf.data" --itrace=b -F ip,addr,sym,dso)
+	echo "$v: decode only (--itrace=e) $te s; --itrace=b -F ip,addr $tb s" \
+	     "($(ratio "$tb" "$te")x decode only); -F ip,addr,sym,dso $ts s"
+	w1=$(t "$v" script -i "$tmp/p.perf.data" --itrace=b -F ip,addr)
+	wj=$(t "$v" script -j "$jobs" -i "$tmp/p.perf.data" --itrace=b -F ip,addr)
+	cj=$(cpu "$v" script -j "$jobs" -i "$tmp/p.perf.data" --itrace=b -F ip,addr)
+	echo "$v: -F ip,addr wall 1 thread $w1 s, -j $jobs $wj s ($(ratio "$w1" "$wj")x)," \
+	     "CPU -j $jobs $cj s ($(ratio "$cj" "$tb")x one thread's), peak RSS $(rss) KB"
+done
+echo "(nproc $(nproc), load average $(cut -d' ' -f1-3 /proc/loadavg))"
+
+# Streaming: a raw trace far bigger than the rest decodes in bounded memory
+# (the trace mapped, its pages dropped behind the decoder).
+big_mb=${VMPT_BENCH_BIG_MB:-256}
+if [ -d "$kvm" ]; then
+	n=$(( big_mb * 1048576 / $(stat -c %s "$kvm/Unzip/trace") + 1 ))
+	echo "== streaming: Unzip x $n ($big_mb MiB raw trace), vmpt script --pt --itrace=e"
+	i=0
+	while [ $i -lt "$n" ]; do cat "$kvm/Unzip/trace"; i=$((i + 1)); done > "$tmp/big.pt"
+	for v in $versions; do
+		for j in 1 "$jobs"; do
+			tv=$(cpu "$v" script -j "$j" --pt "$tmp/big.pt" --pagecache "$kvm/Unzip/data" \
+				--filter 0x400000-0x427000 --itrace=e)
+			echo "$v -j $j: CPU $tv s, peak RSS $(rss) KB"
+		done
+	done
+	rm -f "$tmp/big.pt"
+fi

@@ -213,6 +213,7 @@ static int script_raw(const char *pt, struct vmpt_image *img, struct vmpt_flow_c
 	op->image = img;
 	cfg->begin = trace.data;
 	cfg->end = trace.data + trace.size;
+	cfg->release = !trace.read_in;	/* bounded memory */
 	vmpt_script_opts_raw(op);
 	sc = vmpt_script_new(op);
 	if (!sc) {

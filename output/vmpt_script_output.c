@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -268,20 +269,15 @@ static void branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 			 int to_guest, unsigned insn_len, uint64_t time)
 {
 	const struct vmpt_itrace *it = &c->o->it;
-	struct script_sample smp = {
-		.ev = VMPT_SE_BRANCHES, .ip = from, .addr = to, .flags = flags,
-		.time = branch_time(c, from, to, time), .period = 1, .mode = b->mode,
-		.insn_len = insn_len,
-		.guest = from_guest, .addr_guest = to_guest,
-		.sec = from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL,
-	};
+	struct script_sample smp;
 	struct script_stack *st;
 
+	time = branch_time(c, from, to, time);
 	c->stats.branches++;
 	/* perf's decoder synthesizes nothing outside --time's ranges: no
 	 * samples, no thread stack.
 	 */
-	if (!in_time(c, smp.time))
+	if (!in_time(c, time))
 		return;
 	st = thread_stack(c);
 	if (st && script_stack_event(&c->s->stacks, st, flags, from, to, insn_len,
@@ -289,6 +285,23 @@ static void branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 		c->stats.errors[VMPT_ERR_NOMEM]++;
 	if (!it->branches || branch_filtered(c, flags) || skipped(c))
 		return;
+	/* The sample once it is made, without its synth text (a branch
+	 * has none): zeroing that would cost as much as the rest.
+	 */
+	memset(&smp, 0, offsetof(struct script_sample, synth));
+	smp.synth[0] = 0;
+	smp.synth_len = 0;
+	smp.ev = VMPT_SE_BRANCHES;
+	smp.ip = from;
+	smp.addr = to;
+	smp.flags = flags;
+	smp.time = time;
+	smp.period = 1;
+	smp.mode = b->mode;
+	smp.insn_len = insn_len;
+	smp.guest = from_guest;
+	smp.addr_guest = to_guest;
+	smp.sec = from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL;
 	fill_ipc(c, &smp, b->cyc_est ? c->est_cyc : b->cyc, c->insns, &c->br_cyc,
 		 &c->br_insns);
 	if (from_guest != to_guest && from && to) {

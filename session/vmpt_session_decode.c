@@ -148,6 +148,20 @@ static int buffer_wanted(struct decode *d, struct queue *q, size_t i)
 	return d->ops->time_wanted(d->ops->ctx, vmpt_perf_tsc_to_time(&s->tc, from), to);
 }
 
+/* Is the buffer inside a file mapping (whose pages the decoder may drop
+ * and read back), not read into memory from a pipe?
+ */
+static int buffer_mapped(const struct vmpt_session *s, const struct vmpt_session_buffer *b)
+{
+	const struct vmpt_file *f = &s->pd.map;
+
+	for (size_t i = 0; i <= s->pd.nr_parts; i++, f = &s->pd.parts[i - 1])
+		if (!f->read_in && f->data && b->data >= f->data &&
+		    b->size <= f->size - (size_t)(b->data - f->data))
+			return 1;
+	return 0;
+}
+
 /* The buffers from q->next on that continue one another (and are wanted)
  * as the run's parts, their patches at stream offsets.  0 or -VMPT_ERR_NOMEM.
  */
@@ -243,6 +257,10 @@ static int queue_fill(struct decode *d, struct queue *q)
 				return ret;
 			cfg.parts = q->parts;
 			cfg.n_parts = q->n_parts;
+			/* Bounded memory for traces of any size (one buffer: one
+			 * contiguous mapping).
+			 */
+			cfg.release = q->n_parts == 1 && buffer_mapped(s, q->run_buf);
 			/* A VM recording's guest TSCs, as host TSCs. */
 			if (q->patches.n)
 				cfg.tsc_patches = &q->patches;
@@ -419,6 +437,20 @@ static int decode_one_thread(struct decode *d, FILE *f)
 		last = cur->out;
 		d->ops->item(best->out, best->item);
 		best->item = NULL;
+		/* One queue: the rest of its batch straight on while the task
+		 * holds and no sideband record is due (what the loop would
+		 * check for each).
+		 */
+		while (d->nq == 1 && best->left && !s_progress(d)) {
+			const struct vmpt_flow_item *it = best->batch;
+
+			if (it->time != best->task_tsc || !best->task_until ||
+			    (d->next_sb < d->n_sb && it->time && d->sb_due <= it->time))
+				break;
+			best->batch++;
+			best->left--;
+			d->ops->item(best->out, it);
+		}
 		ret = queue_fill(d, best);
 		if (ret == -VMPT_ERR_EOS)
 			ret = 0;

@@ -20,6 +20,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define STACK_DEPTH 64		/* the return stack libipt and the CPU keep */
 /* Instructions walked without consuming trace: a loop of direct jumps
@@ -30,6 +32,12 @@
  * no trace before the walk is called a never-ending loop.
  */
 #define MAX_LOOPS 100000
+
+/* config.release: trace dropped every RELEASE_STEP bytes read, up to
+ * RELEASE_KEEP bytes behind the packet being read.
+ */
+#define RELEASE_STEP (8u << 20)
+#define RELEASE_KEEP (64u << 10)
 
 /* Blocks walked into one vmpt_flow_next_items batch at most. */
 #define FLOW_BATCH 64
@@ -160,6 +168,8 @@ struct vmpt_flow {
 	uint8_t have_last;
 	uint64_t last_time;
 	struct vmpt_flow_item batch[FLOW_BATCH];
+	/* config.release: the trace before this is dropped. */
+	const uint8_t *released;
 };
 
 static const char *const event_names[VMPT_EV_COUNT] = {
@@ -213,6 +223,8 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 	else
 		vmpt_pkt_decoder_init(&dec->pd, config->begin,
 				      (size_t)(config->end - config->begin));
+	/* config.release: one contiguous trace (a part or none). */
+	dec->released = config->n_parts ? config->parts[0].begin : config->begin;
 	vmpt_last_ip_init(&dec->lip);
 	vmpt_time_init(&dec->time, config->tsc_ctc_ratio_n,
 		       config->tsc_ctc_ratio_d, config->mtc_period,
@@ -1450,6 +1462,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;
 	dec->have_last = 0;	/* the caller sets the space anew */
+	dec->released = dec->pd.pos;
 	reset_flow_state(dec);
 	/* What the trace said before belongs to another piece: start as a
 	 * new decoder does, in the host.
@@ -1758,6 +1771,20 @@ int vmpt_flow_enabled(const struct vmpt_flow *dec)
 	return dec->enabled;
 }
 
+/* config.release: drop the pages of the trace read (whole pages, from
+ * the last drop up to a little behind the packet being read).
+ */
+static void release_behind(struct vmpt_flow *dec)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)dec->released + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)dec->pd.pos - RELEASE_KEEP) & ~(page - 1);
+
+	if (to > from)
+		madvise((void *)from, to - from, MADV_DONTNEED);
+	dec->released = dec->pd.pos - RELEASE_KEEP;
+}
+
 /* Can walk_fast take the next block (next_item's test)? */
 static inline int on_hot_path(const struct vmpt_flow *dec)
 {
@@ -1773,6 +1800,9 @@ int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **it
 	int ret = next_item(dec, b, 1);
 	size_t k = 1;
 
+	if (dec->cfg.release && dec->cfg.n_parts <= 1 &&
+	    dec->pd.pos - dec->released > RELEASE_STEP)
+		release_behind(dec);
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {

@@ -223,6 +223,13 @@ struct vmpt_flow_config {
 	 * as the host's: the correlator's patches); NULL: as they are.
 	 */
 	const struct vmpt_tsc_patches *tsc_patches;
+	/* The trace is part of a read-only file mapping: the pages the
+	 * decoder has gone past are dropped from the process as it goes
+	 * (the file gives them back if read again), so a trace of any size
+	 * decodes in bounded memory.  0: keep them (a trace in malloc'd
+	 * memory, which dropping would zero).
+	 */
+	int release;
 };
 
 /* A block cache: the image's code as decoded blocks, for any number of
