@@ -117,7 +117,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	struct vmpt_script *sc = NULL;
 	struct progress pg;
 	char err[512];
-	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr };
+	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr,
+					.no_guest_tasks = sf->no_guest_tasks };
 	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
 
 	if (ret == 0 && s.corr)
@@ -247,6 +248,7 @@ static void script_usage(FILE *out)
 		"                    code of every machine; of the host once a guest\n"
 		"                    image or --guest-code is given\n"
 		"  --vmlinux FILE    the host kernel, named [kernel.kallsyms] as perf's\n"
+		"  --guestvmlinux FILE  the guest kernel, [guest.kernel.kallsyms]\n"
 		"  --guest-elf FILE[@BASE], --guest-raw FILE@ADDR,\n"
 		"  --guest-pagecache PREFIX, --guest-kcore FILE\n"
 		"                    code of the guest (PIP.NR=1)\n"
@@ -255,15 +257,22 @@ static void script_usage(FILE *out)
 		"  --guest-code      the guest runs the host program's code at the same\n"
 		"                    addresses (KVM selftests, as perf's --guest-code)\n"
 		"  --symfs DIR       look for the recording's binaries under DIR\n"
+		"  --no-demangle     C++ and Rust names as mangled (perf's --demangle: on)\n"
+		"  --demangle-kernel demangle kernel names too (off, as perf's)\n"
+		"  --no-guest-tasks  a VM recording's guest code as any guest process's, not\n"
+		"                    the task its guest sideband says runs (guest/perf.data)\n"
+		"  --inline, --no-inline  accepted as perf 6.1's (no inlined frames in\n"
+		"                    Intel PT samples)\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
-		"                    x transactions, w ptwrite, p power events, e errors,\n"
+		"                    x transactions, w ptwrite, p power events, I Event\n"
+		"                    Trace, e errors,\n"
 		"                    g[N] callchains, l[N] branch stacks, s[N] skip, Z\n"
-		"                    timeless (default: cewxpo; periods i100us, i5 (ns),\n"
+		"                    timeless (default: cewxpoI; periods i100us, i5 (ns),\n"
 		"                    i1000i, i4096t)\n"
 		"  -F FIELDS         comm,tid,pid,time,cpu,event,ip,sym,symoff,dso,addr,\n"
 		"                    period,flags,insn,insnlen,ipc,callindent,synth,brstack,\n"
-		"                    brstacksym,disasm (+FIELDS adds, -FIELDS removes)\n"
+		"                    brstacksym,disasm,srcline (+FIELDS adds, -FIELDS removes)\n"
 		"  --call-trace, --call-ret-trace, --insn-trace[=disasm]\n"
 		"  --ns              sample times in nanoseconds\n"
 		"  --show-task-events, --show-mmap-events, --show-switch-events,\n"
@@ -282,10 +291,11 @@ static void script_usage(FILE *out)
 int cmd_script(int argc, char **argv)
 {
 	enum { O_PT = 256, O_ELF, O_RAW, O_PAGECACHE, O_KCORE, O_VMLINUX, O_GELF, O_GRAW,
-	       O_GPAGECACHE, O_GKCORE, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
+	       O_GPAGECACHE, O_GKCORE, O_GVMLINUX, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
-	       O_SHOW_LOST };
+	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS,
+	       O_INLINE };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
 		{ "elf", required_argument, NULL, O_ELF },
@@ -297,9 +307,16 @@ int cmd_script(int argc, char **argv)
 		{ "guest-raw", required_argument, NULL, O_GRAW },
 		{ "guest-pagecache", required_argument, NULL, O_GPAGECACHE },
 		{ "guest-kcore", required_argument, NULL, O_GKCORE },
+		{ "guestvmlinux", required_argument, NULL, O_GVMLINUX },
 		{ "vmcs", required_argument, NULL, O_VMCS },
 		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
 		{ "symfs", required_argument, NULL, O_SYMFS },
+		{ "demangle", no_argument, NULL, O_DEMANGLE },
+		{ "no-demangle", no_argument, NULL, O_NO_DEMANGLE },
+		{ "demangle-kernel", no_argument, NULL, O_DEMANGLE_KERNEL },
+		{ "no-guest-tasks", no_argument, NULL, O_NO_GUEST_TASKS },
+		{ "inline", no_argument, NULL, O_INLINE },
+		{ "no-inline", no_argument, NULL, O_INLINE },
 		{ "itrace", optional_argument, NULL, O_ITRACE },
 		{ "fields", required_argument, NULL, 'F' },
 		{ "call-trace", no_argument, NULL, O_CALL_TRACE },
@@ -332,6 +349,7 @@ int cmd_script(int argc, char **argv)
 	const char *pt = NULL, *input = NULL, *shortcut = NULL;
 	struct vmpt_image *img = vmpt_image_new();
 	const char *failed = NULL;
+	unsigned demangle = VMPT_IMAGE_DEMANGLE;
 	int itrace_given = 0, jobs = 1, c, ret = 0, status = 1;
 
 	if (!img)
@@ -369,8 +387,9 @@ int cmd_script(int argc, char **argv)
 			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, gst, optarg,
 						  why, sizeof(why));
 			break;
+		case O_GVMLINUX: gst = 1; /* fall through */
 		case O_VMLINUX:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg,
+			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, gst, optarg,
 						  why, sizeof(why));
 			break;
 		case O_VMCS:
@@ -383,12 +402,24 @@ int cmd_script(int argc, char **argv)
 			op.guest_code = 1;
 			break;
 		case O_SYMFS: sf.symfs = optarg; break;
+		case O_DEMANGLE: demangle |= VMPT_IMAGE_DEMANGLE; break;
+		case O_NO_DEMANGLE: demangle &= ~VMPT_IMAGE_DEMANGLE; break;
+		case O_DEMANGLE_KERNEL: demangle |= VMPT_IMAGE_DEMANGLE_KERNEL; break;
+		case O_NO_GUEST_TASKS: sf.no_guest_tasks = 1; break;
+		/* perf 6.1 adds inlined frames to unwound callchains only, not
+		 * to Intel PT's: both are accepted and change nothing.
+		 */
+		case O_INLINE: break;
 		case O_ITRACE:
-			/* perf: --itrace alone is every event, instructions every
-			 * 100us.
+			/* perf 6.1: --itrace alone is its default (perf script's
+			 * lines are the same with it and without).
 			 */
-			ret = vmpt_itrace_parse(optarg ? optarg : "ibxwpoe", &op.it, why,
-						sizeof(why));
+			if (!optarg) {
+				vmpt_itrace_default(&op.it);
+				itrace_given = 1;
+				break;
+			}
+			ret = vmpt_itrace_parse(optarg, &op.it, why, sizeof(why));
 			if (ret < 0) {
 				fprintf(stderr, "vmpt script: %s\n", why);
 				status = 2;
@@ -497,6 +528,7 @@ bad_arg:
 		vmpt_itrace_parse("be", &op.it, NULL, 0);
 	if (pt && !op.f.user_set[VMPT_OUT_HW] && !op.it.insns)
 		op.f.flags = 1;
+	vmpt_image_set_demangle(img, demangle);
 	ret = script_images_add(&images, img, &failed);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt script: %s: %s\n", failed,

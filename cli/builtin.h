@@ -12,5 +12,7 @@ int cmd_record(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_correlate(int argc, char **argv);
 int cmd_archive(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

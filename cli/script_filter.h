@@ -18,6 +18,7 @@
 
 struct script_filter {
 	const char *symfs;
+	int no_guest_tasks;	/* --no-guest-tasks: the session's choice */
 	const char *cpu_str, *time_str;
 	uint8_t cpus[4096];
 	int *pids, *tids;

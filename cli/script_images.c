@@ -103,7 +103,8 @@ static int add_one(const struct script_image *im, struct vmpt_image *img,
 	case SCRIPT_IMAGE_KCORE:
 		return vmpt_image_add_kcore(img, im->path, &asid);
 	case SCRIPT_IMAGE_VMLINUX:
-		asid.machine = VMPT_MACHINE_HOST;
+		if (!im->guest)
+			asid.machine = VMPT_MACHINE_HOST;
 		return vmpt_image_add_vmlinux(img, im->path, &asid);
 	}
 	return -VMPT_ERR_INVAL;

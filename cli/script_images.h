@@ -8,7 +8,8 @@
  *   whose VMCS packets carry BASE (--vmcs any: every guest again);
  * - --guest-code: the guest runs the --elf images' code too, at the same
  *   addresses (KVM selftests), and they are the host's as well;
- * - --vmlinux: the host kernel, named [kernel.kallsyms] as perf names it.
+ * - --vmlinux: the host kernel, named [kernel.kallsyms] as perf names it;
+ *   --guestvmlinux the guest's, [guest.kernel.kallsyms].
  * Which machine a plain image serves depends on options after it, so the
  * images are collected first and added once all options are read.
  */
@@ -25,7 +26,7 @@ enum script_image_kind {
 	SCRIPT_IMAGE_RAW,	/* FILE@ADDR */
 	SCRIPT_IMAGE_PAGECACHE,	/* PREFIX */
 	SCRIPT_IMAGE_KCORE,	/* FILE */
-	SCRIPT_IMAGE_VMLINUX,	/* FILE: the host kernel */
+	SCRIPT_IMAGE_VMLINUX,	/* FILE: the host kernel (guest: the guest's) */
 };
 
 struct script_image {

@@ -14,12 +14,13 @@ struct command {
 static const struct command commands[] = {
 	{ "dump", cmd_dump, "list the Intel PT packets of a raw trace or perf.data" },
 	{ "script", cmd_script, "the instruction flow of a trace, like perf script" },
-	{ "correlate", cmd_correlate, "guest TSCs of a VM recording turned into host TSCs" },
+	{ "report", cmd_report, "VM exits explained (--vm-exits), or hot spots per symbol" },
+	{ "correlate", cmd_correlate, "guest TSCs as host TSCs; a guest's own recording on host time" },
 	{ "guest", cmd_guest, "collect guest sideband, kcore and binaries over SSH" },
 	{ "record", cmd_record, "record Intel PT of a VM's vCPU threads into perf.data" },
 	{ "doctor", cmd_doctor, "check whether this host can trace its guests" },
-	{ "correlate", cmd_correlate, "put a guest's own recording on the host's time line" },
 	{ "archive", cmd_archive, "copy the binaries a recording ran into it, to decode elsewhere" },
+	{ "export", cmd_export, "a trace as a timeline, flame graph or perf's SQL tables" },
 };
 
 static void usage(FILE *out)

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The correlator: buffers in, per VMCS segments and per buffer patch
  * lists out (include/vmpt/correlate.h).  The packet pass runs once per
- * queue; perf's decisions (its messages, or its patches with
- * --vm-time-correlation) and vmpt's own come from its records.
+ * queue, its consecutive buffers joined, for vmpt's learning; perf's
+ * decisions (its messages, or its patches with --vm-time-correlation)
+ * come from the same records, or, where a queue has several buffers,
+ * from a pass that reads them apart as perf does.
  */
 #include "vmpt/correlate.h"
 #include "vmpt/error.h"
@@ -47,6 +49,7 @@ void vmpt_corr_free(struct vmpt_corr *c)
 	free(c->vcpus);
 	free(c->kvm);
 	vmpt_tsc_recs_free(&c->recs);
+	vmpt_tsc_recs_free(&c->own_perf_recs);
 	vmpt_tsc_perf_free(&c->perf);
 	vmpt_tsc_learn_free(&c->learn);
 	free(c);
@@ -267,8 +270,8 @@ static int run_perf(struct vmpt_corr *c, int patches)
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		const struct vmpt_tsc_queue *q = &c->queues[order[i]];
 
-		ret = vmpt_tsc_perf_queue(&c->perf, c->recs.r + q->rec_from,
-					  q->rec_to - q->rec_from, c->bufs, q->bufs, q->n_bufs,
+		ret = vmpt_tsc_perf_queue(&c->perf, c->perf_recs->r + q->perf_from,
+					  q->perf_to - q->perf_from, c->bufs, q->bufs, q->n_bufs,
 					  q->sync, !c->cfg.not_consecutive,
 					  patches ? add_patch : NULL, c);
 	}
@@ -282,7 +285,7 @@ static int run(struct vmpt_corr *c)
 		.mtc_period = c->cfg.mtc_period,
 		.have_ratio = c->cfg.tsc_ctc_ratio_n && c->cfg.tsc_ctc_ratio_d,
 	};
-	int ret;
+	int joined = 0, ret;
 
 	/* perf's checks before it decodes anything (MTC's after the pass
 	 * here, so that the guest TSCs left as they are can be counted).
@@ -294,6 +297,10 @@ static int run(struct vmpt_corr *c)
 		return -VMPT_ERR_UNSUPPORTED;
 	}
 	ret = make_queues(c);
+	/* vmpt's view (consecutive buffers joined) for learning; perf's
+	 * apart, where they may differ (a queue of several buffers).
+	 */
+	sc.join = 1;
 	for (size_t q = 0; q < c->n_queues && ret == 0; q++) {
 		struct vmpt_tsc_queue *tq = &c->queues[q];
 
@@ -301,6 +308,20 @@ static int run(struct vmpt_corr *c)
 		ret = vmpt_tsc_scan_queue(&c->recs, &sc, c->bufs, tq->bufs, tq->n_bufs,
 					  !c->cfg.not_consecutive, &tq->sync);
 		tq->rec_to = c->recs.n;
+		tq->perf_from = tq->rec_from;
+		tq->perf_to = tq->rec_to;
+		joined |= tq->n_bufs > 1 && !c->cfg.not_consecutive;
+	}
+	c->perf_recs = joined && (c->cfg.perf_log || c->cfg.perf_patches) ? &c->own_perf_recs :
+		       &c->recs;
+	sc.join = 0;
+	for (size_t q = 0; q < c->n_queues && ret == 0 && c->perf_recs != &c->recs; q++) {
+		struct vmpt_tsc_queue *tq = &c->queues[q];
+
+		tq->perf_from = c->perf_recs->n;
+		ret = vmpt_tsc_scan_queue(&c->own_perf_recs, &sc, c->bufs, tq->bufs, tq->n_bufs,
+					  !c->cfg.not_consecutive, &tq->sync);
+		tq->perf_to = c->perf_recs->n;
 	}
 	if (ret == 0 && !c->cfg.have_mtc) {
 		for (size_t i = 0; i < c->recs.n; i++)

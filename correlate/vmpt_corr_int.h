@@ -18,8 +18,12 @@ struct vmpt_corr {
 	size_t *queue_bufs;
 	struct vmpt_tsc_queue *queues;
 	size_t n_queues;
-	/* The packet pass, perf's replay and vmpt's learning. */
-	struct vmpt_tsc_recs recs;
+	/* The packet pass, perf's replay and vmpt's learning: vmpt's
+	 * records (recs), perf's (perf_recs: recs, or its own pass where
+	 * buffers are joined).
+	 */
+	struct vmpt_tsc_recs recs, own_perf_recs;
+	const struct vmpt_tsc_recs *perf_recs;
 	struct vmpt_tsc_perf perf;
 	struct vmpt_tsc_learn learn;
 	/* Patches, by buffer then offset once run: patch_at[b]..[b+1]. */

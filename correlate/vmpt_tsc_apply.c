@@ -23,11 +23,15 @@
 #define TSC_OPCODE 0x19
 #define COPY_CHUNK (1u << 20)
 
-/* One patch where it lands in its file. */
+/* A patch's payload bytes where they land in a file: all 7 after the
+ * TSC opcode, or, for a packet cut at its buffer's end, the ones of one
+ * buffer (the rest are in the queue's next).
+ */
 struct file_patch {
 	unsigned file;
-	uint64_t at;		/* file offset of the TSC packet */
+	uint64_t at;		/* file offset of payload byte first */
 	uint64_t tsc;
+	uint8_t first, n;	/* payload bytes first..first+n-1 */
 };
 
 static int cmp_fp(const void *a, const void *b)
@@ -39,34 +43,86 @@ static int cmp_fp(const void *a, const void *b)
 	return x->at < y->at ? -1 : x->at > y->at;
 }
 
+/* The buffer after each one in its queue (SIZE_MAX: none). */
+static size_t *next_buffers(const struct vmpt_corr *c)
+{
+	size_t *next = malloc((c->n_bufs ? c->n_bufs : 1) * sizeof(*next));
+
+	if (!next)
+		return NULL;
+	for (size_t b = 0; b < c->n_bufs; b++)
+		next[b] = SIZE_MAX;
+	for (size_t q = 0; q < c->n_queues && !c->cfg.not_consecutive; q++)
+		for (size_t i = 0; i + 1 < c->queues[q].n_bufs; i++)
+			next[c->queues[q].bufs[i]] = c->queues[q].bufs[i + 1];
+	return next;
+}
+
+/* The pieces of patch p of buffer b: 0, or -1 when the packet is none
+ * (or its payload runs past the queue's end).
+ */
+static int patch_pieces(const struct vmpt_corr *c, const size_t *next, size_t b,
+			const struct vmpt_tsc_patch *p, struct file_patch *fp, size_t *k)
+{
+	uint64_t pos = p->offset + 1;
+	unsigned done = 0;
+
+	if (p->offset >= c->bufs[b].size || c->bufs[b].data[p->offset] != TSC_OPCODE)
+		return -1;
+	while (done < 7) {
+		const struct vmpt_corr_buffer *buf;
+		uint64_t left;
+
+		while (b != SIZE_MAX && pos >= c->bufs[b].size) {
+			pos -= c->bufs[b].size;
+			b = next[b];
+		}
+		if (b == SIZE_MAX)
+			return -1;
+		buf = &c->bufs[b];
+		left = buf->size - pos;
+		fp[*k].file = buf->file;
+		fp[*k].at = buf->file_offset + pos;
+		fp[*k].tsc = p->tsc;
+		fp[*k].first = (uint8_t)done;
+		fp[*k].n = (uint8_t)(left < 7 - done ? left : 7 - done);
+		done += fp[*k].n;
+		pos += fp[(*k)++].n;
+	}
+	return 0;
+}
+
 /* The patches by file and offset, each checked to be on a TSC packet. */
 static int file_patches(struct vmpt_corr *c, struct file_patch **out, size_t *n)
 {
-	struct file_patch *fp = malloc((c->n_patches ? c->n_patches : 1) * sizeof(*fp));
+	/* A payload is in at most 7 buffers. */
+	struct file_patch *fp = malloc((c->n_patches ? 7 * c->n_patches : 1) * sizeof(*fp));
+	size_t *next = next_buffers(c);
 	size_t k = 0;
 
-	if (!fp)
+	if (!fp || !next) {
+		free(fp);
+		free(next);
 		return -VMPT_ERR_NOMEM;
+	}
 	for (size_t b = 0; b < c->n_bufs; b++) {
 		struct vmpt_tsc_patches pl = vmpt_corr_patches(c, b);
 
 		for (size_t i = 0; i < pl.n; i++) {
 			const struct vmpt_corr_buffer *buf = &c->bufs[b];
 
-			if (pl.p[i].offset + 8 > buf->size ||
-			    buf->data[pl.p[i].offset] != TSC_OPCODE) {
+			if (patch_pieces(c, next, b, &pl.p[i], fp, &k) < 0) {
 				snprintf(c->errmsg, sizeof(c->errmsg),
 					 "%.500s: offset %#" PRIx64 ": no TSC packet there",
 					 vmpt_corr_file(c, buf->file),
 					 buf->file_offset + pl.p[i].offset);
 				free(fp);
+				free(next);
 				return -VMPT_ERR_INTERNAL;
 			}
-			fp[k].file = buf->file;
-			fp[k].at = buf->file_offset + pl.p[i].offset;
-			fp[k++].tsc = pl.p[i].tsc;
 		}
 	}
+	free(next);
 	qsort(fp, k, sizeof(*fp), cmp_fp);
 	*out = fp;
 	*n = k;
@@ -112,7 +168,8 @@ static int write_in_place(struct vmpt_corr *c, const struct file_patch *fp, size
 		uint8_t b[7];
 
 		le7(b, fp[i].tsc);
-		if (pwrite(fds[fp[i].file], b, 7, (off_t)fp[i].at + 1) != 7)
+		if (pwrite(fds[fp[i].file], b + fp[i].first, fp[i].n, (off_t)fp[i].at) !=
+		    (ssize_t)fp[i].n)
 			ret = sys_err(c, vmpt_corr_file(c, fp[i].file));
 	}
 	for (unsigned f = 0; f < nfiles; f++) {
@@ -171,18 +228,18 @@ static int copy_patched(struct vmpt_corr *c, const char *src, int fd, unsigned f
 		/* The patches inside this chunk (a payload may cross its end:
 		 * the rest goes into the next).
 		 */
-		for (size_t i = k; i < n && fp[i].file == f && fp[i].at + 1 < pos + (uint64_t)r; i++) {
+		for (size_t i = k; i < n && fp[i].file == f && fp[i].at < pos + (uint64_t)r; i++) {
 			uint8_t b[7];
 
 			le7(b, fp[i].tsc);
-			for (int j = 0; j < 7; j++) {
-				uint64_t at = fp[i].at + 1 + (uint64_t)j;
+			for (unsigned j = 0; j < fp[i].n; j++) {
+				uint64_t at = fp[i].at + j;
 
 				if (at >= pos && at < pos + (uint64_t)r)
-					buf[at - pos] = b[j];
+					buf[at - pos] = b[fp[i].first + j];
 			}
 		}
-		while (k < n && fp[k].file == f && fp[k].at + 8 <= pos + (uint64_t)r)
+		while (k < n && fp[k].file == f && fp[k].at + fp[k].n <= pos + (uint64_t)r)
 			k++;
 		if (write_all(fd, buf, (size_t)r) < 0) {
 			ret = sys_err(c, dst);

@@ -13,9 +13,10 @@
 /* One queue's records and buffers. */
 struct vmpt_tsc_queue {
 	size_t rec_from, rec_to;	/* its records in the record array */
+	size_t perf_from, perf_to;	/* in perf's (struct vmpt_corr) */
 	const size_t *bufs;		/* indexes of its buffers, in order */
 	size_t n_bufs;
-	size_t sync;			/* bufs[sync] has its first PSB */
+	size_t sync;			/* bufs[sync] has its first PSB (perf's) */
 };
 
 enum {

@@ -28,8 +28,12 @@ struct psb_data {
 struct scan {
 	struct vmpt_tsc_recs *out;
 	const struct vmpt_tsc_scan_cfg *cfg;
-	const uint8_t *begin, *end;
+	/* The buffer's bytes; joined, the next buffers' first bytes follow
+	 * up to end, and packets starting at limit and on are theirs.
+	 */
+	const uint8_t *begin, *end, *limit;
 	uint32_t buf;
+	unsigned ctx;			/* the packet context at p */
 	/* perf's decoder */
 	uint8_t pge, in_psb, cont, same_buf, nr;
 	uint8_t have_tma, fixup, mtc_counted;
@@ -396,7 +400,8 @@ __attribute__((constructor)) static void fill_act(void)
  */
 static const uint8_t *scan_fast(struct scan *s, const uint8_t *p)
 {
-	const uint8_t *end = s->end - VMPT_PKT_MAX_SIZE;
+	const uint8_t *end = s->end - s->limit >= VMPT_PKT_MAX_SIZE ? s->limit :
+			     s->end - VMPT_PKT_MAX_SIZE;
 	unsigned shift = s->cfg->mtc_period;
 	/* By action: pge kept (and), pge set (or), cont kept. */
 	const uint8_t pge_and = 0x01 | 1 << ACT_SKIP | 1 << ACT_PGE | 1 << ACT_FUP | 1 << ACT_MTC;
@@ -446,17 +451,19 @@ static const uint8_t *scan_fast(struct scan *s, const uint8_t *p)
 	return p;
 }
 
-/* The packets of one buffer from p on, perf's way. */
-static int scan_packets(struct scan *s, const uint8_t *p)
+/* The packets of one buffer from p on, perf's way; returns where the
+ * packets stop (past limit: in the next buffer), or NULL: no memory.
+ */
+static const uint8_t *scan_packets(struct scan *s, const uint8_t *p)
 {
-	unsigned ctx = VMPT_CTX_NONE;
+	unsigned ctx = s->ctx;
 	struct vmpt_packet pkt;
 	int n, ret;
 
-	while (p < s->end) {
+	while (p < s->limit) {
 		if (ctx == VMPT_CTX_NONE)
 			p = scan_fast(s, p);
-		if (p == s->end)
+		if (p >= s->limit)
 			break;
 		n = decode(s, p, ctx, &pkt);
 		if (!n) {
@@ -533,9 +540,46 @@ static int scan_packets(struct scan *s, const uint8_t *p)
 			break;
 		}
 		if (ret < 0)
-			return ret;
+			return NULL;
 		p += n;
 	}
+	s->ctx = ctx;
+	return p;
+}
+
+/* Lookaheads read at most this far into the buffers after one (a PSB+,
+ * the TMA after a TSC, the FUP after an OVF: some dozen bytes).
+ */
+#define JOIN_MARGIN (64u << 10)
+
+/* Buffer i of the queue and the first bytes of the ones after it, in
+ * one piece (*work, grown as needed): its size, with *len the whole.
+ */
+static int join_bytes(const struct vmpt_corr_buffer *bufs, const size_t *idx, size_t n,
+		      size_t i, uint8_t **work, size_t *cap, size_t *len)
+{
+	uint64_t size = bufs[idx[i]].size, want = size;
+
+	for (size_t j = i + 1; j < n && want - size < JOIN_MARGIN; j++)
+		want += bufs[idx[j]].size;
+	if (want - size > JOIN_MARGIN)
+		want = size + JOIN_MARGIN;
+	if (want > *cap) {
+		uint8_t *w = realloc(*work, want);
+
+		if (!w)
+			return -VMPT_ERR_NOMEM;
+		*work = w;
+		*cap = want;
+	}
+	memcpy(*work, bufs[idx[i]].data, size);
+	for (size_t j = i + 1, at = size; at < want; j++) {
+		uint64_t k = bufs[idx[j]].size < want - at ? bufs[idx[j]].size : want - at;
+
+		memcpy(*work + at, bufs[idx[j]].data, k);
+		at += k;
+	}
+	*len = want;
 	return 0;
 }
 
@@ -544,40 +588,62 @@ int vmpt_tsc_scan_queue(struct vmpt_tsc_recs *out, const struct vmpt_tsc_scan_cf
 			int consecutive, size_t *sync)
 {
 	struct scan s = { .out = out, .cfg = cfg, .pending = -1 };
-	int synced = 0, ret;
+	int join = cfg->join && consecutive && n > 1, synced = 0, ret = 0;
+	uint8_t *work = NULL;
+	size_t cap = 0;
+	uint64_t carry = 0;	/* of the last buffer's packet into this one */
 
 	*sync = n;
 	for (size_t i = 0; i < n; i++) {
 		const struct vmpt_corr_buffer *b = &bufs[idx[i]];
-		const uint8_t *p = b->data;
+		const uint8_t *p;
+		size_t len = b->size;
 
 		s.begin = b->data;
-		s.end = b->data + b->size;
+		if (join && i + 1 < n) {
+			ret = join_bytes(bufs, idx, n, i, &work, &cap, &len);
+			if (ret < 0)
+				break;
+			s.begin = work;
+		}
+		s.end = s.begin + len;
+		s.limit = s.begin + b->size;
 		s.buf = (uint32_t)idx[i];
+		p = s.begin + (carry < b->size ? carry : b->size);
+		carry = carry < b->size ? 0 : carry - b->size;
 		if (i == 0 || !consecutive) {
 			/* perf repositions: no TMA, not the same buffer. */
 			s.have_tma = 0;
 			s.same_buf = 0;
 			s.unsynced = 1;
+			s.ctx = VMPT_CTX_NONE;
 			new_stretch(&s);
 		}
 		if (!synced) {
-			/* The queue's first PSB, read as perf's sync does. */
-			p = vmpt_pkt_find_psb(s.begin, s.end);
-			if (!p)
+			/* The queue's first PSB, read as perf's sync does
+			 * (joined: one that starts here).
+			 */
+			p = vmpt_pkt_find_psb(p, s.end);
+			if (!p || p >= s.limit)
 				continue;
 			synced = 1;
 			*sync = i;
 			s.in_psb = 1;
 			s.unsynced = 0;
+			s.ctx = VMPT_CTX_NONE;
 			psb_lookahead(&s, p + 16, VMPT_CTX_NONE);
 			p += 16;
 		}
-		ret = scan_packets(&s, p);
-		if (ret < 0)
-			return ret;
+		p = scan_packets(&s, p);
+		if (!p) {
+			ret = -VMPT_ERR_NOMEM;
+			break;
+		}
+		if (join)
+			carry += (uint64_t)(p - s.limit);
 	}
-	return 0;
+	free(work);
+	return ret;
 }
 
 void vmpt_tsc_recs_free(struct vmpt_tsc_recs *r)

@@ -74,6 +74,13 @@ struct vmpt_tsc_recs {
 struct vmpt_tsc_scan_cfg {
 	uint8_t mtc_period;
 	uint8_t have_ratio;	/* TSC:CTC known (perf needs it for TMA) */
+	/* vmpt's view: consecutive buffers are one stream, a packet cut at a
+	 * buffer's end goes on in the next (its record in the buffer it
+	 * starts in).  0: perf's (on 64-bit hosts perf reads a cut packet
+	 * as a bad one, byte by byte, and goes on at the next buffer's
+	 * first byte; its lookaheads stop at a buffer's end).
+	 */
+	uint8_t join;
 };
 
 /* Walk the buffers bufs[idx[0..n-1]] of one queue, in order, appending

@@ -25,7 +25,7 @@ void vmpt_itrace_default(struct vmpt_itrace *it)
 	memset(it, 0, sizeof(*it));
 	it->branches = it->calls = 1;
 	it->transactions = it->ptwrites = it->pwr_events = it->other_events = 1;
-	it->errors = 1;
+	it->intr_events = it->errors = 1;
 	it->period_type = VMPT_ITRACE_PERIOD_INSNS;
 	it->period = 1;
 	it->callchain_sz = ITRACE_DEFAULT_CALLCHAIN_SZ;
@@ -149,6 +149,7 @@ int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it, char *err, size_t e
 		case 'w': it->ptwrites = 1; break;
 		case 'p': it->pwr_events = 1; break;
 		case 'o': it->other_events = 1; break;
+		case 'I': it->intr_events = 1; break;
 		case 'Z': it->timeless = 1; break;
 		case 'e':
 			it->errors = 1;
@@ -182,10 +183,10 @@ int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it, char *err, size_t e
 		 */
 		case 'f': case 'm': case 't': case 'a': case 'M':
 			break;
-		case 'd': case 'q': case 'A': case 'I': case 'G': case 'L': {
+		case 'd': case 'q': case 'A': case 'G': case 'L': {
 			static const char *const what[] = {
 				['d'] = "the decoder's debug log", ['q'] = "quick decoding",
-				['A'] = "approximate IPC", ['I'] = "event trace samples",
+				['A'] = "approximate IPC",
 				['G'] = "callchains added to other events",
 				['L'] = "branch stacks added to other events",
 			};
@@ -219,6 +220,9 @@ static const struct { const char *name; unsigned bit; } field_names[] = {
 	{ "brstacksym", VMPT_F_BRSTACKSYM }, { "callindent", VMPT_F_CALLINDENT },
 	{ "insn", VMPT_F_INSN }, { "insnlen", VMPT_F_INSNLEN },
 	{ "synth", VMPT_F_SYNTH }, { "ipc", VMPT_F_IPC }, { "disasm", VMPT_F_DISASM },
+	{ "machine_pid", VMPT_F_MACHINE_PID }, { "vcpu", VMPT_F_VCPU },
+	{ "vmcs", VMPT_F_VMCS },
+	{ "srcline", VMPT_F_SRCLINE },
 };
 
 const char *vmpt_script_field_name(size_t i)
@@ -230,10 +234,9 @@ const char *vmpt_script_field_name(size_t i)
 
 /* perf 6.1's other field names: known, not printed by vmpt. */
 static const char *const perf_only_fields[] = {
-	"trace", "srcline", "iregs", "uregs", "data_src", "weight", "bpf-output",
+	"trace", "iregs", "uregs", "data_src", "weight", "bpf-output",
 	"brstackinsn", "brstackoff", "phys_addr", "metric", "misc", "srccode",
-	"tod", "data_page_size", "code_page_size", "ins_lat", "machine_pid",
-	"vcpu", "cgroup", "retire_lat", "brstackinsnlen",
+	"tod", "data_page_size", "code_page_size", "ins_lat", "cgroup", "retire_lat", "brstackinsnlen",
 };
 
 static void set_type(struct vmpt_script_fields *f, int type, int how, unsigned bit)

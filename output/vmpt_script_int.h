@@ -15,6 +15,10 @@
 #include <pthread.h>
 
 #define SCRIPT_OUT_CAP (1u << 16)
+/* In struct vmpt_task's vcpu while a sample is printed as the guest
+ * task's (vmpt_script_line.c).
+ */
+#define GUEST_SAMPLE (1 << 30)
 #define ITRACE_CHAIN_MAX 1024		/* perf's largest g size */
 #define ITRACE_BRANCHES_MAX 1024	/* and l size */
 
@@ -54,8 +58,17 @@ struct script_sample {
 	unsigned insn_len;		/* the instruction at ip: bytes shown */
 	int guest, addr_guest;		/* machine of ip and of addr */
 	uint64_t ipc_insns, ipc_cyc;	/* perf's IPC (0: none) */
-	char synth[96];			/* the synth event's payload text */
+	char synth[160];			/* the synth event's payload text */
 	int synth_len;
+};
+
+/* perf's emulated PTWRITE being read (vmpt_script_eptw.c). */
+#define SCRIPT_EPTW_ITEMS 256
+struct script_eptw {
+	int on;
+	unsigned bits, n;		/* payload bits so far, items held */
+	uint64_t ip, time, payload;
+	struct vmpt_flow_item items[SCRIPT_EPTW_ITEMS];
 };
 
 struct vmpt_consumer {
@@ -99,7 +112,9 @@ struct vmpt_consumer {
 	 */
 	uint8_t nr, from_nr;
 	uint64_t vmcs;
+	char guest_kernel[40];		/* "[guest.kernel.kallsyms.PID]" */
 	unsigned last_iclass;		/* of the last instruction walked */
+	uint64_t walk_to;		/* where the last block went */
 	/* The last block ended in a far branch where tracing stopped. */
 	struct vmpt_flow_item stopped;
 	int have_stopped;
@@ -116,6 +131,16 @@ struct vmpt_consumer {
 		uint64_t cyc, tot, prev_cnt;
 	} held;
 	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
+	/* perf 6.1 prints a PWRE of its own (after HLT) with the payload
+	 * of the last one bound to an MWAIT (its state's pwre_payload).
+	 */
+	uint64_t mwait_pwre;
+	struct script_eptw eptw;
+	/* An Event Trace CFE bound to its event's FUP, sampled with the
+	 * flags of the event that follows.
+	 */
+	struct vmpt_flow_item cfe;
+	int have_cfe;
 	/* perf's ptq->timestamp, the time of its samples: forward only,
 	 * but for its estimate on returns to user space (est_tsc), which
 	 * counts 2 cycles per instruction since the last timestamp (ts_time,
@@ -131,6 +156,7 @@ struct vmpt_consumer {
 	struct vmpt_script_stats stats;	/* this stream's, summed at close */
 	struct script_missing *missing;
 	size_t n_missing;
+	struct script_srclines *srclines;	/* -F srcline's DWARF, per binary */
 };
 
 /* vmpt_script_line.c: layout. */
@@ -155,6 +181,13 @@ const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, i
 /* perf's "%-15s%4s"-style name of sample flags (perf_sample__sprintf_flags). */
 void script_flags_name(uint32_t flags, char *buf, size_t size);
 
+/* vmpt_script_srcline.c: perf's srcline text for ip in sec, "file:line"
+ * or "dso[addr]" (its length; 0: none), and the stream's DWARF freed.
+ */
+size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		      char *buf, size_t cap);
+void script_srclines_free(struct vmpt_consumer *c);
+
 /* vmpt_script_output.c: the samples of the items of one stream. */
 void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
 /* The items held back are due (next_time: the next item's, 0: none). */
@@ -166,6 +199,14 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 /* An error line at perf time ns (lost data has no packet). */
 void script_error_ns(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
 		     int err, uint64_t ns);
+/* A ptwrite sample without a FUP (IP: 0) at ip, as perf's. */
+void script_ptwrite_sample(struct vmpt_consumer *c, uint64_t ip, uint64_t time,
+			   uint64_t payload);
+
+/* vmpt_script_eptw.c: the stream's items with perf's emulated PTWRITE. */
+void script_eptw_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+void script_eptw_drain(struct vmpt_consumer *c, uint64_t next_time);
+
 /* Instruction samples by time (ticks, ns) rather than by count. */
 int script_time_period(const struct vmpt_consumer *c);
 

@@ -9,6 +9,7 @@
 #include "vmpt_script_int.h"
 #include "vmpt/error.h"
 
+#include <emmintrin.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -116,20 +117,42 @@ static void out_hex(struct vmpt_consumer *c, uint64_t v)
 	out_mem(c, tmp + sizeof(tmp) - n, n);
 }
 
-/* "%16lx", the way perf prints addresses, without printf. */
-static void out_hex16(struct vmpt_consumer *c, uint64_t v)
+/* "%16lx", the way perf prints addresses, without printf: the 16 nibbles
+ * spread into bytes and made digits at once (SSE2, which every x86-64
+ * has), then the leading zeros made spaces but the last digit.
+ */
+static inline void out_hex16(struct vmpt_consumer *c, uint64_t v)
 {
-	unsigned n;
-	char *p;
+	/* 16 bytes of 0xff then 16 of 0: a mask of the first n bytes. */
+	static const uint8_t lead_mask[32] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	};
+	unsigned lead = v ? (unsigned)__builtin_clzll(v) / 4 : 15;
+	__m128i x = _mm_cvtsi64_si128((long long)__builtin_bswap64(v));
+	__m128i low4 = _mm_set1_epi8(0x0f);
+	__m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low4),
+					_mm_and_si128(x, low4));
+	__m128i letter = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)),
+				       _mm_set1_epi8('a' - '0' - 10));
+	__m128i digits = _mm_add_epi8(_mm_add_epi8(nib, _mm_set1_epi8('0')), letter);
+	__m128i mask = _mm_loadu_si128((const __m128i *)(lead_mask + 16 - lead));
 
 	if (c->len > SCRIPT_OUT_CAP - 32)
 		script_out_flush(c);
-	p = c->buf + c->len;
-	memset(p, ' ', 16);
-	n = hex_digits(p + 16, v);
-	if (n & 1)
-		p[15 - n] = ' ';	/* the extra 0 of an odd count */
+	_mm_storeu_si128((__m128i *)(c->buf + c->len),
+			 _mm_or_si128(_mm_andnot_si128(mask, digits),
+				      _mm_and_si128(mask, _mm_set1_epi8(' '))));
 	c->len += 16;
+}
+
+/* A short string known at compile time, no loop. */
+static inline void out_small(struct vmpt_consumer *c, const char *str, size_t n)
+{
+	if (c->len > SCRIPT_OUT_CAP - 32)
+		script_out_flush(c);
+	memcpy(c->buf + c->len, str, n);
+	c->len += n;
 }
 
 /* Flag names as perf_sample__sprintf_flags: the combination's name
@@ -218,9 +241,11 @@ const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, i
 
 	if (!c->o->image)
 		return NULL;
-	if (guest)
+	if (guest) {
 		space.machine = c->vmcs ? c->vmcs : VMPT_MACHINE_GUEST;
-	else if (c->task.space)
+		if (c->task.guest_space)
+			space.cr3 = c->task.guest_space;
+	} else if (c->task.space)
 		space.cr3 = c->task.space;
 	return vmpt_image_find(c->o->image, &space, addr);
 }
@@ -259,7 +284,12 @@ static const char *dso_name(struct vmpt_consumer *c, const struct vmpt_section *
 	struct vmpt_map_ref map;
 	const char *name = "[unknown]";
 
-	if (sec)
+	/* perf's name of a guest's kernel, once it knows the guest. */
+	if (sec && guest && c->task.machine_pid > 0 && !strcmp(sec->name, "[kernel.kallsyms]")) {
+		snprintf(c->guest_kernel, sizeof(c->guest_kernel),
+			 "[guest.kernel.kallsyms.%d]", c->task.machine_pid);
+		name = c->guest_kernel;
+	} else if (sec)
 		name = sec->name;
 	else if (addr && !guest && c->o->map_of &&
 		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0)
@@ -280,12 +310,32 @@ static void print_dso(struct vmpt_consumer *c, const char *name, size_t len)
 		out_spaces(c, (int)(pad - len));
 }
 
-/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields. */
+/* map__fprintf_srcline: the source line on a line of its own. */
+static void print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			  uint64_t ip)
+{
+	char buf[4200];
+	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
+
+	if (n) {
+		out_mem(c, "\n  ", 3);
+		out_mem(c, buf, n);
+	}
+}
+
+/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
+ * the srcline.
+ */
 static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
 			  const struct vmpt_section *sec, uint64_t ip, int guest)
 {
 	const struct sym_seen *e;
 
+	if (f & VMPT_F_SRCLINE) {
+		print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
+		print_srcline(c, sec, ip);
+		return;
+	}
 	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
 		return;
 	e = sym_at(c, sec, ip);
@@ -315,20 +365,28 @@ static void print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			int guest, int callchain)
 {
 	const struct vmpt_task *t = &c->task;
+	int gtask = t->machine_pid > 0 && (t->vcpu & GUEST_SAMPLE);
 
+	/* perf's machine_pid and vcpu: of the guest task's samples only. */
+	if ((f & VMPT_F_MACHINE_PID) && gtask)
+		outf(c, "VM:%5d ", t->machine_pid);
+	if ((f & VMPT_F_VCPU) && gtask)
+		outf(c, "VCPU:%03d ", t->vcpu & ~GUEST_SAMPLE);
+	if ((f & VMPT_F_VMCS) && guest && c->vmcs)
+		outf(c, "VMCS:%#" PRIx64 " ", c->vmcs);
 	if (f & VMPT_F_COMM) {
 		char name[32];
 		const char *comm = t->comm;
 
 		/* perf names a thread without COMM ":TID"; guest code runs
 		 * in a thread of the guest machine, which has no COMM but
-		 * with --guest-code.
+		 * with --guest-code or the guest's sideband.
 		 */
 		if (guest && c->o->guest_code && t->pid > 0)
 			snprintf(name, sizeof(name), "[guest/%d]", t->pid);
-		else if (!comm || guest)
+		else if (!comm || (guest && !gtask))
 			snprintf(name, sizeof(name), ":%d", t->tid);
-		if (!comm || guest)
+		if (!comm || (guest && !gtask))
 			comm = name;
 		outf(c, callchain ? "%s " : "%16s ", comm);
 	}
@@ -456,8 +514,8 @@ static void print_callchain(struct vmpt_consumer *c, unsigned f,
 		sec = script_find(c, chain[i], guest);
 		out_char(c, '\t');
 		out_hex16(c, frame_addr(c, sec, chain[i]));
-		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO), sec,
-			      chain[i], guest);
+		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
+			      sec, chain[i], guest);
 		out_char(c, '\n');
 	}
 }
@@ -521,38 +579,74 @@ struct script_extra {
 	size_t depth;
 };
 
+static void print_sample_as(struct vmpt_consumer *c, const struct script_sample *in,
+			    const struct script_extra *x);
+
+/* A sample of guest code, or of a branch into it (the VM entry), is the
+ * guest task's with the guest's sideband, as perf's intel_pt_prep_a_sample
+ * gives it (from_ip in the guest, or to_ip): its pid/tid, and its comm
+ * where the sample's machine is the guest (perf's cpumode: of ip, of addr
+ * when ip is 0; a host instruction's machine is the host, which has no
+ * such thread).
+ */
 static void print_sample(struct vmpt_consumer *c, const struct script_sample *in,
 			 const struct script_extra *x)
+{
+	const struct vmpt_task saved = c->task;
+
+	if (c->task.machine_pid > 0 &&
+	    ((in->ip && in->guest) || (in->addr && in->addr_guest))) {
+		c->task.pid = c->task.guest_pid;
+		c->task.tid = c->task.guest_tid;
+		c->task.comm = (in->ip ? in->guest : in->addr_guest) ? c->task.guest_comm : NULL;
+		c->task.vcpu |= GUEST_SAMPLE;
+		print_sample_as(c, in, x);
+		c->task = saved;
+		return;
+	}
+	print_sample_as(c, in, x);
+}
+
+static void print_sample_as(struct vmpt_consumer *c, const struct script_sample *in,
+			    const struct script_extra *x)
 {
 	const struct vmpt_script_opts *o = c->o;
 	int type = in->ev <= VMPT_SE_TRANSACTIONS ? VMPT_OUT_HW : VMPT_OUT_SYNTH;
 	unsigned f = o->f.set[type];
 	int bts = in->ev == VMPT_SE_BRANCHES;
 	int callchain = x && x->nchain && (f & VMPT_F_IP);
-	struct script_sample copy = *in;
-	const struct script_sample *smp = &copy;
-	const struct vmpt_section *sec;
+	/* A copy only where the sample needs more than it has. */
+	struct script_sample copy;
+	const struct script_sample *smp = in;
+	const struct vmpt_section *sec = in->sec;
 
 	if (!f)
 		return;		/* perf shows nothing of a type without fields */
-	if (!copy.sec && copy.ip)
-		copy.sec = script_find(c, copy.ip, copy.guest);
-	sec = copy.sec;
+	if (!sec && in->ip) {
+		copy = *in;
+		smp = &copy;
+		sec = copy.sec = script_find(c, copy.ip, copy.guest);
+	}
 	/* perf shows the instruction an asynchronous event struck (it did
 	 * not run).
 	 */
-	if ((copy.flags & PF_ASYNC) && !copy.insn_len && sec && sec->data &&
+	if ((in->flags & PF_ASYNC) && !in->insn_len && sec && sec->data &&
 	    (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))) {
-		const uint8_t *code = sec->data + (copy.ip - sec->vaddr);
-		size_t avail = sec->size - (copy.ip - sec->vaddr);
-		uint64_t at = copy.ip;
+		const uint8_t *code = sec->data + (in->ip - sec->vaddr);
+		size_t avail = sec->size - (in->ip - sec->vaddr);
+		uint64_t at = in->ip;
 
+		if (smp != &copy) {
+			copy = *in;
+			smp = &copy;
+		}
 		if (avail > 16)
 			avail = 16;
 		if (cs_disasm_iter(c->cs[copy.mode], &code, &avail, &at, c->insn[copy.mode]))
 			copy.insn_len = c->insn[copy.mode]->size;
 	}
-	print_start(c, f, smp->time, smp->guest, callchain);
+	if (f & (VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME))
+		print_start(c, f, smp->time, smp->guest, callchain);
 	if (f & VMPT_F_PERIOD)
 		outf(c, "%10" PRIu64 " ", smp->period);
 	if (f & VMPT_F_EVENT)
@@ -569,16 +663,23 @@ static void print_sample(struct vmpt_consumer *c, const struct script_sample *in
 		if (f & VMPT_F_IP) {
 			out_char(c, ' ');
 			out_hex16(c, smp->ip);
-			print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
+			print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->ip ? sec : NULL, smp->ip,
+				      smp->guest);
 		}
 		if ((f & VMPT_F_ADDR) || !o->f.user_set[VMPT_OUT_HW]) {
-			out_mem(c, " => ", 4);
+			out_small(c, " => ", 4);
 			out_hex16(c, smp->addr);
-			print_sym_dso(c, f, smp->addr ? script_find(c, smp->addr, smp->addr_guest) :
-				      NULL, smp->addr, smp->addr_guest);
+			if (f & (VMPT_F_SYM | VMPT_F_DSO))
+				print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->addr ?
+					      script_find(c, smp->addr, smp->addr_guest) : NULL,
+					      smp->addr, smp->addr_guest);
 		}
 		print_ipc(c, f, smp);
-		print_insn(c, f, smp);
+		/* perf_sample__fprintf_bts: the srcline after the target. */
+		if (f & VMPT_F_SRCLINE)
+			print_srcline(c, smp->ip ? sec : NULL, smp->ip);
+		if (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))
+			print_insn(c, f, smp);
 		out_char(c, '\n');
 		return;
 	}

@@ -118,7 +118,7 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 		[VMPT_SE_TRANSACTIONS] = "transactions", [VMPT_SE_PTWRITE] = "ptwrite",
 		[VMPT_SE_CBR] = "cbr", [VMPT_SE_PSB] = "psb", [VMPT_SE_MWAIT] = "mwait",
 		[VMPT_SE_PWRE] = "pwre", [VMPT_SE_EXSTOP] = "exstop",
-		[VMPT_SE_PWRX] = "pwrx",
+		[VMPT_SE_PWRX] = "pwrx", [VMPT_SE_EVT] = "evt",
 	};
 	static char names[2][32];
 	const struct vmpt_itrace *it = &o->it;
@@ -147,6 +147,8 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 		/* Power events exist with the pwr_evt bit (0x10) only. */
 		have[VMPT_SE_MWAIT] = have[VMPT_SE_PWRE] = have[VMPT_SE_EXSTOP] =
 			have[VMPT_SE_PWRX] = it->pwr_events && (intel_pt->config & 0x10);
+		/* Event Trace samples with the event bit (31) only. */
+		have[VMPT_SE_EVT] = it->intr_events && (intel_pt->config & (1ull << 31));
 	}
 	o->ev_name[VMPT_SE_INSTRUCTIONS] = names[0];
 	o->ev_name[VMPT_SE_BRANCHES] = names[1];
@@ -210,6 +212,12 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 		}
 		if (!per_cpu && !(o->f.named[t] & VMPT_F_CPU))
 			o->f.set[t] &= ~VMPT_F_CPU;
+		if ((o->f.set[t] & VMPT_F_SRCLINE) && !(o->f.set[t] & VMPT_F_IP)) {
+			snprintf(err, errlen, "Display of source line number requested but "
+				 "sample IP is not\nselected. Hence, no address to lookup the "
+				 "source line number.");
+			return -VMPT_ERR_INVAL;
+		}
 		if ((o->f.set[t] & VMPT_F_SYMOFF) && !(o->f.set[t] & VMPT_F_SYM)) {
 			snprintf(err, errlen, "Display of offsets requested but symbol is "
 				 "notselected.");

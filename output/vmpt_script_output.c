@@ -191,6 +191,23 @@ static struct script_stack *thread_stack(struct vmpt_consumer *c)
 static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
 		   unsigned mode, uint32_t flags);
 
+/* vmpt_script_opts.sample_fn's sample. */
+static void hand_on(struct vmpt_consumer *c, const struct script_sample *smp)
+{
+	struct vmpt_script_sample out = {
+		.ev = smp->ev, .task = &c->task, .ip = smp->ip, .addr = smp->addr,
+		.time = smp->time, .period = smp->period, .flags = smp->flags,
+		.insn_len = smp->insn_len, .guest = smp->guest,
+		.addr_guest = smp->addr_guest, .vmcs = c->vmcs,
+		.sec = smp->sec ? smp->sec : smp->ip ? script_find(c, smp->ip, smp->guest) : NULL,
+		.addr_sec = smp->addr ? script_find(c, smp->addr, smp->addr_guest) : NULL,
+		.insn_cnt = smp->ipc_insns, .cyc_cnt = smp->ipc_cyc,
+		.trace_nr = c->trace_nr, .insns = c->insns, .cbr = c->cbr_seen,
+	};
+
+	c->o->sample_fn(c->o->sample_ctx, &out);
+}
+
 static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 {
 	const struct vmpt_itrace *it = &c->o->it;
@@ -218,6 +235,10 @@ static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 						    it->callchain_sz + 1);
 		if (it->last_branch)
 			nbr = script_stack_branches(st, br, it->last_branch_sz);
+	}
+	if (c->o->sample_fn) {
+		hand_on(c, smp);
+		return;
 	}
 	script_print_sample_x(c, smp, chain, nchain, br, nbr, depth);
 }
@@ -382,7 +403,8 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	if (ip == b->end_ip) {
 		smp.flags = insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
 		smp.addr = b->taken ? b->to : 0;
-		smp.addr_guest = c->nr;
+		/* A VM entry goes into the guest (perf's to_nr). */
+		smp.addr_guest = c->nr || b->iclass == VMPT_IC_VMENTRY;
 	}
 	/* Outside --time's ranges perf's decoder makes no sample: the
 	 * period counts on to the next.
@@ -431,6 +453,8 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 }
 
 
+static void settle_cfe(struct vmpt_consumer *c, const struct vmpt_flow_item *next);
+
 static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 {
 	const struct vmpt_itrace *it = &c->o->it;
@@ -440,6 +464,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	int est_point = b->cyc_est && b->cyc && (b->taken || b->iclass != VMPT_IC_JCC);
 
 	script_settle_held(c, b);
+	settle_cfe(c, b);
 	track_time(c, b);
 	c->from_nr = c->nr;
 	c->ts_insns += b->ninsn;
@@ -495,6 +520,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	if (est_point)
 		c->est_cyc = b->cyc;
 	c->last_iclass = b->iclass;
+	c->walk_to = b->to;
 	c->have_stopped = stopped_at(b);
 	if (c->have_stopped)
 		c->stopped = *b;
@@ -576,6 +602,18 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 				break;
 		if (i == fl->ntimes)
 			return;
+	}
+	if (c->o->sample_fn) {
+		/* lost data has no TSC: only errors in the trace go on */
+		struct vmpt_script_sample out = {
+			.ev = VMPT_SE_COUNT, .task = &c->task, .ip = e->ip, .time = tsc,
+			.guest = c->nr, .vmcs = c->vmcs, .trace_nr = c->trace_nr,
+			.insns = c->insns, .err = err, .offset = c->buf_offset + e->offset,
+		};
+
+		if (err != -VMPT_ERR_LOST && tsc)
+			c->o->sample_fn(c->o->sample_ctx, &out);
+		return;
 	}
 	if (err == -VMPT_ERR_LOST)
 		script_print_error(c, ns, 1, 0, UINT64_MAX, err);
@@ -663,11 +701,91 @@ static void cbr_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
 }
 
 
+/* An Event Trace sample as perf_sample__fprintf_synth_evt prints it: the
+ * CFE's type, IP bit and vector, then its EVDs in the packets' order.
+ */
+static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+		       const struct vmpt_flow_item *next)
+{
+	static const char *const cfe[32] = {
+		NULL, "INTR", "IRET", "SMI", "RSM", "SIPI", "INIT", "VMENTRY", "VMEXIT",
+		"VMEXIT_INTR", "SHUTDOWN", NULL, "UINTR", "UIRET",
+	};
+	static const char *const evd[64] = { "PFA", "VMXQ", "VMXR" };
+	unsigned type = VMPT_CFE_TYPE(e->payload);
+	uint64_t ip = e->ip;
+	uint32_t flags;
+	char text[160];
+	int n;
+
+	if (cfe[type])
+		n = snprintf(text, sizeof(text), " cfe: %s IP: %u vector: %u", cfe[type],
+			     e->ip_valid, VMPT_CFE_VECTOR(e->payload));
+	else
+		n = snprintf(text, sizeof(text), " cfe: %u IP: %u vector: %u", type,
+			     e->ip_valid, VMPT_CFE_VECTOR(e->payload));
+	for (uint32_t i = 0; i < e->ninsn && n > 0 && (size_t)n < sizeof(text); i++) {
+		unsigned et = e->evd[i].type & 0x3f;
+
+		if (evd[et])
+			n += snprintf(text + n, sizeof(text) - (size_t)n, " %s: %#" PRIx64,
+				      evd[et], e->evd[i].payload);
+		else
+			n += snprintf(text + n, sizeof(text) - (size_t)n, " EVD_%u: %#" PRIx64,
+				      et, e->evd[i].payload);
+	}
+	/* perf's flags are its decoder state's: none for a CFE with a FUP
+	 * of its own, the event's branch for one bound to its compound FUP
+	 * (a VM exit, an interrupt, tracing stopping at one: the item after
+	 * it), else the branch being walked.
+	 */
+	if (VMPT_CFE_IP_BIT(e->payload))
+		flags = 0;
+	else if (!e->ip_valid)
+		flags = state_flags(c, ip);
+	else if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_ASYNC_DISABLED)
+		flags = PF_BRANCH | PF_ASYNC | PF_TRACE_END;
+	else if (type == VMPT_CFE_VMEXIT || type == VMPT_CFE_VMEXIT_INTR)
+		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_VMEXIT;
+	else
+		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT;
+	synth_sample(c, VMPT_SE_EVT, e, ip, state_time(c, e->time), flags, "%s", text);
+}
+
+/* perf_sample__fprintf_synth_ptwrite: the payload as text too when its
+ * bytes are printable ASCII padded with NULs.  A FUP of its own (ip_bit)
+ * is its state alone: no branch flags.
+ */
+static void ptwrite_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
+			   uint64_t ip, uint64_t time, unsigned ip_bit, uint64_t v)
+{
+	char str[9] = "";
+	int prt = 1, i;
+
+	for (i = 0; i < 8 && ((v >> (8 * i)) & 0xff); i++)
+		prt &= (v >> (8 * i) & 0xff) >= 0x20 && (v >> (8 * i) & 0xff) < 0x7f;
+	for (; i < 8; i++)
+		prt &= !((v >> (8 * i)) & 0xff);
+	if (prt)
+		memcpy(str, &v, 8);
+	synth_sample(c, VMPT_SE_PTWRITE, e, ip, time, ip_bit ? 0 : state_flags(c, ip),
+		     " IP: %u payload: %#" PRIx64 " %s ", ip_bit, v, str);
+}
+
+void script_ptwrite_sample(struct vmpt_consumer *c, uint64_t ip, uint64_t time,
+			   uint64_t payload)
+{
+	struct vmpt_flow_item e = { .kind = VMPT_FLOW_EVENT, .ev = VMPT_EV_PTWRITE };
+
+	ptwrite_sample(c, &e, ip, state_time(c, time), 0, payload);
+}
+
 static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 {
 	const struct vmpt_itrace *it = &c->o->it;
 
 	script_settle_held(c, e);
+	settle_cfe(c, e);
 	track_time(c, e);
 	if (e->cyc_est && e->cyc)
 		c->est_cyc = e->cyc;
@@ -698,11 +816,13 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		 */
 		uint64_t ip = e->ip_valid ? e->ip : 0, t = state_time(c, e->time);
 
-		/* perf walks to the FUP: no branch is the last walked. */
-		c->last_iclass = VMPT_IC_OTHER;
+		/* perf walks to the FUP: no branch is the last walked, unless
+		 * it stands there already (its psb sample has no flags).
+		 */
+		if (ip != c->walk_to)
+			c->last_iclass = VMPT_IC_OTHER;
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PSB, e, ip, t,
-				     state_flags(c, ip), " psb offs: %#" PRIx64,
+			synth_sample(c, VMPT_SE_PSB, e, ip, t, 0, " psb offs: %#" PRIx64,
 				     c->queue_offset + e->payload);
 		cbr_sample(c, e, (unsigned)e->to, ip, t);
 		break;
@@ -715,53 +835,54 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 			cbr_sample(c, e, (unsigned)e->payload, e->ip, state_time(c, e->time));
 		break;
 	case VMPT_EV_PTWRITE:
-		if (it->ptwrites) {
-			uint64_t v = e->payload;
-			char str[9] = "";
-			int prt = 1, i;
-
-			for (i = 0; i < 8 && ((v >> (8 * i)) & 0xff); i++)
-				prt &= (v >> (8 * i) & 0xff) >= 0x20 && (v >> (8 * i) & 0xff) < 0x7f;
-			for (; i < 8; i++)
-				prt &= !((v >> (8 * i)) & 0xff);
-			if (prt)
-				memcpy(str, &v, 8);
-			synth_sample(c, VMPT_SE_PTWRITE, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
-				     " IP: %u payload: %#" PRIx64 " %s ", e->ip_valid, v, str);
-		}
+		if (it->ptwrites)
+			ptwrite_sample(c, e, e->ip, state_time(c, e->time), e->ip_valid,
+				       e->payload);
 		break;
 	case VMPT_EV_MWAIT:
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_MWAIT, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_MWAIT, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " hints: %#x extensions: %#x ",
 				     (unsigned)(e->payload & 0xffffffff),
 				     (unsigned)(e->payload >> 32));
 		break;
-	case VMPT_EV_PWRE:
+	case VMPT_EV_PWRE: {
+		uint64_t v = e->ip_valid ? e->payload : c->mwait_pwre;
+
+		if (e->ip_valid)
+			c->mwait_pwre = e->payload;
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PWRE, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_PWRE, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " hw: %u cstate: %u sub-cstate: %u ",
-				     (unsigned)(e->payload >> 16 & 1),
-				     (unsigned)(e->payload & 0xff),
-				     (unsigned)(e->payload >> 8 & 0xff));
+				     (unsigned)(v >> 16 & 1), (unsigned)(v & 0xff),
+				     (unsigned)(v >> 8 & 0xff));
 		break;
+	}
 	case VMPT_EV_EXSTOP:
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_EXSTOP, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_EXSTOP, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " IP: %u ", e->ip_valid);
 		break;
 	case VMPT_EV_PWRX:
 		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PWRX, e, e->ip_valid ? e->ip : 0, e->time,
-				     state_flags(c, e->ip_valid ? e->ip : 0),
+			synth_sample(c, VMPT_SE_PWRX, e, e->ip, e->time,
+				     state_flags(c, e->ip),
 				     " deepest cstate: %u last cstate: %u wake reason: %#x ",
 				     (unsigned)(e->payload >> 8 & 0xf),
 				     (unsigned)(e->payload & 0xf),
 				     (unsigned)(e->payload >> 16 & 0xf));
+		break;
+	case VMPT_EV_CFE:
+		/* bound to its event's FUP: its flags are the next item's */
+		if (it->intr_events && e->ip_valid && !VMPT_CFE_IP_BIT(e->payload)) {
+			c->cfe = *e;
+			c->have_cfe = 1;
+		} else if (it->intr_events) {
+			evt_sample(c, e, NULL);
+		}
 		break;
 	case VMPT_EV_ENABLED:
 		/* perf's periods start anew when tracing does. */
@@ -800,6 +921,22 @@ static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 	default:
 		break;
 	}
+	/* perf's walk to a FUP or an interrupt's target walks no branch:
+	 * the samples after it have no branch flags.
+	 */
+	if ((e->ip_valid && (e->ev == VMPT_EV_PTWRITE || e->ev == VMPT_EV_EXSTOP ||
+			     e->ev == VMPT_EV_MWAIT || e->ev == VMPT_EV_PWRE)) ||
+	    e->ev == VMPT_EV_ASYNC_BRANCH)
+		c->last_iclass = VMPT_IC_OTHER;
+}
+
+/* A CFE bound to its event's FUP waited for the event (next). */
+static void settle_cfe(struct vmpt_consumer *c, const struct vmpt_flow_item *next)
+{
+	if (!c->have_cfe)
+		return;
+	c->have_cfe = 0;
+	evt_sample(c, &c->cfe, next);
 }
 
 /* A PSB+ decides nothing: it waits with the blocks around it. */
@@ -876,4 +1013,5 @@ void script_stream_drain(struct vmpt_consumer *c, uint64_t next_time)
 	if (c->n_pending)
 		run_pending(c, next_time ? next_time : c->pending[c->n_pending - 1].time);
 	script_settle_held(c, NULL);
+	settle_cfe(c, NULL);
 }

@@ -15,8 +15,9 @@ static void stream_begin_buffer(struct vmpt_consumer *c, const struct vmpt_buffe
 {
 	if (!b->consecutive)
 		script_settle_held(c, NULL);
-	c->buf_offset = b->file_offset;
-	c->queue_offset = b->queue_offset;
+	/* Bases for items' stream offsets (wrapping). */
+	c->buf_offset = b->file_offset - b->stream_offset;
+	c->queue_offset = b->queue_offset - b->stream_offset;
 	if (b->consecutive)
 		return;
 	c->p_cont = 0;
@@ -132,7 +133,7 @@ static void stream_close(struct vmpt_consumer *c)
 	if (!c)
 		return;
 	s = c->s;
-	script_stream_drain(c, 0);
+	script_eptw_drain(c, 0);
 	script_out_flush(c);
 	pthread_mutex_lock(&s->lock);
 	s->stats.insns += c->stats.insns;
@@ -174,6 +175,7 @@ static void stream_close(struct vmpt_consumer *c)
 		free(c->missing[i].name);
 	free(c->missing);
 	free(c->buf);
+	script_srclines_free(c);
 	for (int m = 0; m < 3; m++) {
 		if (c->insn[m])
 			cs_free(c->insn[m], 1);
@@ -256,7 +258,7 @@ struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts)
 	s->ops = (struct vmpt_consumer_ops){
 		.open = stream_open, .close = stream_close, .set_file = stream_set_file,
 		.set_task = stream_set_task, .begin_buffer = stream_begin_buffer,
-		.item = script_stream_item, .drain = script_stream_drain, .flush = stream_flush,
+		.item = script_eptw_item, .drain = script_eptw_drain, .flush = stream_flush,
 		.produced = stream_produced, .sideband = stream_sideband,
 		.time_wanted = opts->filter.ntimes ? stream_time_wanted : NULL,
 		.serial = !!(opts->f.set[VMPT_OUT_HW] & VMPT_F_IPC),

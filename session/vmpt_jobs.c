@@ -77,19 +77,68 @@ struct vmpt_jobs {
 	int quit;
 };
 
-/* The TSC in the PSB+ at p (0: none), the time a piece starts at. */
-static uint64_t psb_tsc(const uint8_t *p, const uint8_t *end)
+/* A packet decoder over cfg's trace (a buffer, or parts). */
+static void trace_init(struct vmpt_pkt_decoder *pd, const struct vmpt_flow_config *cfg)
+{
+	if (cfg->n_parts)
+		vmpt_pkt_decoder_init_parts(pd, cfg->parts, cfg->n_parts);
+	else
+		vmpt_pkt_decoder_init(pd, cfg->begin, (size_t)(cfg->end - cfg->begin));
+}
+
+static uint64_t trace_size(const struct vmpt_flow_config *cfg)
+{
+	uint64_t size = (uint64_t)(cfg->end - cfg->begin);
+
+	if (cfg->n_parts)
+		size = 0;
+	for (size_t i = 0; i < cfg->n_parts; i++)
+		size += (uint64_t)(cfg->parts[i].end - cfg->parts[i].begin);
+	return size;
+}
+
+/* The TSC in the PSB+ at offset off (0: none), the time a piece starts at. */
+static uint64_t psb_tsc(const struct vmpt_flow_config *cfg, uint64_t off)
 {
 	struct vmpt_pkt_decoder pd;
 	struct vmpt_packet pkt;
 
-	vmpt_pkt_decoder_init(&pd, p, (size_t)(end - p));
+	trace_init(&pd, cfg);
+	if (vmpt_pkt_seek(&pd, off) < 0)
+		return 0;
 	while (vmpt_pkt_next(&pd, &pkt) > 0) {
 		if (pkt.type == VMPT_PKT_TSC)
 			return pkt.tsc;
 		if (pkt.type == VMPT_PKT_PSBEND)
 			break;
 	}
+	return 0;
+}
+
+/* The offsets of the trace's PSBs. */
+static int psb_offsets(const struct vmpt_flow_config *cfg, uint64_t **offsets, size_t *n)
+{
+	struct vmpt_pkt_decoder pd;
+	uint64_t *o = NULL;
+	size_t cnt = 0, cap = 0;
+
+	trace_init(&pd, cfg);
+	while (vmpt_pkt_sync_forward(&pd) == 0) {
+		if (cnt == cap) {
+			uint64_t *t;
+
+			cap = cap ? cap * 2 : 64;
+			t = realloc(o, cap * sizeof(*t));
+			if (!t) {
+				free(o);
+				return -VMPT_ERR_NOMEM;
+			}
+			o = t;
+		}
+		o[cnt++] = vmpt_pkt_offset(&pd);
+	}
+	*offsets = o;
+	*n = cnt;
 	return 0;
 }
 
@@ -125,7 +174,7 @@ static uint64_t set_space(struct vmpt_jobs *j, struct vmpt_flow *dec, const stru
 
 	*tsc = 0;
 	if (j->space_at && p->start)
-		space = j->space_at(j->ctx, *tsc = psb_tsc(j->cfg.begin + p->start, j->cfg.end));
+		space = j->space_at(j->ctx, *tsc = psb_tsc(&j->cfg, p->start));
 	vmpt_flow_set_host_space(dec, space);
 	return space;
 }
@@ -333,17 +382,18 @@ static int stitch(struct piece *a, struct piece *b)
 
 int vmpt_jobs_worth(const struct vmpt_flow_config *cfg, int jobs)
 {
-	const uint8_t *psb = vmpt_pkt_find_psb(cfg->begin, cfg->end);
+	struct vmpt_pkt_decoder pd;
 
 	/* Two PSBs make two pieces. */
-	return jobs > 1 && psb && vmpt_pkt_find_psb(psb + 1, cfg->end);
+	trace_init(&pd, cfg);
+	return jobs > 1 && vmpt_pkt_sync_forward(&pd) == 0 && vmpt_pkt_sync_forward(&pd) == 0;
 }
 
 struct vmpt_jobs *vmpt_jobs_new(const struct vmpt_flow_config *cfg, int jobs,
 				vmpt_space_fn space_at, void *ctx)
 {
 	struct vmpt_jobs *j = calloc(1, sizeof(*j));
-	size_t size = (size_t)(cfg->end - cfg->begin), n_psbs = 0, np;
+	size_t size = (size_t)trace_size(cfg), n_psbs = 0, np;
 	uint64_t *psbs = NULL;
 
 	if (!j)
@@ -358,7 +408,7 @@ struct vmpt_jobs *vmpt_jobs_new(const struct vmpt_flow_config *cfg, int jobs,
 	/* One block cache for all workers: no code is disassembled twice. */
 	if (!j->cfg.cache && !(j->cfg.cache = j->own_cache = vmpt_bcache_new()))
 		goto fail;
-	if (vmpt_flow_psb_offsets(cfg->begin, cfg->end, &psbs, &n_psbs) < 0)
+	if (psb_offsets(cfg, &psbs, &n_psbs) < 0)
 		goto fail;
 	np = size / PIECE_BYTES > (size_t)jobs * 4 ? size / PIECE_BYTES : (size_t)jobs * 4;
 	if (np > n_psbs)
@@ -473,7 +523,7 @@ int vmpt_jobs_decode(const struct vmpt_flow_config *cfg,
 		     const struct vmpt_buffer_ref *ref, int jobs, FILE *f,
 		     const struct vmpt_progress *progress)
 {
-	uint64_t total = (uint64_t)(cfg->end - cfg->begin), items = 0;
+	uint64_t total = trace_size(cfg), items = 0;
 	struct vmpt_consumer *out = ops->open(ops->ctx, f);
 	struct vmpt_jobs *j = NULL;
 	struct vmpt_flow *dec = NULL;

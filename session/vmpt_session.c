@@ -7,6 +7,7 @@
 #include "vmpt/correlate.h"
 #include "vmpt/error.h"
 #include "vmpt/path.h"
+#include "vmpt/guest_tasks.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -88,15 +89,18 @@ static void add_mapping(struct vmpt_image *img, const struct vmpt_perf_event *ev
 {
 	const char *name = ev->mmap.filename;
 
-	/* The guest names these files: each is opened inside root. */
+	/* The guest names these files: each is opened inside root.  Without
+	 * a root a relative path opens from here, as perf.
+	 */
 	if (!strcmp(name, "[vdso]") && vdso_root) {
 		root = vdso_root;
 		name = "vdso";
-	} else if (name[0] != '/') {
+	} else if (name[0] != '/' && (root || name[0] == '[')) {
 		return;
 	}
-	if (vmpt_image_add_elf_map_in(img, root, name, NULL, ev->mmap.start,
-				      ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
+	/* named as recorded: the guest's path, not its copy's */
+	if (vmpt_image_add_elf_map_in(img, root, name, root ? ev->mmap.filename : NULL,
+				      ev->mmap.start, ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
 		vmpt_image_add_raw_in(img, root, name, ev->mmap.pgoff, ev->mmap.len,
 				      ev->mmap.start, asid);
 }
@@ -117,11 +121,26 @@ static int is_exec_map(const struct vmpt_perf_event *ev)
 	       (ev->type == PERF_RECORD_MMAP2 && (ev->mmap.prot & 4));
 }
 
-/* What vmpt record --guest fetched with a recording (docs/guest.md): the
- * guest's sideband, binaries under root/, vdso and kcore_dir, as code of
- * the guest machine.  A recording without a guest side is no error.
+/* The guest side of a VM recording: DIR/guest in perf's directory form,
+ * FILE.guest beside a file.
  */
-static int add_guest(struct vmpt_session *s, const char *recording)
+static void guest_dir(const char *recording, char *dir, size_t size)
+{
+	struct stat st;
+
+	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode))
+		snprintf(dir, size, "%s/guest", recording);
+	else
+		snprintf(dir, size, "%s.guest", recording);
+}
+
+/* What vmpt record --guest fetched with a recording (docs/guest.md): the
+ * guest kernel from kcore_dir as code of the guest machine; without the
+ * guest's tasks (--no-guest-tasks) also the binaries its sideband maps
+ * (under root/, vdso) as code of any guest process.  A recording without
+ * a guest side is no error.  *tasks: follow the guest's tasks.
+ */
+static int add_guest(struct vmpt_session *s, const char *recording, int *tasks)
 {
 	struct vmpt_asid guest = { VMPT_MACHINE_GUEST, VMPT_ASID_ANY };
 	char dir[4096], path[4096 + 32], root[4096 + 32];
@@ -130,22 +149,25 @@ static int add_guest(struct vmpt_session *s, const char *recording)
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
 	struct stat st;
-	int ret;
+	int ret, have_kcore;
 
-	/* DIR/guest in perf's directory form, FILE.guest beside a file. */
-	if (stat(recording, &st) == 0 && S_ISDIR(st.st_mode))
-		snprintf(dir, sizeof(dir), "%s/guest", recording);
-	else
-		snprintf(dir, sizeof(dir), "%s.guest", recording);
+	guest_dir(recording, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/kcore_dir", dir);
-	if (own_dir(path) &&
-	    (ret = vmpt_image_add_kcore_dir(s->image, path, &guest)) < 0) {
+	have_kcore = own_dir(path);
+	if (have_kcore && (ret = vmpt_image_add_kcore_dir(s->image, path, &guest)) < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.500s: %s", path,
 			 vmpt_strerror(ret));
 		return ret;
 	}
 	snprintf(path, sizeof(path), "%s/perf.data", dir);
 	if (lstat(path, &st) != 0)
+		return 0;
+	if (!have_kcore && s->opts.warn)
+		fprintf(s->opts.warn, "vmpt: warning: %s/kcore_dir: %s: the guest kernel's code "
+			"cannot be decoded (vmpt record --guest --kcore saves it)\n", dir,
+			strerror(ENOENT));
+	*tasks = !s->opts.no_guest_tasks;
+	if (*tasks)
 		return 0;
 	ret = vmpt_path_map(&gf, dir, "perf.data");
 	if (ret < 0) {
@@ -505,7 +527,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
 	char kdir[4096];
-	int ret;
+	int ret, tasks = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (opts)
@@ -538,7 +560,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 			return ret;
 		}
 	}
-	ret = add_guest(s, path);
+	ret = add_guest(s, path, &tasks);
 	if (ret < 0)
 		return ret;
 	vmpt_perf_cursor_init(&s->pd, &cur);
@@ -601,8 +623,12 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	ret = inherit_comms(s);
 	if (ret == 0)
 		ret = correlate(s, path);
-	if (ret < 0)
+	if (ret < 0) {
 		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
+	} else if (tasks) {
+		guest_dir(path, kdir, sizeof(kdir));
+		ret = session_guest_open(s, kdir);
+	}
 	if (s->pd.warnmsg[0] && s->opts.warn)
 		fprintf(s->opts.warn, "vmpt: warning: %s\n", s->pd.warnmsg);
 	return ret;
@@ -611,6 +637,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 void vmpt_session_close(struct vmpt_session *s)
 {
 	vmpt_corr_free(s->corr);
+	vmpt_guest_tasks_free(s->guest);
 	vmpt_perf_close(&s->pd);
 	if (s->own_image)
 		vmpt_image_free(s->image);
@@ -705,6 +732,7 @@ void vmpt_session_task_until(const struct vmpt_session *s, const struct vmpt_ses
 		if (p && p->has_maps && p->maps_from > time && p->maps_from < *until)
 			*until = p->maps_from;
 	}
+	session_guest_task(s, t, time, until);
 }
 
 void vmpt_session_task(const struct vmpt_session *s,

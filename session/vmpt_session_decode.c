@@ -13,24 +13,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One queue of buffers (a CPU, or a thread), decoded buffer after buffer;
- * item is the next one to hand on.
+/* One queue of buffers (a CPU, or a thread).  Its consecutive buffers
+ * (all of them but in snapshot mode, where perf decodes each anew) are a
+ * run, decoded as one stream by one decoder, as perf does; item is the
+ * next one to hand on.
  */
 struct queue {
 	size_t *bufs, n, next;
-	uint64_t bytes;		/* in the buffers before the current one */
+	uint64_t bytes;		/* in the buffers before the run */
+	/* The run: bufs[run..run + n_parts - 1], their parts and their TSC
+	 * patches at stream offsets; cur: the buffer items are in, and the
+	 * stream offset of the one after it.
+	 */
+	size_t run, cur;
+	struct vmpt_pkt_part *parts;
+	size_t n_parts;
+	uint64_t run_size, next_start;
+	struct vmpt_tsc_patch *patch_v;
+	struct vmpt_tsc_patches patches;
 	const struct vmpt_session_buffer *buf;
+	/* The run's first buffer: its cpu and tid (the queue's), for the
+	 * threads of q->jobs, which must not read buf as it moves on.
+	 */
+	const struct vmpt_session_buffer *run_buf;
 	const struct vmpt_session *s;
-	/* The buffer's decoder, or with -j its parallel decoding. */
+	/* The run's decoder, or with -j its parallel decoding. */
 	struct vmpt_flow *dec;
 	struct vmpt_jobs *jobs;
-	int dec_done;		/* at the buffer's end */
+	int dec_done;		/* at the run's end */
 	struct vmpt_consumer *out;
 	/* The next item (NULL: none), and the rest of its batch. */
 	const struct vmpt_flow_item *item, *batch;
 	size_t left;
 	struct vmpt_task task;
 	uint64_t task_from, task_until;	/* perf time the task holds for */
+	uint64_t task_tsc;		/* the item time it was looked up for */
 };
 
 struct decode {
@@ -40,8 +57,13 @@ struct decode {
 	uint64_t items, total;	/* handed on; trace bytes of all buffers */
 	struct queue *qs;
 	size_t nq;
+	int snapshot;		/* buffers overlap: none continues another */
 	size_t *sb;		/* sideband records in time order */
 	size_t n_sb, next_sb;
+	/* The TSC from which the next record is due (0: at once): items
+	 * before it pass without a look at the sideband.
+	 */
+	uint64_t sb_due;
 };
 
 /* The item's perf time for sideband lookups. */
@@ -56,7 +78,7 @@ static uint64_t item_time(const struct vmpt_session *s, const struct vmpt_flow_i
 
 static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 {
-	uint64_t space = q->task.space;
+	uint64_t space = q->task.space, guest_space = q->task.guest_space;
 
 	if (q->task_until && t >= q->task_from && t < q->task_until)
 		return;
@@ -65,6 +87,11 @@ static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 	d->ops->set_task(q->out, &q->task);
 	if (q->task.space != space && q->dec)
 		vmpt_flow_set_host_space(q->dec, q->task.space);
+	/* A guest context switch: the guest code after it is the next
+	 * task's.
+	 */
+	if (q->task.guest_space != guest_space && q->dec)
+		vmpt_flow_set_guest_space(q->dec, q->task.guest_space);
 }
 
 /* The host address space at a TSC, for the threads of q->jobs: what
@@ -77,7 +104,7 @@ static uint64_t queue_space(void *ctx, uint64_t tsc)
 	struct vmpt_task task;
 	uint64_t until;
 
-	vmpt_session_task_until(q->s, q->buf, item_time(q->s, &it), &task, &until);
+	vmpt_session_task_until(q->s, q->run_buf, item_time(q->s, &it), &task, &until);
 	return task.space;
 }
 
@@ -121,6 +148,62 @@ static int buffer_wanted(struct decode *d, struct queue *q, size_t i)
 	return d->ops->time_wanted(d->ops->ctx, vmpt_perf_tsc_to_time(&s->tc, from), to);
 }
 
+/* The buffers from q->next on that continue one another (and are wanted)
+ * as the run's parts, their patches at stream offsets.  0 or -VMPT_ERR_NOMEM.
+ */
+static int queue_run(struct decode *d, struct queue *q)
+{
+	const struct vmpt_session *s = d->s;
+	size_t to = q->next + 1, n_patches = 0;
+
+	while (to < q->n && !d->snapshot && buffer_wanted(d, q, to))
+		to++;
+	q->run = q->next;
+	q->run_buf = &s->bufs[q->bufs[q->run]];
+	q->n_parts = to - q->next;
+	q->run_size = 0;
+	for (size_t i = q->run; i < to; i++) {
+		const struct vmpt_session_buffer *b = &s->bufs[q->bufs[i]];
+
+		q->parts[i - q->run] = (struct vmpt_pkt_part){ b->data, b->data + b->size };
+		n_patches += b->tsc_patches.n;
+	}
+	free(q->patch_v);
+	q->patch_v = NULL;
+	q->patches.n = 0;
+	if (n_patches && !(q->patch_v = malloc(n_patches * sizeof(*q->patch_v))))
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = q->run; i < to; i++) {
+		const struct vmpt_tsc_patches *pl = &s->bufs[q->bufs[i]].tsc_patches;
+
+		for (size_t k = 0; k < pl->n; k++)
+			q->patch_v[q->patches.n++] = (struct vmpt_tsc_patch){
+				pl->p[k].offset + q->run_size, pl->p[k].tsc };
+		q->run_size += s->bufs[q->bufs[i]].size;
+	}
+	q->patches.p = q->patch_v;
+	q->next = to;
+	return 0;
+}
+
+/* The consumer goes on with buffer q->bufs[i] of the run, which starts
+ * at stream offset start.
+ */
+static void queue_buffer(struct decode *d, struct queue *q, size_t i, uint64_t start)
+{
+	struct vmpt_buffer_ref ref;
+
+	q->cur = i;
+	q->buf = &d->s->bufs[q->bufs[i]];
+	q->next_start = start + q->buf->size;
+	ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset,
+					.queue_offset = q->bytes + start,
+					.stream_offset = start,
+					.cpu = q->buf->cpu,
+					.consecutive = i != q->run };
+	d->ops->begin_buffer(q->out, &ref);
+}
+
 /* Make q->item the queue's next item, from the decoder's batch; 0, or
  * -VMPT_ERR_EOS when done.
  */
@@ -134,30 +217,40 @@ static int queue_fill(struct decode *d, struct queue *q)
 		if (q->left) {
 			q->item = q->batch++;
 			q->left--;
-			queue_task(d, q, item_time(s, q->item));
+			/* Into the run's next buffer (its file offsets). */
+			while (q->item->offset >= q->next_start &&
+			       q->cur + 1 < q->run + q->n_parts)
+				queue_buffer(d, q, q->cur + 1, q->next_start);
+			/* Items of one time have one task. */
+			if (q->item->time != q->task_tsc || !q->task_until) {
+				queue_task(d, q, item_time(s, q->item));
+				q->task_tsc = q->item->time;
+			}
 			return 0;
 		}
 		if ((!q->dec && !q->jobs) || q->dec_done) {
 			struct vmpt_flow_config cfg = s->cfg;
-			struct vmpt_buffer_ref ref;
 			struct vmpt_flow *dec = NULL;
 
-			if (q->buf)
-				q->bytes += q->buf->size;
+			q->bytes += q->run_size;
+			q->run_size = 0;
 			while (q->next < q->n && !buffer_wanted(d, q, q->next))
 				q->bytes += s->bufs[q->bufs[q->next++]].size;
 			if (q->next == q->n)
 				return -VMPT_ERR_EOS;
-			q->buf = &s->bufs[q->bufs[q->next++]];
-			cfg.begin = q->buf->data;
-			cfg.end = q->buf->data + q->buf->size;
+			ret = queue_run(d, q);
+			if (ret < 0)
+				return ret;
+			cfg.parts = q->parts;
+			cfg.n_parts = q->n_parts;
 			/* A VM recording's guest TSCs, as host TSCs. */
-			if (q->buf->tsc_patches.n)
-				cfg.tsc_patches = &q->buf->tsc_patches;
+			if (q->patches.n)
+				cfg.tsc_patches = &q->patches;
 			vmpt_jobs_free(q->jobs);
 			q->jobs = NULL;
 			/* Cycle counts (IPC) go on over the buffers: one decoder. */
-			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
+			/* The guest's tasks are followed by one decoder. */
+			if (!d->ops->serial && !s->guest && vmpt_jobs_worth(&cfg, d->jobs)) {
 				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
 				if (!q->jobs)
 					return -VMPT_ERR_NOMEM;
@@ -165,8 +258,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 				dec = vmpt_flow_new(&cfg);
 				if (!dec)
 					return -VMPT_ERR_NOMEM;
-				/* perf decodes each buffer anew, but counts
-				 * cycles on.
+				/* perf decodes a run anew (after a snapshot or
+				 * a gap), but counts cycles on.
 				 */
 				if (q->dec)
 					vmpt_flow_count_on(dec, q->dec);
@@ -176,10 +269,8 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->dec_done = 0;
 			q->task_until = 0;
 			q->task.space = 0;
-			ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset,
-							.queue_offset = q->bytes,
-							.cpu = q->buf->cpu };
-			d->ops->begin_buffer(q->out, &ref);
+			q->task.guest_space = 0;
+			queue_buffer(d, q, q->run, 0);
 		}
 		ret = q->jobs ? vmpt_jobs_next_items(q->jobs, &q->batch, &q->left) :
 				vmpt_flow_next_items(q->dec, &q->batch, &q->left);
@@ -191,6 +282,21 @@ static int queue_fill(struct decode *d, struct queue *q)
 		}
 	}
 	return 0;
+}
+
+/* When the next sideband record is due: sideband_until's test, once. */
+static void sideband_due(struct decode *d)
+{
+	const struct vmpt_session *s = d->s;
+	const struct vmpt_perf_event *ev;
+	uint64_t t;
+
+	d->sb_due = UINT64_MAX;
+	if (d->next_sb >= d->n_sb)
+		return;
+	ev = &s->sb[d->sb[d->next_sb]];
+	t = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
+	d->sb_due = s->have_tc && t ? vmpt_perf_time_to_tsc(&s->tc, t) : 0;
 }
 
 /* The sideband records before time tsc (all: UINT64_MAX) on stream c. */
@@ -228,6 +334,7 @@ static void sideband_until(struct decode *d, struct vmpt_consumer *c, uint64_t t
 		task.comm = thread != -1 ? vmpt_session_comm(s, thread, t) : NULL;
 		d->ops->sideband(c, ev, &task);
 	}
+	sideband_due(d);
 }
 
 static int cmp_sb(const void *a, const void *b, void *arg)
@@ -260,7 +367,7 @@ static void report_progress(struct decode *d)
 
 		done += q->bytes;
 		if (q->buf)
-			done += q->item ? q->item->offset : q->buf->size;
+			done += q->item ? q->item->offset : q->run_size;
 	}
 	d->s->opts.progress.fn(d->s->opts.progress.ctx, done, d->total);
 }
@@ -301,7 +408,9 @@ static int decode_one_thread(struct decode *d, FILE *f)
 			if (ret < 0)
 				break;
 		}
-		if (d->next_sb < d->n_sb && best->item->time) {
+		/* sideband_until's test: a record due at a later TSC waits. */
+		if (d->next_sb < d->n_sb && best->item->time &&
+		    d->sb_due <= best->item->time) {
 			if (cur && cur == best && (ret = d->ops->flush(cur->out)) < 0)
 				break;
 			sideband_until(d, best->out, best->item->time);
@@ -334,6 +443,7 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 	struct decode d = { .s = s, .ops = ops, .jobs = jobs };
 	int ret = 0;
 
+	d.snapshot = s->have_info && s->info.priv[VMPT_INTEL_PT_SNAPSHOT_MODE];
 	/* Queues by perf's mmap index, buffers in file order. */
 	for (size_t i = 0; i < s->n_bufs && ret == 0; i++) {
 		size_t k;
@@ -360,10 +470,17 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		if (ret == 0) {
 			size_t *b = realloc(d.qs[k].bufs, (d.qs[k].n + 1) * sizeof(*b));
 
-			if (!b)
+			struct vmpt_pkt_part *parts = b ? realloc(d.qs[k].parts,
+				(d.qs[k].n + 1) * sizeof(*parts)) : NULL;
+
+			if (b)
+				d.qs[k].bufs = b;
+			if (parts)
+				d.qs[k].parts = parts;
+			if (!b || !parts)
 				ret = -VMPT_ERR_NOMEM;
 			else
-				(d.qs[k].bufs = b)[d.qs[k].n++] = i;
+				d.qs[k].bufs[d.qs[k].n++] = i;
 		}
 	}
 	if (ret == 0 && s->n_sb) {
@@ -375,6 +492,7 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		if (d.sb)
 			qsort_r(d.sb, s->n_sb, sizeof(*d.sb), cmp_sb, s);
 		d.n_sb = s->n_sb;
+		sideband_due(&d);
 	}
 	if (ret == 0)
 		ret = decode_one_thread(&d, f);
@@ -386,6 +504,8 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		vmpt_jobs_free(d.qs[k].jobs);
 		vmpt_flow_free(d.qs[k].dec);
 		free(d.qs[k].bufs);
+		free(d.qs[k].parts);
+		free(d.qs[k].patch_v);
 	}
 	free(d.qs);
 	free(d.sb);

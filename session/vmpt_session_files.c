@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Where a recording's binaries are found: the recording's own sysroot
  * (vmpt archive's copies, by build-id and by path), perf's --symfs, perf's
- * build-id cache (~/.debug, or $PERF_BUILDID_DIR), then the path itself.
+ * build-id cache (~/.debug, or $PERF_BUILDID_DIR), the path itself, then a
+ * file of the same name beside the recording, last the debuginfod servers
+ * of $DEBUGINFOD_URLS by build-id.
  * Each is opened inside the directory it is looked up in, as a regular
  * file only (vmpt/path.h): the names come from the recording.
  * A file whose build-id differs from the recorded one is not taken (as
@@ -10,6 +12,7 @@
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
 #include "vmpt/build_id.h"
+#include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
 #include "vmpt/path.h"
 
@@ -87,7 +90,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 	const char *symfs = s->opts.symfs;
 	int other = 0, vdso = !strcmp(name, "[vdso]");
 
-	if (name[0] != '/' && !vdso)
+	if (name[0] == '[' && !vdso)
 		return -VMPT_ERR_NOT_FOUND;
 	/* A recording's name is looked up inside its sysroot (a recording
 	 * may come with a crafted one); the user's directories and the name
@@ -104,6 +107,13 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		if (other != other_before && !fallback.path[0] && !vdso) \
 			fallback = *out; \
 	} while (0)
+	/* perf opens a relative path (an MMAP2 of "./prog") from the working
+	 * directory, as it is.
+	 */
+	if (name[0] != '/' && !vdso) {
+		TRY("", "%s", name);
+		goto not_found;
+	}
 	if (vmpt_session_sysroot(s->pd.path, cache, sizeof(cache)) == 0) {
 		if (id[0])
 			TRY(cache, "/.build-id/%.2s/%s", id, id + 2);
@@ -124,10 +134,24 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		else
 			TRY("", "%s%s/%s/elf", cache, name, id);
 	}
-	if (!vdso)
+	if (!vdso) {
+		const char *slash = strrchr(s->pd.path, '/');
+
 		TRY("", "%s", name);
+		snprintf(cache, sizeof(cache), "%.*s",
+			 slash ? (int)(slash - s->pd.path) + (slash == s->pd.path) : 1,
+			 slash ? s->pd.path : ".");
+		TRY(cache, "%s", strrchr(name, '/') + 1);
+	}
 none:
 #undef TRY
+	if (id[0] && !vdso &&
+	    vmpt_debuginfod_find(id, VMPT_DEBUGINFOD_EXECUTABLE, out->path,
+				 sizeof(out->path)) == 0) {
+		out->root[0] = 0;
+		return 0;
+	}
+not_found:
 	changed_id[0] = 0;
 	if (fallback.path[0] &&
 	    build_id_in(fallback.root[0] ? fallback.root : NULL, fallback.path,

@@ -28,4 +28,15 @@ struct session_binary {
 int session_find_binary(struct vmpt_session *s, const char *name, const char *id,
 			struct session_binary *out, char *changed_id);
 
+/* vmpt_session_guest.c: the guest's tasks of a VM recording whose guest
+ * side (dir: REC/guest or REC.guest) has the guest's sideband.  0 or a
+ * negative vmpt_err with errmsg set.
+ */
+int session_guest_open(struct vmpt_session *s, const char *dir);
+/* Fill t's guest part (t->tid the host thread) at host perf time `time`,
+ * lowering *until to when it changes.
+ */
+void session_guest_task(const struct vmpt_session *s, struct vmpt_task *t, uint64_t time,
+			uint64_t *until);
+
 #endif

@@ -72,8 +72,17 @@ done
 # mismatch there; the branches agree.
 same control_flow-201805 "-i $H/control_flow/control_flow-201805.perf.data --symfs $tmp/symfs" \
 	--itrace=b --itrace=cr "--itrace=b -F+flags"
+# As a user types it, no --symfs: the binaries are found beside the
+# recordings (their recorded paths do not exist here).
+for n in loopy/loopy-201805.perf.data control_flow/control_flow-201805.perf.data; do
+	perf script -i "$H/$n" --symfs "$tmp/symfs" --itrace=b > "$tmp/p" 2> /dev/null
+	(cd / && "$VMPT" script -i "$H/$n" --itrace=b 2> /dev/null) > "$tmp/v"
+	[ -s "$tmp/p" ] && cmp -s "$tmp/p" "$tmp/v" ||
+		{ echo "FAIL $n: plain vmpt script differs from perf --symfs"; fail=1; }
+	runs=$((runs + 1))
+done
 for n in loopy/loopy-20180404T162955 control_flow/control_flow-20180404T163033; do
-	"$VMPT" script -i "$H/$n.perf" --symfs "$tmp/symfs" --itrace=b -F ip,addr 2> /dev/null |
+	"$VMPT" script -i "$H/$n.perf" --itrace=b -F ip,addr 2> /dev/null |
 		awk '{ printf "%s\t%s\n", $1, $3 }' > "$tmp/v"
 	tr -d '\r' < "$H/$n.trace" | cmp -s - "$tmp/v" ||
 		{ echo "FAIL $n: branches differ from its .trace"; fail=1; }

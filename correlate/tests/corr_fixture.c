@@ -95,6 +95,13 @@ static int copy(const char *in, const char *out, const char *name, uint64_t cut,
 		case VMPT_PERF_RECORD_FINISHED_ROUND:
 			ret = vmpt_perf_write_finished_round(w);
 			break;
+		case VMPT_PERF_RECORD_FINISHED_INIT: {
+			static const struct perf_event_header h = {
+				.type = VMPT_PERF_RECORD_FINISHED_INIT, .size = sizeof(h) };
+
+			ret = vmpt_perf_write_event(w, &h);
+			break;
+		}
 		case VMPT_PERF_RECORD_ID_INDEX:
 			ret = 0;	/* the writer makes its own */
 			break;

@@ -31,6 +31,9 @@
  */
 #define MAX_LOOPS 100000
 
+/* Blocks walked into one vmpt_flow_next_items batch at most. */
+#define FLOW_BATCH 64
+
 enum want { W_TNT, W_TIP, W_PGD, W_FUP };
 enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
 
@@ -96,6 +99,10 @@ struct vmpt_flow {
 	 * host code is looked up under it instead of PIP's CR3; 0: unset.
 	 */
 	uint64_t host_space;
+	/* The same for guest code (vmpt_flow_set_guest_space): the guest
+	 * task the guest's sideband says runs; 0: PIP's CR3.
+	 */
+	uint64_t guest_space;
 	/* Events that wait for their FUP (enum fup_bound) and their
 	 * payloads; want_fup: the packet right after must be that FUP.
 	 */
@@ -141,8 +148,13 @@ struct vmpt_flow {
 	struct vmpt_run *rec;
 	/* A run may start here: new TNT bits, or the last run ended. */
 	uint8_t memo_try;
-	/* What vmpt_flow_next_items hands out when it is not a run. */
-	struct vmpt_flow_item one;
+	/* What vmpt_flow_next_items hands out when it is not a run: blocks
+	 * of the hot path while their time stays that of the last item
+	 * handed out (last_time, when have_last).
+	 */
+	uint8_t have_last;
+	uint64_t last_time;
+	struct vmpt_flow_item batch[FLOW_BATCH];
 };
 
 static const char *const event_names[VMPT_EV_COUNT] = {
@@ -191,8 +203,11 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 		vmpt_flow_free(dec);
 		return NULL;
 	}
-	vmpt_pkt_decoder_init(&dec->pd, config->begin,
-			      (size_t)(config->end - config->begin));
+	if (config->n_parts)
+		vmpt_pkt_decoder_init_parts(&dec->pd, config->parts, config->n_parts);
+	else
+		vmpt_pkt_decoder_init(&dec->pd, config->begin,
+				      (size_t)(config->end - config->begin));
 	vmpt_last_ip_init(&dec->lip);
 	vmpt_time_init(&dec->time, config->tsc_ctc_ratio_n,
 		       config->tsc_ctc_ratio_d, config->mtc_period,
@@ -368,8 +383,9 @@ static void update_asid(struct vmpt_flow *dec)
 	if (dec->have_nr)
 		machine = !dec->nr ? VMPT_MACHINE_HOST :
 			  dec->have_vmcs ? dec->vmcs : VMPT_MACHINE_GUEST;
-	uint64_t cr3 = dec->host_space && !(dec->have_nr && dec->nr) ?
-		       dec->host_space : dec->have_nr ? dec->cr3 : VMPT_ASID_ANY;
+	int guest = dec->have_nr && dec->nr;
+	uint64_t space = guest ? dec->guest_space : dec->host_space;
+	uint64_t cr3 = space ? space : dec->have_nr ? dec->cr3 : VMPT_ASID_ANY;
 
 	if (machine != dec->asid.machine || cr3 != dec->asid.cr3) {
 		dec->asid.machine = machine;
@@ -456,6 +472,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret >= 0)
+			vmpt_time_seen(&dec->time, pkt.type);
 		if (ret < 0) {
 			dec->pkt_off = off;
 			/* A buffer that fills up ends in a PSB+ often; status
@@ -493,6 +511,8 @@ static int psb_plus(struct vmpt_flow *dec)
 		case VMPT_PKT_CYC:
 		case VMPT_PKT_CBR:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 1);
 			break;
 		case VMPT_PKT_TNT8:
@@ -685,10 +705,10 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 					  VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
 				p++;
 			if (p != dec->pd.pos)
-				dec->pkt_off = (uint64_t)(p - 1 - dec->pd.begin);
+				dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
 			dec->pd.pos = p;
 			if (p < end && (uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
-				dec->pkt_off = (uint64_t)(p - dec->pd.begin);
+				dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
 				dec->pd.pos = p + 1;
 				dec->tnt_bits = e >> 24;
 				dec->tnt_n = (e >> 16) & 0xff;
@@ -704,6 +724,7 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		if (ret < 0)
 			return ret;
 		dec->pkt_off = off;
+		vmpt_time_seen(&dec->time, pkt.type);
 		if (!after_fup)
 			vmpt_cycles_seen(&dec->cyc, pkt.type);
 		if (dec->want_fup && pkt.type != VMPT_PKT_PAD) {
@@ -852,6 +873,8 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 		case VMPT_PKT_MTC:
 		case VMPT_PKT_CYC:
 			vmpt_time_update(&dec->time, &pkt);
+			if (dec->time.calib_pending)
+				vmpt_time_calibrate(&dec->time, &dec->pd);
 			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0);
 			break;
 		default:
@@ -1367,6 +1390,13 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 	dec->rec = NULL;
 }
 
+void vmpt_flow_set_guest_space(struct vmpt_flow *dec, uint64_t space)
+{
+	dec->guest_space = space;
+	update_asid(dec);
+	dec->rec = NULL;
+}
+
 void vmpt_flow_count_on(struct vmpt_flow *dec, const struct vmpt_flow *from)
 {
 	dec->cyc = from->cyc;
@@ -1379,13 +1409,14 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 {
 	if (vmpt_pkt_seek(&dec->pd, offset) < 0)
 		return -VMPT_ERR_EOS;
-	dec->pd.sync = NULL;
+	dec->pd.sync = UINT64_MAX;
 	dec->synced = 0;
 	dec->enabled = 0;
 	dec->resync = 0;
 	dec->stopping = 0;
 	dec->cfg.stop_offset = stop;
 	dec->qh = dec->qn = 0;
+	dec->have_last = 0;	/* the caller sets the space anew */
 	reset_flow_state(dec);
 	/* What the trace said before belongs to another piece: start as a
 	 * new decoder does, in the host.
@@ -1680,6 +1711,7 @@ void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
 	dec->block_time = dec->time.tsc;
 	dec->sec = NULL;
 	dec->rec = NULL;
+	dec->have_last = 0;
 	update_asid(dec);
 }
 
@@ -1693,19 +1725,50 @@ int vmpt_flow_enabled(const struct vmpt_flow *dec)
 	return dec->enabled;
 }
 
+/* Can walk_fast take the next block (next_item's test)? */
+static inline int on_hot_path(const struct vmpt_flow *dec)
+{
+	return dec->qh == dec->qn && !dec->play &&
+	       (dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
+	       dec->enabled && !dec->stopping;
+}
+
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n)
 {
-	int ret = next_item(dec, &dec->one, 1);
+	struct vmpt_flow_item *b = dec->batch;
+	int ret = next_item(dec, b, 1);
+	size_t k = 1;
 
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
 		*items = play_run(dec, n);
+		dec->last_time = (*items)[*n - 1].time;
+		dec->have_last = 1;
 		return 0;
 	}
-	*items = &dec->one;
-	*n = 1;
+	/* More blocks in one call: the caller may set the host address
+	 * space by each item's time (vmpt_flow_set_host_space), which then
+	 * applies from the next item on; a block walked before the caller
+	 * saw the one before it is the same only while the time has not
+	 * changed since the last item handed out.
+	 */
+	if (b[0].kind == VMPT_FLOW_BLOCK && dec->have_last) {
+		while (k < FLOW_BATCH && b[k - 1].time == dec->last_time && on_hot_path(dec)) {
+			ret = walk_fast(dec, &b[k], 1);
+			if (ret != 1) {
+				if (!ret)
+					dec->rec = NULL;	/* as next_item */
+				break;
+			}
+			k++;
+		}
+	}
+	dec->last_time = b[k - 1].time;
+	dec->have_last = 1;
+	*items = b;
+	*n = k;
 	return 0;
 }
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The memory image: sections of code keyed by address space. */
 #include "vmpt/image.h"
+#include "vmpt/debug_file.h"
+#include "vmpt/demangle.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/path.h"
@@ -43,15 +45,25 @@ struct vmpt_image {
 	size_t n_files;
 	void **owned;
 	size_t n_owned;
+	unsigned no_demangle;		/* VMPT_IMAGE_DEMANGLE* bits off */
+	int loading_kernel;		/* perf demangles kernel names apart */
 };
 
 struct vmpt_image *vmpt_image_new(void)
 {
 	struct vmpt_image *img = calloc(1, sizeof(struct vmpt_image));
 
-	if (img)
+	/* perf's defaults: --demangle on, --demangle-kernel off. */
+	if (img) {
+		img->no_demangle = VMPT_IMAGE_DEMANGLE_KERNEL;
 		pthread_mutex_init(&img->sort_lock, NULL);
+	}
 	return img;
+}
+
+void vmpt_image_set_demangle(struct vmpt_image *img, unsigned which)
+{
+	img->no_demangle = ~which & (VMPT_IMAGE_DEMANGLE | VMPT_IMAGE_DEMANGLE_KERNEL);
 }
 
 void vmpt_image_free(struct vmpt_image *img)
@@ -327,6 +339,18 @@ int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
 	return done ? (int)done : -VMPT_ERR_NO_IMAGE;
 }
 
+const struct vmpt_file *vmpt_image_section_file(const struct vmpt_image *img,
+					       const struct vmpt_section *sec)
+{
+	for (size_t i = 0; i < img->n_files; i++) {
+		const struct vmpt_file *f = img->files[i];
+
+		if (sec->data >= f->data && sec->data - f->data < (ptrdiff_t)f->size)
+			return f;
+	}
+	return NULL;
+}
+
 size_t vmpt_image_count(const struct vmpt_image *img)
 {
 	return img->n;
@@ -594,8 +618,22 @@ static size_t best_symbols(struct bound_symbol *v, size_t n, struct vmpt_symbol 
 	return k;
 }
 
+/* The name perf shows for a symbol: demangled, unless told not to; NULL:
+ * no memory.
+ */
+static const char *shown_name(struct vmpt_image *img, const char *raw)
+{
+	unsigned bit = img->loading_kernel ? VMPT_IMAGE_DEMANGLE_KERNEL :
+					     VMPT_IMAGE_DEMANGLE;
+	char *d = img->no_demangle & bit ? NULL : vmpt_demangle(raw);
+
+	if (!d)
+		return raw;
+	return own(img, d) < 0 ? NULL : d;
+}
+
 /* Function symbols of .symtab (or .dynsym), moved by bias; names point
- * into the mapped file.
+ * into the mapped file (or are demangled copies).
  */
 static int elf_symbols(struct vmpt_image *img, Elf *elf,
 		       const struct vmpt_file *f, uint64_t bias,
@@ -648,8 +686,13 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 			continue;
 		bind[n].sym.addr = s.st_value + bias;
 		bind[n].sym.size = s.st_size;
-		bind[n].sym.name = str + s.st_name;
+		bind[n].sym.name = shown_name(img, str + s.st_name);
+		if (!bind[n].sym.name) {
+			free(bind);
+			return -VMPT_ERR_NOMEM;
+		}
 		bind[n].bind = GELF_ST_BIND(s.st_info);
+		bind[n].sym.binding = (uint8_t)bind[n].bind;
 		n++;
 	}
 	n = best_symbols(bind, n, syms);
@@ -712,8 +755,11 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf,
 			return 0;
 		first = psh.sh_addr + 16;
 	}
+	/* perf synthesizes PLT symbols from .dynsym only: a static
+	 * binary's .rela.plt (its ifuncs, linked to .symtab) makes none.
+	 */
 	dyn = elf_getscn(elf, rsh.sh_link);
-	if (!dyn || !gelf_getshdr(dyn, &dsh) ||
+	if (!dyn || !gelf_getshdr(dyn, &dsh) || dsh.sh_type != SHT_DYNSYM ||
 	    !gelf_getshdr(elf_getscn(elf, dsh.sh_link), &ssh))
 		return 0;
 	rdata = elf_getdata(rela, NULL);
@@ -725,69 +771,41 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf,
 	for (size_t i = 0; i < count; i++) {
 		GElf_Rela r;
 		GElf_Sym sym;
-		char name[256];
+		char name[1024];	/* perf's sympltname: longer names are cut */
 		const char *nm;
 
 		if (!gelf_getrela(rdata, (int)i, &r) ||
 		    !gelf_getsym(ddata, (int)GELF_R_SYM(r.r_info), &sym) ||
 		    sym.st_name >= strsize)
 			continue;
-		nm = (const char *)sdata->d_buf + sym.st_name;
+		nm = shown_name(img, (const char *)sdata->d_buf + sym.st_name);
+		if (!nm)
+			break;
 		snprintf(name, sizeof(name), "%s@plt", nm);
 		syms[n].name = own_str(img, name);
 		if (!syms[n].name)
 			break;
 		syms[n].addr = first + i * 16 + bias;
 		syms[n].size = 16;
+		syms[n].binding = STB_GLOBAL;	/* perf's PLT symbols are */
 		n++;
 	}
 	return n;
 }
 
-/* The GNU build-id of an ELF file, as hex; 0 or -VMPT_ERR_NOT_FOUND. */
-static int elf_build_id(Elf *elf, char *hex, size_t cap)
-{
-	Elf_Scn *scn = NULL;
-	GElf_Shdr sh;
-
-	while ((scn = elf_nextscn(elf, scn))) {
-		Elf_Data *data;
-		GElf_Nhdr nh;
-		size_t off = 0, name_off, desc_off;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		data = elf_getdata(scn, NULL);
-		while (data && (off = gelf_getnote(data, off, &nh, &name_off, &desc_off))) {
-			const uint8_t *desc = (const uint8_t *)data->d_buf + desc_off;
-
-			if (nh.n_type != NT_GNU_BUILD_ID || nh.n_namesz != 4 ||
-			    memcmp((const char *)data->d_buf + name_off, "GNU", 4) ||
-			    nh.n_descsz * 2 + 1 > cap || nh.n_descsz < 2)
-				continue;
-			for (size_t i = 0; i < nh.n_descsz; i++)
-				snprintf(hex + 2 * i, 3, "%02x", desc[i]);
-			return 0;
-		}
-	}
-	return -VMPT_ERR_NOT_FOUND;
-}
-
-/* Symbols from the separate debug file (/usr/lib/debug/.build-id/xx/yyy.debug)
- * when the binary is stripped, as perf and gdb find them.
+/* Symbols from the separate debug file when the binary is stripped, where
+ * perf and gdb find it (vmpt/debug_file.h).
  */
-static int debug_symbols(struct vmpt_image *img, Elf *elf, uint64_t bias,
-			 struct vmpt_symbol **syms, size_t *n_syms)
+static int debug_symbols(struct vmpt_image *img, const struct vmpt_file *f,
+			 uint64_t bias, struct vmpt_symbol **syms, size_t *n_syms)
 {
 	const struct vmpt_file *df;
-	char id[129], path[4096];
+	char path[4096];
 	Elf *delf;
 	int ret;
 
-	if (elf_build_id(elf, id, sizeof(id)) < 0)
-		return 0;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", id, id + 2);
-	if (map_file(img, NULL, path, &df) < 0)
+	if (vmpt_debug_file_find(f->path, f->data, f->size, VMPT_DEBUG_SYMTAB, path,
+				 sizeof(path)) < 0 || map_file(img, NULL, path, &df) < 0)
 		return 0;	/* no debug file: fine */
 	delf = elf_memory((char *)df->data, df->size);
 	if (!delf)
@@ -844,7 +862,7 @@ static int file_symbols(struct vmpt_image *img, Elf *elf, const struct vmpt_file
 		}
 	}
 	n_plt = plt_count(elf, f, &rela, &rsh);
-	ret = debug_symbols(img, elf, 0, &syms, &n_syms);
+	ret = debug_symbols(img, f, 0, &syms, &n_syms);
 	if (ret == 0 && !n_syms)
 		ret = elf_symbols(img, elf, f, 0, &syms, &n_syms);
 	if (ret < 0)
@@ -856,7 +874,11 @@ static int file_symbols(struct vmpt_image *img, Elf *elf, const struct vmpt_file
 		return ret;
 	if (n_syms)
 		memcpy(all, syms, n_syms * sizeof(*all));
-	n_syms += plt_symbols(img, elf, f, 0, all + n_syms);
+	/* perf's dso__load names the PLT only when the symbol table gave
+	 * it some symbol (a stripped PIE's .dynsym may define none).
+	 */
+	if (n_syms)
+		n_syms += plt_symbols(img, elf, f, 0, all + n_syms);
 	qsort(all, n_syms, sizeof(*all), cmp_sym);
 	fixup_sizes(all, n_syms);
 	p = realloc(img->parsed, (img->n_parsed + 1) * sizeof(*p));
@@ -971,9 +993,15 @@ int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid)
 {
 	struct placement pl = { PLACE_LINK, 0, 0, 0 };
+	int guest = asid && asid->machine != VMPT_MACHINE_HOST &&
+		    asid->machine != VMPT_ASID_ANY;
+	int ret;
 
-	return add_elf_segments(img, NULL, path, &pl, 0, asid, "[kernel.kallsyms]",
-				NULL, NULL);
+	img->loading_kernel = 1;
+	ret = add_elf_segments(img, NULL, path, &pl, 0, asid, guest ?
+			       "[guest.kernel.kallsyms]" : "[kernel.kallsyms]", NULL, NULL);
+	img->loading_kernel = 0;
+	return ret;
 }
 
 int vmpt_image_add_elf_map(struct vmpt_image *img, const char *path,
@@ -1055,6 +1083,7 @@ static int read_kallsyms(struct vmpt_image *img, const char *dir,
 		}
 		syms[n].addr = addr;
 		syms[n].size = 0;
+		syms[n].binding = type == 't' ? STB_LOCAL : type == 'T' ? STB_GLOBAL : STB_WEAK;
 		syms[n].name = own_str(img, name);
 		if (!syms[n].name) {
 			free(syms);

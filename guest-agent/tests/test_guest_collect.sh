@@ -119,7 +119,7 @@ if [ -x "$PD_LIST" ]; then
 	check "vmpt's reader: TIME_CONV" grep -q "PERF_RECORD_TIME_CONV" "$W/pd.out"
 fi
 check "the command's binary is in the sysroot" cmp -s "$W/bin/vmpt-probe" "$G/root$W/bin/vmpt-probe"
-libc=$(grep -oE 'r-xp (/usr)?/lib/x86_64-linux-gnu/libc\.so\.6$' "$W/script.out" | head -1 | cut -d' ' -f2)
+libc=$(grep -m1 -oE 'r-xp (/usr)?/lib/x86_64-linux-gnu/libc\.so\.6$' "$W/script.out" | cut -d' ' -f2)
 check "libc ($libc) is in the sysroot" cmp -s "$libc" "$G/root$libc"
 check "the vdso is an ELF image" test "$(head -c4 "$G/vdso" | od -An -c | tr -d ' ')" = '177ELF'
 check "collect summary" grep -qE "^guest: [0-9]+ files \([0-9]+ bytes\) in $W/rec/guest, [0-9]+ missing, 0 rejected$" "$W/collect.out"

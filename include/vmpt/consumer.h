@@ -25,6 +25,14 @@ struct vmpt_task {
 	int cpu, pid, tid;
 	const char *comm;
 	uint64_t space;	/* host address space of pid (VMPT_ASID_PID), 0: any */
+	/* The guest task on the vCPU this host thread runs (a VM recording
+	 * with the guest's sideband, vmpt/guest_tasks.h): machine_pid > 0
+	 * then, the QEMU process, as perf's sample machine_pid.
+	 */
+	int machine_pid, vcpu;
+	int guest_pid, guest_tid;
+	const char *guest_comm;
+	uint64_t guest_space;	/* vmpt_guest_space(), 0: any */
 };
 
 /* The mapping (MMAP) an address is in, for naming code whose binary is
@@ -47,9 +55,13 @@ struct vmpt_buffer_ref {
 	 * buffers before it (perf's PSB offsets count so).
 	 */
 	uint64_t queue_offset;
+	/* Of its first byte in the decoder's stream (items' offsets count
+	 * from the stream's first byte): 0 but in a run of buffers.
+	 */
+	uint64_t stream_offset;
 	int cpu;		/* -1: not per-cpu */
-	/* 1: it continues the stream's previous buffer (perf's snapshot
-	 * overlap handling found it consecutive): nothing is restarted.
+	/* 1: it continues the stream's previous buffer (a queue's buffers,
+	 * one after another, decoded as one stream): nothing is restarted.
 	 */
 	int consecutive;
 };

@@ -11,6 +11,7 @@
 #define VMPT_FLOW_H
 
 #include "vmpt/image.h"
+#include "vmpt/packet.h"
 #include "vmpt/tsc_patch.h"
 
 #include <stddef.h>
@@ -173,6 +174,13 @@ enum vmpt_retcomp {
 
 struct vmpt_flow_config {
 	const uint8_t *begin, *end;	/* the trace */
+	/* Or the trace in n_parts > 0 parts (a queue's consecutive buffers,
+	 * kept by the caller): one stream, a packet cut at a part's end
+	 * goes on in the next; offsets (items', stop_offset, tsc_patches)
+	 * count from the first part's first byte.
+	 */
+	const struct vmpt_pkt_part *parts;
+	size_t n_parts;
 	const struct vmpt_image *image;
 	/* Return compression (enum vmpt_retcomp).  The trace itself tells a
 	 * compressed RET (a TNT bit pending when the walk meets it) from one
@@ -243,6 +251,14 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop);
  * to PIP's CR3.  Guest code is unaffected.
  */
 void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space);
+
+/* The same for guest code (PIP.NR set): the guest task the guest's own
+ * sideband says runs (vmpt/guest_tasks.h) looks its user code up under
+ * cr3 = space (vmpt_guest_space()); 0 goes back to PIP's CR3.  Host code
+ * is unaffected.  Set it at a guest context switch, before the items
+ * after it are decoded.
+ */
+void vmpt_flow_set_guest_space(struct vmpt_flow *dec, uint64_t space);
 
 /* Count cycles for IPC on from where from's count is, as perf's decoder
  * does over the buffers of one queue (a CPU's, a thread's).

@@ -73,6 +73,7 @@ static inline int vmpt_asid_match(const struct vmpt_asid *want,
 struct vmpt_symbol {
 	uint64_t addr, size;
 	const char *name;
+	uint8_t binding;	/* ELF's STB_*: 0 local, 1 global, 2 weak */
 };
 
 /* A contiguous run of code bytes at a virtual address. */
@@ -101,6 +102,14 @@ struct vmpt_image;
 struct vmpt_image *vmpt_image_new(void);
 void vmpt_image_free(struct vmpt_image *img);
 
+/* Which symbol names vmpt_image_add_* demangle (C++, Rust), as perf's
+ * --demangle (default on) and --demangle-kernel (default off); applies to
+ * files added after the call.
+ */
+#define VMPT_IMAGE_DEMANGLE		1u
+#define VMPT_IMAGE_DEMANGLE_KERNEL	2u
+void vmpt_image_set_demangle(struct vmpt_image *img, unsigned which);
+
 /* Base for vmpt_image_add_elf meaning "at the addresses the file says". */
 #define VMPT_ELF_LINK_ADDR UINT64_MAX
 
@@ -114,8 +123,9 @@ int vmpt_image_add_elf(struct vmpt_image *img, const char *path, uint64_t base,
 		       const struct vmpt_asid *asid);
 
 /* Add a kernel image (vmlinux) at its link addresses, its code named
- * "[kernel.kallsyms]" as perf names the kernel it was given with --vmlinux.
- * Errors as vmpt_image_add_elf.
+ * "[kernel.kallsyms]" as perf names the kernel it was given with --vmlinux
+ * (a guest's, asid->machine a guest: "[guest.kernel.kallsyms]", as
+ * --guestvmlinux).  Errors as vmpt_image_add_elf.
  */
 int vmpt_image_add_vmlinux(struct vmpt_image *img, const char *path,
 			   const struct vmpt_asid *asid);
@@ -184,6 +194,11 @@ const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
  */
 int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
 		    uint64_t vaddr, uint8_t *buf, size_t size);
+
+/* The file sec's bytes were read from (NULL: a buffer's copy). */
+struct vmpt_file;
+const struct vmpt_file *vmpt_image_section_file(const struct vmpt_image *img,
+					       const struct vmpt_section *sec);
 
 size_t vmpt_image_count(const struct vmpt_image *img);
 const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,

@@ -28,6 +28,7 @@ struct vmpt_itrace {
 	unsigned transactions : 1;	/* x */
 	unsigned ptwrites : 1;		/* w */
 	unsigned pwr_events : 1;	/* p: psb, cbr, mwait, pwre, exstop, pwrx */
+	unsigned intr_events : 1;	/* I: Event Trace (evt) */
 	unsigned other_events : 1;	/* o */
 	unsigned errors : 1;		/* e */
 	unsigned callchain : 1;		/* g[N] */
@@ -43,14 +44,14 @@ struct vmpt_itrace {
 };
 
 /* What perf script synthesizes without --itrace: calls, transactions,
- * ptwrites, power events (psb, cbr) and errors.
+ * ptwrites, power events (psb, cbr), Event Trace and errors.
  */
 void vmpt_itrace_default(struct vmpt_itrace *it);
 
 /* Parse LETTERS as perf 6.1 does: "i100us", "cr", "e-o", "g32", "s5",
  * "i5" (nanoseconds).  0, or -VMPT_ERR_INVAL with err saying which letter
  * or period is wrong; -VMPT_ERR_UNSUPPORTED for letters perf knows that
- * vmpt does not do (d, q, A, I, G, L), err naming the letter.
+ * vmpt does not do (d, q, A, G, L), err naming the letter.
  */
 int vmpt_itrace_parse(const char *s, struct vmpt_itrace *it, char *err, size_t errlen);
 

@@ -157,22 +157,54 @@ int vmpt_last_ip_query(const struct vmpt_last_ip *lip, uint64_t *ip);
 enum vmpt_ipc vmpt_last_ip_compress(const struct vmpt_last_ip *lip, uint64_t ip,
 				    uint64_t *payload);
 
-/* A stream decoder: walks packets of one buffer with sync to PSBs. */
+/* A trace in parts: a queue's consecutive buffers, one stream of packets
+ * (a packet cut at a part's end goes on in the next).
+ */
+struct vmpt_pkt_part {
+	const uint8_t *begin, *end;
+};
+
+/* A stream decoder: walks packets of one buffer, or of a trace in parts,
+ * with sync to PSBs.  Offsets count from the stream's first byte.
+ */
 struct vmpt_pkt_decoder {
-	const uint8_t *begin, *end, *pos;
-	const uint8_t *sync;	/* the PSB we last synced to, or NULL */
+	/* The bytes at hand: a part, or the seam (the last bytes of a part
+	 * and the first of the next, copied together); base is the stream
+	 * offset of begin.  Packets at limit and on are read after moving
+	 * on (vmpt_pkt_next does): the seam, or the next part.
+	 */
+	const uint8_t *begin, *end, *pos, *limit;
+	uint64_t base;
+	uint64_t sync;		/* offset of the PSB we last synced to, or UINT64_MAX */
 	unsigned ctx;		/* enum vmpt_pkt_ctx */
+	/* In parts (n_parts 0: one buffer): the part at hand (the one the
+	 * seam's first bytes are of), and its offset.
+	 */
+	const struct vmpt_pkt_part *parts;
+	size_t n_parts, part;
+	uint64_t part_base;
+	uint8_t seam[2 * VMPT_PKT_MAX_SIZE];
 };
 
 void vmpt_pkt_decoder_init(struct vmpt_pkt_decoder *dec, const uint8_t *buf,
 			   size_t size);
+/* The same over n parts (kept by the caller). */
+void vmpt_pkt_decoder_init_parts(struct vmpt_pkt_decoder *dec,
+				 const struct vmpt_pkt_part *parts, size_t n);
+
+/* Go on past limit: to the seam or the next part (inline callers that
+ * read dec->pos themselves call it when pos >= limit).
+ */
+void vmpt_pkt_move_on(struct vmpt_pkt_decoder *dec);
 
 /* Move to the next PSB at or after the current position (past the one we
  * are synced to).  Returns 0 or -VMPT_ERR_EOS when there is none.
  */
 int vmpt_pkt_sync_forward(struct vmpt_pkt_decoder *dec);
 
-/* Move to an offset without syncing (the caller knows it is a packet start). */
+/* Move to an offset without syncing (the caller knows it is a packet start);
+ * 0, or -VMPT_ERR_INVAL past the end.
+ */
 int vmpt_pkt_seek(struct vmpt_pkt_decoder *dec, uint64_t offset);
 
 /* Decode the packet at the current position and step past it.  Returns the
@@ -182,7 +214,7 @@ int vmpt_pkt_next(struct vmpt_pkt_decoder *dec, struct vmpt_packet *pkt);
 
 static inline uint64_t vmpt_pkt_offset(const struct vmpt_pkt_decoder *dec)
 {
-	return (uint64_t)(dec->pos - dec->begin);
+	return dec->base + (uint64_t)(dec->pos - dec->begin);
 }
 
 /* Find the first PSB at or after pos; NULL if none. */

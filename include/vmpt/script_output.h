@@ -36,6 +36,8 @@ enum vmpt_script_field {
 	VMPT_F_IPC = 1 << 12, VMPT_F_PERIOD = 1 << 13, VMPT_F_CALLINDENT = 1 << 14,
 	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
 	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
+	VMPT_F_MACHINE_PID = 1 << 20, VMPT_F_VCPU = 1 << 21, VMPT_F_VMCS = 1 << 22,
+	VMPT_F_SRCLINE = 1 << 23,
 };
 
 /* perf's output types of Intel PT samples: instructions, branches and
@@ -65,7 +67,7 @@ const char *vmpt_script_field_name(size_t i);
 enum vmpt_script_event {
 	VMPT_SE_INSTRUCTIONS, VMPT_SE_BRANCHES, VMPT_SE_TRANSACTIONS,
 	VMPT_SE_PTWRITE, VMPT_SE_CBR, VMPT_SE_PSB, VMPT_SE_MWAIT, VMPT_SE_PWRE,
-	VMPT_SE_EXSTOP, VMPT_SE_PWRX, VMPT_SE_COUNT
+	VMPT_SE_EXSTOP, VMPT_SE_PWRX, VMPT_SE_EVT, VMPT_SE_COUNT
 };
 
 /* perf script's sample filters (-C, --pid, --tid, --comm, --dsos,
@@ -80,6 +82,31 @@ struct vmpt_script_filter {
 	size_t ncomms, ndsos, nsyms;
 	const uint64_t *time_from, *time_to;	/* --time: ranges, ns, to 0: open */
 	size_t ntimes;
+};
+
+/* A sample as perf synthesizes it, handed to vmpt_script_opts.sample_fn
+ * instead of printed (vmpt export): what perf's scripts get.
+ */
+struct vmpt_script_sample {
+	enum vmpt_script_event ev;
+	const struct vmpt_task *task;	/* who ran it (the host's thread) */
+	uint64_t ip, addr;		/* 0: none (trace start, end) */
+	uint64_t time;			/* TSC (vmpt_script_time: perf's ns) */
+	uint64_t period;
+	uint32_t flags;			/* perf's PERF_IP_FLAG_* */
+	unsigned insn_len;		/* of the instruction at ip */
+	int guest, addr_guest;		/* machine of ip, of addr: 1 a guest */
+	uint64_t vmcs;			/* the guest's VMCS (0: unknown) */
+	const struct vmpt_section *sec, *addr_sec;	/* code of ip, addr */
+	uint64_t insn_cnt, cyc_cnt;	/* perf's sample insn_cnt, cyc_cnt (IPC) */
+	uint64_t trace_nr;		/* perf's trace number (thread stacks) */
+	uint64_t insns;			/* instructions of the stream so far */
+	unsigned cbr;			/* the core:bus ratio now (cbr samples) */
+	/* Not a sample but a decoding error (--itrace e; ev VMPT_SE_COUNT):
+	 * a negative vmpt_err at ip, time, and the trace's file offset.
+	 */
+	int err;
+	uint64_t offset;
 };
 
 struct vmpt_script_opts {
@@ -119,6 +146,9 @@ struct vmpt_script_opts {
 	 */
 	int show_task, show_mmap, show_switch, show_lost;
 	struct vmpt_script_filter filter;
+	/* Samples go here instead of being printed (NULL: printed). */
+	void (*sample_fn)(void *ctx, const struct vmpt_script_sample *smp);
+	void *sample_ctx;
 };
 
 /* perf script's defaults: --itrace=cewxpo (vmpt_itrace_default), the

@@ -76,9 +76,15 @@ struct vmpt_session_opts {
 	 */
 	const char *symfs;
 	FILE *warn;	/* warnings (a binary's build-id differs), or NULL */
+	/* A VM recording with the guest's sideband (guest/perf.data): 0
+	 * follows the guest's tasks (their names, their user code from
+	 * guest/root), 1 reads guest code as any guest process's.
+	 */
+	int no_guest_tasks;
 	struct vmpt_progress progress;	/* of vmpt_session_decode */
 };
 struct vmpt_corr;
+struct vmpt_guest_tasks;
 
 struct vmpt_session {
 	struct vmpt_session_opts opts;
@@ -112,6 +118,8 @@ struct vmpt_session {
 	int have_info;
 	/* A VM recording's correlation (guest TSC -> host TSC), or NULL. */
 	struct vmpt_corr *corr;
+	/* The guest's tasks on the host's time line, or NULL. */
+	struct vmpt_guest_tasks *guest;
 	char errmsg[600];	/* after a failure: what, naming the file */
 };
 

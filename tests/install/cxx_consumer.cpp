@@ -9,6 +9,7 @@
 #include "vmpt/image.h"
 #include "vmpt/packet.h"
 #include "vmpt/perf_data.h"
+#include "vmpt/report.h"
 #include "vmpt/script_output.h"
 #include "vmpt/session.h"
 

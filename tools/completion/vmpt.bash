@@ -31,6 +31,14 @@ _vmpt()
 		compopt -o nospace 2>/dev/null
 		return
 		;;
+	--sort)
+		# vmpt report's keys, after the last comma
+		head=""
+		case $cur in *,*) head=${cur%,*},; cur=${cur##*,} ;; esac
+		COMPREPLY=($(compgen -P "$head" -W "machine comm pid tid dso sym" -- "$cur"))
+		compopt -o nospace 2>/dev/null
+		return
+		;;
 	--itrace)
 		# perf's letters: one more after what is typed
 		COMPREPLY=($(compgen -P "$cur" -W "i b c r x w p e d f m t a g l s q o I E Z" -- ""))

@@ -332,14 +332,21 @@ static int load_symbols(struct synth_image *img, Elf *elf)
 			const char *name;
 			uint64_t va;
 
+			int ifunc;
+
+			/* perf names code by IFUNC symbols too (an ifunc's
+			 * resolver); the walk's functions stay the FUNCs.
+			 */
 			if (!gelf_getsym(d, (int)i, &sym) ||
-			    GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+			     GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC) ||
 			    sym.st_shndx == SHN_UNDEF || !sym.st_value)
 				continue;
+			ifunc = GELF_ST_TYPE(sym.st_info) == STT_GNU_IFUNC;
 			va = sym.st_value + img->base;
 			if (!in_code(img, va))
 				continue;
-			if ((ret = add_func(img, &cap, va)))
+			if (!ifunc && (ret = add_func(img, &cap, va)))
 				return ret;
 			name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (name && (ret = add_sym(img, &sym_cap, va, sym.st_size,

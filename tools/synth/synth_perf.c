@@ -11,6 +11,7 @@
 #include "synth_guest.h"
 #include "synth_perf.h"
 #include "vmpt/error.h"
+#include "vmpt/packet.h"
 #include "vmpt/perf_data.h"
 
 #include <errno.h>
@@ -382,6 +383,43 @@ static int write_header_records(struct vmpt_perf_writer *pw,
 	return ret;
 }
 
+/* A trace as perf record writes it: one AUXTRACE buffer, or (aux_buffer)
+ * buffers that continue one another, each of the first packets that
+ * reach aux_buffer bytes (the AUX head moves with whole packets: the
+ * hardware has flushed them when the kernel reads it), padded by the
+ * writer.
+ */
+static int write_trace(struct vmpt_perf_writer *pw, const struct synth_perf_params *pp,
+		       const uint8_t *data, size_t len, uint64_t reference, uint32_t idx,
+		       uint32_t tid, uint32_t cpu)
+{
+	struct vmpt_pkt_decoder pd;
+	struct vmpt_packet pkt;
+	uint64_t from = 0;
+
+	if (!pp->aux_buffer)
+		return vmpt_perf_write_auxtrace(pw, data, len, 0, reference, idx, tid, cpu);
+	vmpt_pkt_decoder_init(&pd, data, len);
+	while (from < len) {
+		uint64_t to = from;
+		int ret;
+
+		while (to < len && to - from < pp->aux_buffer) {
+			if (vmpt_pkt_next(&pd, &pkt) < 0) {
+				to = len;	/* no packets (--corrupt): the rest */
+				break;
+			}
+			to = vmpt_pkt_offset(&pd);
+		}
+		ret = vmpt_perf_write_auxtrace(pw, data + from, to - from, from, reference,
+					       idx, tid, cpu);
+		if (ret)
+			return ret;
+		from = to;
+	}
+	return 0;
+}
+
 /* perf record -S: each snapshot as an AUX record (overwrite mode) and the
  * AUXTRACE buffer perf read, with the TSC of the read as reference.
  */
@@ -463,9 +501,8 @@ static int write_single(struct vmpt_perf_writer *pw,
 	if ((ret = vmpt_perf_write_record(pw, &ev)) ||
 	    /* The reference is the TSC when perf read the buffer: after
 	     * its last packet (perf's VM time correlation relies on it). */
-	    (ret = vmpt_perf_write_auxtrace(pw, pt->buf, pt->len, 0,
-					    pt->tsc + 1, 0, pp->pid,
-					    UINT32_MAX)))
+	    (ret = write_trace(pw, pp, pt->buf, pt->len, pt->tsc + 1, 0, pp->pid,
+			       UINT32_MAX)))
 		return ret;
 	return vmpt_perf_write_finished_round(pw);
 }
@@ -517,10 +554,8 @@ static int write_threaded(struct vmpt_perf_writer *pw,
 			continue;
 		if ((ret = write_aux(pw, pp, s, i,
 				     tsc_to_ns(tc, s->pt.tsc) + 1000)) ||
-		    (ret = vmpt_perf_write_auxtrace(pw, s->pt.buf, s->pt.len, 0,
-						    s->pt.tsc + 1, (uint32_t)i,
-						    (uint32_t)s->tid,
-						    (uint32_t)s->cpu)))
+		    (ret = write_trace(pw, pp, s->pt.buf, s->pt.len, s->pt.tsc + 1,
+				       (uint32_t)i, (uint32_t)s->tid, (uint32_t)s->cpu)))
 			return ret;
 	}
 	return vmpt_perf_write_finished_round(pw);

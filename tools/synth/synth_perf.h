@@ -14,6 +14,10 @@ struct synth_perf_params {
 	 * TSC rate (one TSC) */
 	const struct synth_grec *grec;
 	uint64_t time_mult, time_shift;
+	/* Each trace as AUXTRACE buffers of about this many bytes, cut at
+	 * packet ends (0: one buffer).
+	 */
+	uint64_t aux_buffer;
 };
 
 /* The PMU type perf record found for intel_pt: a dynamic type, here one

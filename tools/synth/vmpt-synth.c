@@ -76,6 +76,10 @@ static const char usage[] =
 "  --corrupt OFF[:BYTE],..  overwrite trace bytes (default 0x05, a reserved opcode)\n"
 "Output:\n"
 "  -o PREFIX  --no-perf  --tsc0 N  --pid N  -q\n"
+"  --aux-buffer N         perf.data: each trace as AUXTRACE buffers of about N\n"
+"                         bytes that continue one another (perf record reading\n"
+"                         the AUX area as it fills): cut at a packet's end, then\n"
+"                         padded with PADs to 8 bytes as perf record pads\n"
 "  --no-truth             skip PREFIX.insn/.branches (large traces for benchmarks)\n";
 
 struct opts {
@@ -85,7 +89,7 @@ struct opts {
 	uint64_t guest_from, guest_slice;
 	int vm, guest_code, no_perf, no_truth, quiet, vcpus, per_thread, cpus;
 	int guest_pm;
-	uint64_t freq_period;
+	uint64_t freq_period, aux_buffer;
 	double tsc_scale;
 	uint64_t seed, branches, irq_period, kernel_period, guest_period;
 	uint64_t entries_per_vcpu;
@@ -433,6 +437,7 @@ int main(int argc, char **argv)
 		{ "event", 0, 0, 'a' }, { "ptw", 0, 0, 'w' },
 		{ "fup-on-ptw", 0, 0, 'u' }, { "pwr-evt", 0, 0, 'y' },
 		{ "freq-period", 1, 0, 'z' }, { "guest-pm", 0, 0, 'i' },
+		{ "aux-buffer", 1, 0, 'A' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -487,7 +492,7 @@ int main(int argc, char **argv)
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
 		case 'h': case 'f': case 'p': case 't': case 'P': case 'U':
-		case 'j': case 'J': case 'z':
+		case 'j': case 'J': case 'z': case 'A':
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
 				return 2;
@@ -509,6 +514,7 @@ int main(int argc, char **argv)
 			case 'j': o.guest_from = v; break;
 			case 'J': o.guest_slice = v; break;
 			case 'z': o.freq_period = v; break;
+			case 'A': o.aux_buffer = v; break;
 			}
 			break;
 		default:
@@ -628,6 +634,7 @@ int main(int argc, char **argv)
 			.guest_code = o.guest_code,
 			.grec = o.grec ? &grec : NULL,
 			.time_mult = grec.time_mult, .time_shift = grec.time_shift,
+			.aux_buffer = o.aux_buffer,
 		};
 		char path[4096];
 

@@ -217,9 +217,15 @@ cp "$D/vmx-kernel" "$rec/kcore_dir/kcore"
 gc=$(printf '0x%x' $((0x555555554000 + 0x$(nm "$D/kvm-selftest" | awk '$3 == "guest_code" { print $1 }'))))
 grep -q "ip $gc offset 0x[0-9a-f]* code 5: Failed to get instruction" "$out/e" ||
 	fail "vm recording without guest/: guest code found in the host's image"
+# The host's sideband stands in for the guest's (the selftest's guest runs
+# the host program's code): no guest tasks to follow in it, its mappings
+# are any guest process's code (--no-guest-tasks; without it vmpt says
+# what the guest sideband lacks).
 cp "$out/t.perf.data" "$rec/guest/perf.data"
 cp "$D/kvm-selftest" "$rec/guest/root$D/kvm-selftest"
-"$VMPT" script -i "$rec" --itrace=i0ns -F ip | sed 's/^ *//' > "$out/vmpt"
+"$VMPT" script -i "$rec" --itrace=e > /dev/null 2> "$out/e" && fail "vm recording: guest tasks from the host's sideband"
+grep -q "guest/perf.data: offset 0x[0-9a-f]*: ID_INDEX: id 1 counts thread 4242 on any CPU, not whole CPUs: the guest was recorded per-thread" "$out/e" || fail "vm recording: $(cat "$out/e")"
+"$VMPT" script -i "$rec" --no-guest-tasks --itrace=i0ns -F ip | sed 's/^ *//' > "$out/vmpt"
 grep -v '^#' "$out/t.insn" > "$out/truth"
 cmp -s "$out/truth" "$out/vmpt" || fail "vm recording: differs from the truth"
 

@@ -1067,6 +1067,92 @@ static void test_encode_invalid(void **state)
 	assert_int_equal(vmpt_pkt_encode(buf, sizeof(buf), &pkt), -VMPT_ERR_INVAL);
 }
 
+/* A trace in parts decodes as the whole: the same packets at the same
+ * offsets, the same PSBs found, however it is cut (packets and PSBs cut
+ * in two, parts of a byte, empty parts).
+ */
+static void test_parts(void **state)
+{
+	static uint8_t t[6000];
+	static uint64_t off[3000], psbs[200];
+	static uint8_t type[3000];
+	struct vmpt_pkt_part parts[1200];
+	size_t len = 0, n = 0, n_psbs = 0;
+	uint64_t r = 0x9e3779b97f4a7c15ull;
+	struct vmpt_pkt_decoder dec;
+	struct vmpt_packet pkt;
+
+	(void)state;
+	while (len < sizeof(t) - 64) {
+		struct vmpt_packet in;
+		unsigned ty;
+
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		ty = (unsigned)(r % (VMPT_PKT_TYPE_COUNT + 4));
+		/* PSBs often; no block packets (their context is tested apart) */
+		if (ty >= VMPT_PKT_TYPE_COUNT)
+			ty = VMPT_PKT_PSB;
+		if (ty == VMPT_PKT_BBP || ty == VMPT_PKT_BIP || ty == VMPT_PKT_BEP)
+			continue;
+		make_packet(ty, r, &in);
+		len += (size_t)vmpt_pkt_encode(t + len, sizeof(t) - len, &in);
+	}
+	vmpt_pkt_decoder_init(&dec, t, len);
+	while (vmpt_pkt_offset(&dec) < len) {
+		off[n] = vmpt_pkt_offset(&dec);
+		assert_true(vmpt_pkt_next(&dec, &pkt) > 0);
+		type[n++] = pkt.type;
+	}
+	vmpt_pkt_decoder_init(&dec, t, len);
+	while (vmpt_pkt_sync_forward(&dec) == 0)
+		psbs[n_psbs++] = vmpt_pkt_offset(&dec);
+	assert_true(n_psbs > 20);
+	for (unsigned cut = 0; cut < 300; cut++) {
+		size_t np = 0, at = 0, k = 0;
+
+		/* Two parts cut at every byte of the first 200, then parts of
+		 * 0 to 20 bytes.
+		 */
+		while (at < len) {
+			size_t sz;
+
+			r ^= r << 13;
+			r ^= r >> 7;
+			r ^= r << 17;
+			sz = cut < 200 ? (np ? len - at : cut) : (size_t)(r % 21);
+			if (sz > len - at)
+				sz = len - at;
+			parts[np++] = (struct vmpt_pkt_part){ t + at, t + at + sz };
+			at += sz;
+		}
+		vmpt_pkt_decoder_init_parts(&dec, parts, np);
+		for (size_t i = 0; i < n; i++) {
+			assert_int_equal(vmpt_pkt_offset(&dec), off[i]);
+			assert_true(vmpt_pkt_next(&dec, &pkt) > 0);
+			assert_int_equal(pkt.type, type[i]);
+		}
+		assert_int_equal(vmpt_pkt_next(&dec, &pkt), -VMPT_ERR_EOS);
+		assert_int_equal(vmpt_pkt_offset(&dec), len);
+		vmpt_pkt_decoder_init_parts(&dec, parts, np);
+		while (vmpt_pkt_sync_forward(&dec) == 0) {
+			assert_true(k < n_psbs);
+			assert_int_equal(vmpt_pkt_offset(&dec), psbs[k++]);
+			assert_int_equal(vmpt_pkt_next(&dec, &pkt), 16);
+			assert_int_equal(pkt.type, VMPT_PKT_PSB);
+		}
+		assert_int_equal(k, n_psbs);
+		/* Seeking back and forth lands on the same packets. */
+		for (size_t i = n; i-- > 0; i -= i > 7 ? 7 : i) {
+			assert_int_equal(vmpt_pkt_seek(&dec, off[i]), 0);
+			assert_true(vmpt_pkt_next(&dec, &pkt) > 0);
+			assert_int_equal(pkt.type, type[i]);
+		}
+		assert_int_equal(vmpt_pkt_seek(&dec, len + 1), -VMPT_ERR_INVAL);
+	}
+}
+
 static void test_names(void **state)
 {
 	static const char *const names[VMPT_PKT_TYPE_COUNT] = {
@@ -1201,6 +1287,7 @@ int main(void)
 		cmocka_unit_test(test_sync_forward),
 		cmocka_unit_test(test_encode_roundtrip),
 		cmocka_unit_test(test_encode_invalid),
+		cmocka_unit_test(test_parts),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_dump),
 	};

@@ -77,3 +77,47 @@ perf_guest_pipeline() {
 		--vmlinux "$vmlinux" --guestmount "$p/gm" > "$out" 2>&1
 	GUEST_ROOT=$p/rec/guest/root
 }
+
+# make_guest_fixture DIR: the guest's side as vmpt guest collects it
+# (docs/guest.md) in DIR/guest, made by hand (make-guest-fixture: two guest
+# CPUs, processes forked and exec'd, cpu-wide switches moving them, a
+# kworker and the idle task); host binaries as its root/, the
+# guest-kernel model as its kcore and kallsyms.  Needs GUEST_KERNEL and
+# MAKE_GUEST_FIXTURE; sets GK_START and GK_END (hex, the kernel text).
+make_guest_fixture() {
+	local g=$1/guest here
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	mkdir -p "$g/root/bin" "$g/root/usr/bin" "$g/root/lib/x86_64-linux-gnu" "$g/kcore_dir"
+	cp /usr/bin/busybox "$g/root/bin/busybox"
+	cp /usr/bin/bash "$g/root/usr/bin/bash"
+	cp /lib/x86_64-linux-gnu/libc.so.6 "$g/root/lib/x86_64-linux-gnu/libc.so.6"
+	python3 "$here/kcore_from_elf.py" "$GUEST_KERNEL" "$g/kcore_dir/kcore"
+	GK_START=ffffffff81000000
+	GK_END=$(readelf -lW "$GUEST_KERNEL" |
+		awk '$1 == "LOAD" && $NF == "0x1000" && $(NF-1) ~ /E/ { print $3, $5 }' |
+		python3 -c 'import sys; a, n = sys.stdin.read().split(); print("%x" % (int(a, 16) + int(n, 16)))')
+	{ echo "$GK_START T _text"; echo "$GK_START T _stext"
+	  nm "$GUEST_KERNEL" | awk '$2 ~ /^[tT]$/'; echo "$GK_END T _etext"; } > "$g/kcore_dir/kallsyms"
+	: > "$g/kcore_dir/modules"
+	"$MAKE_GUEST_FIXTURE" "$g/perf.data" "0x$GK_START" "$((0x$GK_END - 0x$GK_START))" ||
+		fail "make-guest-fixture"
+}
+
+# perf_guest_inject REC GUEST_DATA OFFSET VMM_PID: perf_guest_pipeline's
+# two perf inject steps; prints the directory holding inj (the merged
+# recording) and gm (the guestmount) for perf script.
+perf_guest_inject() {
+	local rec=$1 gdata=$2 off=$3 pid=$4 p
+	p=$(mktemp -d "$WORK/pipe.XXXXXX")
+	cp -r "$rec" "$p/rec"
+	mkdir -p "$p/gm" "$p/gdir"
+	ln -s "$p/rec/guest/root" "$p/gm/$pid"
+	perf inject -i "$p/rec" --vm-time-correlation="$off" --force > "$p/log" 2>&1 ||
+		{ cat "$p/log" >&2; fail "perf inject --vm-time-correlation=$off --force"; }
+	cp "$gdata" "$p/gdir/data"
+	cp -r "$p/rec/guest/kcore_dir" "$p/gdir/kcore_dir"
+	perf inject -i "$p/rec" -o "$p/inj" --guestmount "$p/gm" \
+		--guest-data="$p/gdir,$pid,$off" > "$p/log" 2>&1 ||
+		{ cat "$p/log" >&2; fail "perf inject --guest-data"; }
+	echo "$p"
+}

@@ -108,7 +108,7 @@ for seed in 1 2 3; do
 	# host kernel in kcore_dir, the guest's in guest/kcore_dir, both at
 	# 0xffffffff81000000; code before the first PIP is the host's.
 	rm -rf rec && mkdir -p rec/kcore_dir rec/guest/kcore_dir
-	cp vm.perf.data rec/data && cp vm.perf.data rec/guest/perf.data
+	cp vm.perf.data rec/data
 	cp "$VMX_KERNEL" rec/kcore_dir/kcore && cp "$VMLINUX" rec/guest/kcore_dir/kcore
 	"$VMPT" script -i rec --itrace=i0nse -F ip 2>&1 |
 		sed '/^vmpt script: VMCS 0x[0-9a-f]* TSC offset /d' | awk '{print $1}' > vmpt.i

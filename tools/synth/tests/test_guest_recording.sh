@@ -22,21 +22,8 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
-# The guest's side as vmpt guest collects it (docs/guest.md).
 G=fix/guest
-mkdir -p "$G/root/bin" "$G/root/usr/bin" "$G/root/lib/x86_64-linux-gnu" "$G/kcore_dir"
-cp /usr/bin/busybox "$G/root/bin/busybox"
-cp /usr/bin/bash "$G/root/usr/bin/bash"
-cp /lib/x86_64-linux-gnu/libc.so.6 "$G/root/lib/x86_64-linux-gnu/libc.so.6"
-python3 "$HERE/kcore_from_elf.py" "$GUEST_KERNEL" "$G/kcore_dir/kcore"
-start=ffffffff81000000
-end=$(readelf -lW "$GUEST_KERNEL" | awk '$1 == "LOAD" && $NF == "0x1000" && $(NF-1) ~ /E/ { print $3, $5 }' |
-	python3 -c 'import sys; a, n = sys.stdin.read().split(); print("%x" % (int(a, 16) + int(n, 16)))')
-{ echo "$start T _text"; echo "$start T _stext"
-  nm "$GUEST_KERNEL" | awk '$2 ~ /^[tT]$/'; echo "$end T _etext"; } > "$G/kcore_dir/kallsyms"
-: > "$G/kcore_dir/modules"
-"$MAKE_GUEST_FIXTURE" "$G/perf.data" "0x$start" "$((0x$end - 0x$start))" ||
-	fail "make-guest-fixture"
+make_guest_fixture fix
 
 OFF=-0x2000000000
 POFF=0xffffffe000000000

@@ -8,13 +8,20 @@
 # - the truth against the guest sideband as perf reads it: every guest
 #   instruction of the task perf's switch records put on that guest CPU at
 #   that time, with its comm and the mapping that holds it;
+# - vmpt script -i REC decodes the truth's every instruction with its
+#   guest task, symbol and dso by itself (guest/ as vmpt record --guest
+#   saves it, KVM's TSC offsets in REC/kvm-tsc);
 # - perf's own guest pipeline (man perf-intel-pt, TRACING VIRTUAL MACHINES)
 #   shows every instruction, host and guest, with the truth's task,
 #   address, symbol and dso.  perf needs what vmpt-agent's sideband lacks
 #   (an ID_INDEX of each id's CPU, the kernel text MMAP): guest-for-perf
 #   adds them to its copy; perf reads a guest binary from the host's file
 #   of the same path, so the run for perf leaves out what only the guest
-#   has (the agent itself, the vdso).
+#   has (the agent itself, the vdso) or has other bytes of (a host library
+#   updated since the guest image was built).
+# The trace starts at md5sum's COMM: how long each task runs in the guest
+# varies from boot to boot, and from there md5sum and the shell run in the
+# trace whatever the timing was.
 # QEMU is killed at the end, whatever happens.
 . "$(dirname "$0")/synth-lib.sh"
 : "${VMPT:?}" "${SRCDIR:?}" "${VMX_KERNEL:?}" "${GUEST_FOR_PERF:?}"
@@ -49,12 +56,16 @@ G=rec/guest
 perf script -i "$G/perf.data" --show-task-events 2>/dev/null | grep -q "PERF_RECORD_COMM: md5sum" ||
 	fail "the guest sideband has no md5sum"
 
+from=$(perf script -i "$G/perf.data" --show-task-events --ns -F time 2>/dev/null |
+	awk '/PERF_RECORD_COMM: md5sum/ { sub(":", "", $1); sub("[.]", "", $1); print $1; exit }')
+[ -n "$from" ] || fail "no time of md5sum's COMM"
 OFF=-0x123456789a
 POFF=$(printf '0x%x' $((OFF)))
 synth() {
 	rm -rf r.perf.data
 	"$SYNTH" --vm --host-kernel "$VMX_KERNEL" --guest-recording "$1" --vcpus 2 \
-		--tsc-offset "$OFF" --psb-period 1024 --branches 20000 "${@:2}" -o r -q
+		--tsc-offset "$OFF" --psb-period 1024 --branches 20000 --guest-from "$from" \
+		"${@:2}" -o r -q
 }
 
 # the whole guest
@@ -68,6 +79,23 @@ done
 grep -q "	\[vdso\]	" r.gtruth || echo "note: no vdso code ran"
 echo "$n guest instructions of the real guest's tasks, as its sideband says"
 
+# vmpt script follows it all by itself, with the TSC offsets vmpt record
+# saves on a KVM host (REC/kvm-tsc; the trace's few guest TSC samples are
+# not enough for the correlator here)
+for v in 0 1; do
+	echo "vm 4242-11 vcpu $v tsc-offset $((OFF))"
+done > r.perf.data/kvm-tsc
+start=$(date +%s%N)
+"$VMPT" script -i r.perf.data --itrace=i0nse -F machine_pid,vcpu,comm,tid,ip,sym,dso \
+	> vmpt.out 2> vmpt.err || { cat vmpt.err; fail "vmpt script"; }
+ms=$((($(date +%s%N) - start) / 1000000))
+res=$(python3 "$HERE/check_perf_guest.py" r.gtruth vmpt.out 4242 "$G/root") ||
+	fail "vmpt script against the truth: $res"
+[ "$(wc -l < vmpt.out)" = "$(wc -l < r.gtruth)" ] ||
+	fail "vmpt script: $(wc -l < vmpt.out) lines, $(wc -l < r.gtruth) instructions in the truth"
+echo "vmpt script -i REC: all $(wc -l < r.gtruth) instructions of the truth, each with its" \
+	"guest task, symbol and dso ($ms ms)"
+
 # perf's pipeline, on what perf can read
 ks=$(awk '$3 == "_text" { print $1 }' "$G/kcore_dir/kallsyms")
 ke=$(awk '$3 == "_etext" { print $1 }' "$G/kcore_dir/kallsyms")
@@ -75,8 +103,11 @@ ke=$(awk '$3 == "_etext" { print $1 }' "$G/kcore_dir/kallsyms")
 	fail "guest-for-perf"
 rm -rf forperf && cp -r rec forperf
 rm -f forperf/guest/vdso
+# perf reads no guest module code (kcore_dir's modules): the run for perf
+# calls none
+grep -v '\[' rec/guest/kcore_dir/kallsyms > forperf/guest/kcore_dir/kallsyms
 find forperf/guest/root -type f | while read -r f; do
-	[ -f "${f#forperf/guest/root}" ] || rm "$f"
+	cmp -s "$f" "${f#forperf/guest/root}" || rm "$f"
 done
 total=0
 allowed=0
@@ -88,9 +119,33 @@ for cfg in "1" "2 --cyc"; do
 	perf inject -i r.perf.data --vm-time-correlation=dry-run 2>&1 |
 		sed -n 's/^VMCS: \(0x[0-9a-f]*\)  TSC Offset \(0x[0-9a-f]*\)$/\2/p' | sort -u > off.got
 	[ "$(cat off.got)" = "$POFF" ] || fail "perf's dry-run offsets ($cfg): $(cat off.got)"
+	start=$(date +%s%N)
 	perf_guest_pipeline r.perf.data gperf.data "$POFF" 4242 "$VMX_KERNEL" perf.out
+	pms=$((($(date +%s%N) - start) / 1000000))
 	res=$(python3 "$HERE/check_perf_guest.py" r.gtruth perf.out 4242 "$GUEST_ROOT") ||
 		fail "perf's guest pipeline ($cfg): $res"
+	# vmpt script's lines are perf's, vCPU by vCPU
+	for v in 0 1; do
+		echo "vm 4242-11 vcpu $v tsc-offset $((OFF))"
+	done > r.perf.data/kvm-tsc
+	start=$(date +%s%N)
+	"$VMPT" script -i r.perf.data --itrace=i0nse -F machine_pid,vcpu,comm,tid,ip,sym,dso \
+		> vmpt.out 2> vmpt.err || { cat vmpt.err; fail "vmpt script ($cfg)"; }
+	vms=$((($(date +%s%N) - start) / 1000000))
+	# (but for the comm perf gives by a sample's estimated time near an
+	# exec, allowed above: vmpt's is the truth's)
+	comms=0
+	for v in 0 1; do
+		grep -E "^VM: 4242 VCPU:00$v |CPU $v/KVM" perf.out > perf.$v
+		grep -E "^VM: 4242 VCPU:00$v |CPU $v/KVM" vmpt.out > vmpt.$v
+		for f in perf vmpt; do
+			sed -E 's/^(VM: +[0-9]+ VCPU:[0-9]+) +[^ ]+ +/\1 /' $f.$v > $f.$v.nocomm
+		done
+		compare "vCPU $v: vmpt script and perf's pipeline ($cfg)" perf.$v.nocomm vmpt.$v.nocomm
+		comms=$((comms + $(diff perf.$v vmpt.$v | grep -c '^<' || true)))
+	done
+	echo "$cfg: $(wc -l < vmpt.out) lines of vmpt script = perf's per vCPU ($comms comms" \
+		"at an exec apart); vmpt script $vms ms, perf's pipeline $pms ms"
 	set -- $res
 	total=$((total + $1))
 	allowed=$((allowed + $2))
