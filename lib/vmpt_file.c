@@ -77,6 +77,8 @@ static int map_regular(struct vmpt_file *file, int fd, const struct stat *st,
 	}
 	file->data = data;
 	file->size = (size_t)st->st_size;
+	file->dev = (uint64_t)st->st_dev;
+	file->ino = (uint64_t)st->st_ino;
 	return 0;
 }
 

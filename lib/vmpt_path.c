@@ -16,7 +16,7 @@
 /* O_NONBLOCK: opening a FIFO without a writer would block forever. */
 #define OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
 
-static int has_dotdot(const char *path)
+int vmpt_path_has_dotdot(const char *path)
 {
 	for (const char *p = path; *p; ) {
 		size_t n = strcspn(p, "/");
@@ -108,7 +108,7 @@ static int open_in(const char *root, const char *path, int walk)
 
 	if (!root)
 		return regular_only(open(path, OPEN_FLAGS));
-	if (has_dotdot(path)) {
+	if (vmpt_path_has_dotdot(path)) {
 		errno = EXDEV;
 		return -VMPT_ERR_IO;
 	}

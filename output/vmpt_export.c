@@ -385,7 +385,7 @@ static struct export_sym *sym_get(struct vmpt_export *x, struct export_dso *d,
 	 * the kernel.
 	 */
 	base = d->kernel ? 0 : sec->vaddr - sec->file_offset;
-	s->addr = vs ? vs->addr : addr;
+	s->addr = vs ? from : addr;	/* from: the symbol's address */
 	s->start = s->addr - base;
 	s->end = vs ? s->start + vs->size : s->start;
 	s->name = vs ? vs->name : "unknown";

@@ -103,7 +103,7 @@ int report_symbol(const struct vmpt_report *r, const struct vmpt_consumer *c, ui
 	s = vmpt_section_symbol_span(sec, ip, &from, &to);
 	if (s) {
 		*sym = s->name;
-		*sym_addr = s->addr;
+		*sym_addr = from;	/* the symbol's address here */
 	}
 	return 0;
 }

@@ -347,7 +347,7 @@ static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
 			out_mem(c, "[unknown]", 9);
 		if ((f & VMPT_F_SYMOFF) && e->sym) {
 			out_mem(c, "+0x", 3);
-			out_hex(c, ip - e->sym->addr);
+			out_hex(c, ip - e->from);	/* from: the symbol's address */
 		}
 	}
 	if (f & VMPT_F_DSO) {
@@ -568,7 +568,7 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 			const char *dso;
 
 			if (e->sym)
-				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].from - e->sym->addr);
+				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].from - e->from);
 			else
 				out_mem(c, "[unknown]", 9);
 			if (f & VMPT_F_DSO) {
@@ -578,7 +578,7 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 			out_char(c, '/');
 			e = sym_at(c, to, br[i].to);
 			if (e->sym)
-				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].to - e->sym->addr);
+				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].to - e->from);
 			else
 				out_mem(c, "[unknown]", 9);
 			if (f & VMPT_F_DSO) {

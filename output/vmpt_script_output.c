@@ -106,7 +106,7 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 				sym = vmpt_section_symbol_span(sec, smp->ip, &from, &to);
 			if (!sym)
 				return 0;
-			snprintf(addr, sizeof(addr), "0x%" PRIx64, sym->addr);
+			snprintf(addr, sizeof(addr), "0x%" PRIx64, from);
 			if (!in_strs(fl->syms, fl->nsyms, sym->name) &&
 			    !in_strs(fl->syms, fl->nsyms, addr))
 				return 0;

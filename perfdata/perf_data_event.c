@@ -190,6 +190,13 @@ static int parse_trailer(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev,
 	unsigned tsize, body = ev->size - 8u;
 	const uint8_t *p;
 
+	/* Without a sample_id the fields still must fit (fuzz-perf-data:
+	 * a 9-byte MMAP was read 32 bytes deep).
+	 */
+	if ((!a || !a->attr.sample_id_all) && body < body_min)
+		return pd_error(pd, ev->offset, VMPT_ERR_FORMAT,
+				"%s record size %u too small for its fields (%u bytes)",
+				vmpt_perf_record_name(ev->type), ev->size, 8 + body_min);
 	if (!a || !a->attr.sample_id_all)
 		return (int)body;
 	st = a->attr.sample_type;

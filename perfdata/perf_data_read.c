@@ -52,12 +52,67 @@ int vmpt_perf_is_perf_data(const uint8_t *buf, size_t size)
 	return size >= 8 && pd_u64(buf) == PERF_MAGIC2;
 }
 
+static size_t id_slot(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+/* The first attr with an id keeps it (as the scan in file order did). */
+static void id_insert(struct vmpt_perf_data *pd, uint64_t id, uint32_t attr)
+{
+	size_t i = id_slot(id, pd->id_cap);
+
+	while (pd->id_attr[i]) {
+		if (pd->id_hash[i] == id)
+			return;
+		i = (i + 1) & (pd->id_cap - 1);
+	}
+	pd->id_hash[i] = id;
+	pd->id_attr[i] = attr;
+	pd->id_used++;
+}
+
+/* Room for more ids at most half full, rehashing what is there. */
+static int id_reserve(struct vmpt_perf_data *pd, uint64_t more)
+{
+	uint64_t *old_hash = pd->id_hash;
+	uint32_t *old_attr = pd->id_attr;
+	size_t old_cap = pd->id_cap, cap = old_cap ? old_cap : 64;
+
+	if (more > SIZE_MAX / 4 - pd->id_used)
+		return -VMPT_ERR_NOMEM;
+	while (cap < 2 * (pd->id_used + more))
+		cap *= 2;
+	if (cap == old_cap)
+		return 0;
+	pd->id_hash = calloc(cap, sizeof(*pd->id_hash));
+	pd->id_attr = calloc(cap, sizeof(*pd->id_attr));
+	if (!pd->id_hash || !pd->id_attr) {
+		free(pd->id_hash);
+		free(pd->id_attr);
+		pd->id_hash = old_hash;
+		pd->id_attr = old_attr;
+		return -VMPT_ERR_NOMEM;
+	}
+	pd->id_cap = cap;
+	pd->id_used = 0;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old_attr[i])
+			id_insert(pd, old_hash[i], old_attr[i]);
+	free(old_hash);
+	free(old_attr);
+	return 0;
+}
+
 int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
 		const uint8_t *ids, uint64_t nr_ids)
 {
 	struct vmpt_perf_attr *a;
 	uint32_t size = attr_size;
+	int err;
 
+	if (pd->nr_attrs >= UINT32_MAX - 1)
+		return -VMPT_ERR_NOMEM;
 	a = realloc(pd->attrs, (pd->nr_attrs + 1) * sizeof(*a));
 	if (!a)
 		return -VMPT_ERR_NOMEM;
@@ -70,10 +125,20 @@ int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_si
 	memcpy(&a->attr, attr, size);
 	a->file_attr_size = a->attr.size;
 	if (nr_ids) {
+		if (nr_ids > SIZE_MAX / sizeof(uint64_t))
+			return -VMPT_ERR_NOMEM;
 		a->ids = malloc(nr_ids * sizeof(uint64_t));
 		if (!a->ids)
 			return -VMPT_ERR_NOMEM;
 		memcpy(a->ids, ids, nr_ids * sizeof(uint64_t));
+		err = id_reserve(pd, nr_ids);
+		if (err < 0) {
+			free(a->ids);
+			a->ids = NULL;
+			return err;
+		}
+		for (uint64_t i = 0; i < nr_ids; i++)
+			id_insert(pd, a->ids[i], (uint32_t)pd->nr_attrs + 1);
 	}
 	a->nr_ids = nr_ids;
 	pd->nr_attrs++;
@@ -83,10 +148,12 @@ int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_si
 const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *pd,
 						  uint64_t id)
 {
-	for (size_t i = 0; i < pd->nr_attrs; i++)
-		for (size_t j = 0; j < pd->attrs[i].nr_ids; j++)
-			if (pd->attrs[i].ids[j] == id)
-				return &pd->attrs[i];
+	if (!pd->id_cap)
+		return NULL;
+	for (size_t i = id_slot(id, pd->id_cap); pd->id_attr[i];
+	     i = (i + 1) & (pd->id_cap - 1))
+		if (pd->id_hash[i] == id)
+			return &pd->attrs[pd->id_attr[i] - 1];
 	return NULL;
 }
 
@@ -480,6 +547,8 @@ void vmpt_perf_close(struct vmpt_perf_data *pd)
 		free(pd->attrs[i].name);
 	}
 	free(pd->attrs);
+	free(pd->id_hash);
+	free(pd->id_attr);
 	free_env(&pd->env);
 	free(pd->auxtrace_index);
 	free(pd->kcore_dir);

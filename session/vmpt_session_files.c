@@ -92,14 +92,17 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 
 	if (name[0] == '[' && !vdso)
 		return -VMPT_ERR_NOT_FOUND;
-	/* A recording's name is looked up inside each directory tried; only
-	 * the last try, the name itself on this host, is opened as is.
+	/* A recording's name is looked up inside its sysroot (a recording
+	 * may come with a crafted one); the user's directories and the name
+	 * itself on this host are opened as is, regular files only.
 	 */
 #define TRY(dir, ...) do { \
 		int other_before = other; \
-		snprintf(out->root, sizeof(out->root), "%s", (dir)); \
-		snprintf(out->path, sizeof(out->path), __VA_ARGS__); \
-		if (holds(out->root[0] ? out->root : NULL, out->path, id, &other)) \
+		int n_ = snprintf(out->root, sizeof(out->root), "%s", (dir)); \
+		if (n_ >= 0 && (size_t)n_ < sizeof(out->root)) \
+			n_ = snprintf(out->path, sizeof(out->path), __VA_ARGS__); \
+		if (n_ >= 0 && (size_t)n_ < sizeof(out->path) && \
+		    holds(out->root[0] ? out->root : NULL, out->path, id, &other)) \
 			return 0; \
 		if (other != other_before && !fallback.path[0] && !vdso) \
 			fallback = *out; \
@@ -116,15 +119,20 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 			TRY(cache, "/.build-id/%.2s/%s", id, id + 2);
 		TRY(cache, vdso ? "/%s" : "%s", name);
 	}
+	/* --symfs and perf's cache are the user's: their links are followed
+	 * (perf's cache is links), but the name must not climb out.
+	 */
+	if (vmpt_path_has_dotdot(name))
+		goto none;
 	if (symfs && *symfs && !vdso)
-		TRY(symfs, "%s", name);
+		TRY("", "%s%s", symfs, name);
 	if (id[0] && cache_dir(cache, sizeof(cache)) == 0) {
-		TRY(cache, ".build-id/%.2s/%s/elf", id, id + 2);
-		TRY(cache, ".build-id/%.2s/%s", id, id + 2);
+		TRY("", "%s/.build-id/%.2s/%s/elf", cache, id, id + 2);
+		TRY("", "%s/.build-id/%.2s/%s", cache, id, id + 2);
 		if (vdso)
-			TRY(cache, "[vdso]/%s/vdso", id);
+			TRY("", "%s/[vdso]/%s/vdso", cache, id);
 		else
-			TRY(cache, "%s/%s/elf", name, id);
+			TRY("", "%s%s/%s/elf", cache, name, id);
 	}
 	if (!vdso) {
 		const char *slash = strrchr(s->pd.path, '/');
@@ -135,6 +143,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 			 slash ? s->pd.path : ".");
 		TRY(cache, "%s", strrchr(name, '/') + 1);
 	}
+none:
 #undef TRY
 	if (id[0] && !vdso &&
 	    vmpt_debuginfod_find(id, VMPT_DEBUGINFOD_EXECUTABLE, out->path,

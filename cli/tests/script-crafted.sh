@@ -3,7 +3,7 @@
 # wrong, never decoded with undefined shifts: intel_pt's AUXTRACE_INFO
 # words (MTC_FREQ_BITS wider than 4 bits, TIME_SHIFT 64, a 33-bit CTC ratio,
 # a max non-turbo ratio past a byte) and TIME_CONV's time_shift; the
-# words at their limits still decode.
+# words at their limits still decode; a record too short for its fields.
 # usage: script-crafted.sh VMPT_SYNTH
 set -u
 SYNTH=$1
@@ -62,6 +62,14 @@ for w in "11 0xf" "15 255" "1 63"; do
 	check "limit $w: stderr" "" "$(cat "$tmp/err")"
 	[ "$(wc -l < "$tmp/out")" -gt 400 ] || { echo "FAIL limit $w: $(wc -l < "$tmp/out") lines"; fail=1; }
 done
+
+# fuzz-perf-data's first finding (minimized): perf's pipe header and a
+# 9-byte MMAP record with no sample_id, once read 32 bytes deep.
+printf 'PERFILE2\020\0\0\0\0\0\0\0\001\0\0\0\010\0\011\0\0\0\0' > "$tmp/short.data"
+"$VMPT" script -i "$tmp/short.data" > /dev/null 2> "$tmp/err"
+check "short MMAP: status" 1 $?
+check "short MMAP" "vmpt script: $tmp/short.data: offset 0x10: MMAP record size 9 too small for its fields (41 bytes)" \
+	"$(cat "$tmp/err")"
 
 [ $fail = 0 ] && echo "script-crafted: 5 bad words refused with their offsets, the limits decode"
 exit $fail

@@ -8,6 +8,8 @@
 #include "vmpt/path.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -15,10 +17,28 @@
 #include <string.h>
 #include <unistd.h>
 
+/* An ELF file's symbols at its link addresses, parsed once however many
+ * mappings show it (each section adds its own bias).
+ */
+struct parsed_syms {
+	const struct vmpt_file *file;
+	struct vmpt_symbol *syms;
+	size_t n;
+};
+
 struct vmpt_image {
 	struct vmpt_section **secs;	/* by id */
-	struct vmpt_section **sorted;	/* by vaddr, then id */
+	/* By vaddr, then id: sorted once before the first lookup after
+	 * sections were added (sorted as they come, N PT_LOADs in reverse
+	 * order cost N^2/2 moves), under sort_lock, so the lookups of
+	 * decoders on other threads find it ready.
+	 */
+	struct vmpt_section **sorted;
+	atomic_int unsorted;
+	pthread_mutex_t sort_lock;
 	size_t n, cap;
+	struct parsed_syms *parsed;
+	size_t n_parsed;
 	uint64_t max_size;		/* bounds the overlap scan in find */
 	/* Everything the sections point into. */
 	struct vmpt_file **files;	/* pointers: sections keep them */
@@ -34,8 +54,10 @@ struct vmpt_image *vmpt_image_new(void)
 	struct vmpt_image *img = calloc(1, sizeof(struct vmpt_image));
 
 	/* perf's defaults: --demangle on, --demangle-kernel off. */
-	if (img)
+	if (img) {
 		img->no_demangle = VMPT_IMAGE_DEMANGLE_KERNEL;
+		pthread_mutex_init(&img->sort_lock, NULL);
+	}
 	return img;
 }
 
@@ -58,6 +80,8 @@ void vmpt_image_free(struct vmpt_image *img)
 		free(img->owned[i]);
 	free(img->secs);
 	free(img->sorted);
+	free(img->parsed);
+	pthread_mutex_destroy(&img->sort_lock);
 	free(img->files);
 	free(img->owned);
 	free(img);
@@ -134,6 +158,19 @@ static size_t strtab_usable(const char *str, size_t size)
 	return size;
 }
 
+/* What a file opened as root + path is called: f's own name, unless f
+ * is the same file met first by another name.
+ */
+static const char *file_name(struct vmpt_image *img, const char *root,
+			     const char *path, const struct vmpt_file *f)
+{
+	char full[8192];
+
+	snprintf(full, sizeof(full), "%s%s%s", root ? root : "",
+		 root && path[0] != '/' ? "/" : "", path);
+	return strcmp(full, f->path) ? own_str(img, full) : f->path;
+}
+
 /* path inside root (NULL: as is), a regular file only: vmpt/path.h. */
 static int map_file(struct vmpt_image *img, const char *root, const char *path,
 		    const struct vmpt_file **out)
@@ -162,6 +199,18 @@ static int map_file(struct vmpt_image *img, const char *root, const char *path,
 	if (ret < 0) {
 		free(f);
 		return ret;
+	}
+	/* The same file by another path (a link, a copy's hard link): the
+	 * one mapping, parsed once.
+	 */
+	for (size_t i = 0; i < img->n_files; i++) {
+		if (img->files[i]->dev == f->dev && img->files[i]->ino == f->ino &&
+		    img->files[i]->size == f->size && !img->files[i]->read_in) {
+			vmpt_file_unmap(f);
+			free(f);
+			*out = img->files[i];
+			return 0;
+		}
 	}
 	img->files[img->n_files++] = f;
 	*out = f;
@@ -202,12 +251,9 @@ static int add_section(struct vmpt_image *img, const uint8_t *data,
 	sec->file_offset = file_offset;
 	sec->id = (unsigned)img->n;
 	img->secs[img->n] = sec;
-	/* Sorted by vaddr; equal starts keep insertion order. */
 	pos = img->n;
-	while (pos > 0 && img->sorted[pos - 1]->vaddr > vaddr) {
-		img->sorted[pos] = img->sorted[pos - 1];
-		pos--;
-	}
+	if (pos > 0 && img->sorted[pos - 1]->vaddr > vaddr)
+		atomic_store_explicit(&img->unsorted, 1, memory_order_relaxed);
 	img->sorted[pos] = sec;
 	img->n++;
 	if (size > img->max_size)
@@ -217,12 +263,39 @@ static int add_section(struct vmpt_image *img, const uint8_t *data,
 	return 0;
 }
 
+static int cmp_sorted(const void *a, const void *b)
+{
+	const struct vmpt_section *x = *(struct vmpt_section *const *)a;
+	const struct vmpt_section *y = *(struct vmpt_section *const *)b;
+
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Sections added since the last lookup: sort them in, once. */
+static void ensure_sorted(const struct vmpt_image *cimg)
+{
+	struct vmpt_image *img = (struct vmpt_image *)cimg;
+
+	if (!atomic_load_explicit(&img->unsorted, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&img->sort_lock);
+	if (atomic_load_explicit(&img->unsorted, memory_order_relaxed)) {
+		qsort(img->sorted, img->n, sizeof(*img->sorted), cmp_sorted);
+		atomic_store_explicit(&img->unsorted, 0, memory_order_release);
+	}
+	pthread_mutex_unlock(&img->sort_lock);
+}
+
 const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
 					   const struct vmpt_asid *asid,
 					   uint64_t vaddr)
 {
 	const struct vmpt_section *best = NULL;
 	size_t lo = 0, hi = img->n;
+
+	ensure_sorted(img);
 
 	/* First section starting above vaddr. */
 	while (lo < hi) {
@@ -295,7 +368,7 @@ const struct vmpt_symbol *vmpt_section_symbol_span(const struct vmpt_section *se
 {
 	size_t lo = 0, hi = sec->n_syms;
 	const struct vmpt_symbol *k;
-	uint64_t end;
+	uint64_t end, bias = sec->sym_bias;
 
 	/* Only the symbols of vaddr's page can be the last at or before
 	 * it, besides the one before that page.
@@ -310,21 +383,21 @@ const struct vmpt_symbol *vmpt_section_symbol_span(const struct vmpt_section *se
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 
-		if (sec->syms[mid].addr <= vaddr)
+		if (sec->syms[mid].addr + bias <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	/* The last symbol starting at or before vaddr decides. */
-	*to = lo < sec->n_syms ? sec->syms[lo].addr : UINT64_MAX;
+	*to = lo < sec->n_syms ? sec->syms[lo].addr + bias : UINT64_MAX;
 	if (!lo) {
 		*from = 0;
 		return NULL;
 	}
 	k = &sec->syms[lo - 1];
-	end = k->addr + k->size;
+	end = k->addr + k->size + bias;
 	if (vaddr < end) {
-		*from = k->addr;
+		*from = k->addr + bias;
 		if (end < *to)
 			*to = end;
 		return k;
@@ -363,6 +436,7 @@ int vmpt_image_add_raw_in(struct vmpt_image *img, const char *root,
 			  uint64_t vaddr, const struct vmpt_asid *asid)
 {
 	const struct vmpt_file *f;
+	const char *name;
 	int ret = map_file(img, root, path, &f);
 
 	if (ret < 0)
@@ -371,7 +445,10 @@ int vmpt_image_add_raw_in(struct vmpt_image *img, const char *root,
 		return -VMPT_ERR_INVAL;
 	if (!size || size > f->size - offset)
 		size = f->size - offset;
-	return add_section(img, f->data + offset, size, vaddr, f->path, offset,
+	name = file_name(img, root, path, f);
+	if (!name)
+		return -VMPT_ERR_NOMEM;
+	return add_section(img, f->data + offset, size, vaddr, name, offset,
 			   asid, NULL);
 }
 
@@ -382,34 +459,52 @@ static int cmp_sym(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* Give each section the symbols inside it (syms sorted by addr), and
- * their page index.
+/* The first of syms (sorted) at or above addr. */
+static size_t first_at(const struct vmpt_symbol *syms, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (syms[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Give each section the symbols inside it (syms sorted by addr, at the
+ * file's addresses: the sections are there + bias), and their page index.
  */
 static int attach_symbols(struct vmpt_image *img, struct vmpt_section *const *secs,
-			  size_t n, const struct vmpt_symbol *syms, size_t n_syms)
+			  size_t n, const struct vmpt_symbol *syms, size_t n_syms,
+			  uint64_t bias)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct vmpt_section *s = secs[i];
-		size_t a = 0, b, pages = ((s->size - 1) >> SYM_PAGE_SHIFT) + 1;
+		uint64_t at = s->vaddr - bias;
+		size_t a, b, pages = ((s->size - 1) >> SYM_PAGE_SHIFT) + 1;
 		uint32_t *index;
 		int ret;
 
-		while (a < n_syms && syms[a].addr < s->vaddr)
-			a++;
+		a = first_at(syms, n_syms, at);
 		b = a;
-		while (b < n_syms && syms[b].addr - s->vaddr < s->size)
+		while (b < n_syms && syms[b].addr - at < s->size)
 			b++;
 		s->syms = syms + a;
 		s->n_syms = b - a;
+		s->sym_bias = bias;
 		if (!s->n_syms || s->n_syms > UINT32_MAX)
 			continue;
-		index = malloc((pages + 1) * sizeof(*index));
+		index = alloc_array(pages + 1, sizeof(*index));
 		ret = own(img, index);
 		if (ret < 0)
 			return ret;
 		for (size_t p = 0, k = 0; p <= pages; p++) {
 			while (k < s->n_syms &&
-			       (s->syms[k].addr - s->vaddr) >> SYM_PAGE_SHIFT < p)
+			       (s->syms[k].addr - at) >> SYM_PAGE_SHIFT < p)
 				k++;
 			index[p] = (uint32_t)k;
 		}
@@ -746,6 +841,56 @@ static uint64_t placement_bias(Elf *elf, size_t n_phdr, uint64_t lowest,
 	return 0;
 }
 
+/* The symbols of an ELF file at its link addresses (its debug file's,
+ * else its own, and its PLT's), parsed on the first mapping of the file.
+ */
+static int file_symbols(struct vmpt_image *img, Elf *elf, const struct vmpt_file *f,
+			struct vmpt_symbol **out, size_t *n_out)
+{
+	struct vmpt_symbol *syms = NULL, *all;
+	struct parsed_syms *p;
+	size_t n_syms = 0, n_plt, n_all;
+	GElf_Shdr rsh;
+	Elf_Scn *rela;
+	int ret;
+
+	for (size_t i = 0; i < img->n_parsed; i++) {
+		if (img->parsed[i].file == f) {
+			*out = img->parsed[i].syms;
+			*n_out = img->parsed[i].n;
+			return 0;
+		}
+	}
+	n_plt = plt_count(elf, f, &rela, &rsh);
+	ret = debug_symbols(img, f, 0, &syms, &n_syms);
+	if (ret == 0 && !n_syms)
+		ret = elf_symbols(img, elf, f, 0, &syms, &n_syms);
+	if (ret < 0)
+		return ret;
+	all = __builtin_add_overflow(n_syms, n_plt, &n_all) ? NULL :
+	      alloc_array(n_all, sizeof(*all));
+	ret = own(img, all);
+	if (ret < 0)
+		return ret;
+	if (n_syms)
+		memcpy(all, syms, n_syms * sizeof(*all));
+	/* perf's dso__load names the PLT only when the symbol table gave
+	 * it some symbol (a stripped PIE's .dynsym may define none).
+	 */
+	if (n_syms)
+		n_syms += plt_symbols(img, elf, f, 0, all + n_syms);
+	qsort(all, n_syms, sizeof(*all), cmp_sym);
+	fixup_sizes(all, n_syms);
+	p = realloc(img->parsed, (img->n_parsed + 1) * sizeof(*p));
+	if (!p)
+		return -VMPT_ERR_NOMEM;
+	img->parsed = p;
+	p[img->n_parsed++] = (struct parsed_syms){ f, all, n_syms };
+	*out = all;
+	*n_out = n_syms;
+	return 0;
+}
+
 /* PT_LOAD segments of an ELF file (exec/dyn or core) as sections. */
 static int add_elf_segments(struct vmpt_image *img, const char *root,
 			    const char *path, const struct placement *pl, int core,
@@ -764,7 +909,9 @@ static int add_elf_segments(struct vmpt_image *img, const char *root,
 	if (ret < 0)
 		return ret;
 	if (!name)
-		name = f->path;
+		name = file_name(img, root, path, f);
+	if (!name)
+		return -VMPT_ERR_NOMEM;
 	elf_version(EV_CURRENT);
 	elf = elf_memory((char *)f->data, f->size);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &n_phdr)) {
@@ -814,32 +961,9 @@ static int add_elf_segments(struct vmpt_image *img, const char *root,
 		n++;
 	}
 	if (!core) {
-		GElf_Shdr rsh;
-		Elf_Scn *rela;
-		size_t n_plt = plt_count(elf, f, &rela, &rsh), n_all;
-		struct vmpt_symbol *all;
-
-		ret = debug_symbols(img, f, bias, &syms, &n_syms);
-		if (ret == 0 && !n_syms)
-			ret = elf_symbols(img, elf, f, bias, &syms, &n_syms);
-		if (ret < 0)
-			goto out;
-		all = __builtin_add_overflow(n_syms, n_plt, &n_all) ? NULL :
-		      alloc_array(n_all, sizeof(*all));
-		ret = own(img, all);
-		if (ret < 0)
-			goto out;
-		if (n_syms)
-			memcpy(all, syms, n_syms * sizeof(*all));
-		/* perf's dso__load names the PLT only when the symbol
-		 * table gave it some symbol (a stripped PIE's .dynsym
-		 * may define none).
-		 */
-		if (n_syms)
-			n_syms += plt_symbols(img, elf, f, bias, all + n_syms);
-		qsort(all, n_syms, sizeof(*all), cmp_sym);
-		fixup_sizes(all, n_syms);
-		ret = attach_symbols(img, list, n, all, n_syms);
+		ret = file_symbols(img, elf, f, &syms, &n_syms);
+		if (ret == 0)
+			ret = attach_symbols(img, list, n, syms, n_syms, bias);
 		if (ret < 0)
 			goto out;
 	}
@@ -997,7 +1121,7 @@ int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 		return ret;
 	ret = read_kallsyms(img, dir, &syms, &n_syms);
 	if (ret == 0)
-		ret = attach_symbols(img, list, n, syms, n_syms);
+		ret = attach_symbols(img, list, n, syms, n_syms, 0);
 	free(list);
 	/* Without kallsyms the code is still there, only unnamed. */
 	return ret == -VMPT_ERR_IO ? 0 : ret;

@@ -15,6 +15,7 @@ struct vmpt_file {
 	size_t size;
 	char *path;
 	int read_in;	/* a pipe, read into memory */
+	uint64_t dev, ino;	/* a mapped file's (0 for a pipe) */
 };
 
 /* Map path: a file, or read to its end a pipe, a character device or

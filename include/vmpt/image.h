@@ -84,8 +84,12 @@ struct vmpt_section {
 	const char *name;	/* the dso: file path, "[kernel.kallsyms]"... */
 	uint64_t file_offset;	/* of data in the named file */
 	unsigned id;		/* index in the image, stable */
-	const struct vmpt_symbol *syms;	/* sorted by addr, may be NULL */
+	/* Sorted by addr, may be NULL: at the file's link addresses, shared
+	 * by every mapping of the file; sym_bias moves them here.
+	 */
+	const struct vmpt_symbol *syms;
 	size_t n_syms;
+	uint64_t sym_bias;
 	/* With syms: for each 4 KiB page of the section, the number of
 	 * symbols before it (one more entry for the end), so a lookup
 	 * searches one page's symbols.
@@ -202,7 +206,8 @@ const struct vmpt_section *vmpt_image_section(const struct vmpt_image *img,
 
 /* The symbol containing vaddr in sec, or NULL; [*from, *to) are the
  * addresses around vaddr with the same answer (a function, or a gap
- * between two), so callers can keep it.
+ * between two), so callers can keep it.  With a symbol, *from is its
+ * address in sec (its addr is the file's, before sym_bias).
  */
 const struct vmpt_symbol *vmpt_section_symbol_span(const struct vmpt_section *sec,
 						   uint64_t vaddr, uint64_t *from,

@@ -29,6 +29,11 @@ extern "C" {
  */
 int vmpt_path_open(const char *root, const char *path);
 
+/* Has path a ".." component?  (A name looked up under a directory of the
+ * user's own, --symfs, may follow its links but must not climb out.)
+ */
+int vmpt_path_has_dotdot(const char *path);
+
 /* The ENOSYS fallback on its own (tests).  Same contract. */
 int vmpt_path_open_walk(const char *root, const char *path);
 

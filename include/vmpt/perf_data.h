@@ -256,6 +256,12 @@ struct vmpt_perf_data {
 	uint64_t features[VMPT_PERF_FEAT_BITS / 64];
 	struct vmpt_perf_attr *attrs;
 	size_t nr_attrs;
+	/* vmpt_perf_attr_by_id's hash of every id (open addressing): the
+	 * id and its attr's index + 1 (0: empty slot).
+	 */
+	uint64_t *id_hash;
+	uint32_t *id_attr;
+	size_t id_cap, id_used;
 	struct vmpt_perf_env env;
 	struct vmpt_perf_auxtrace_index *auxtrace_index;
 	size_t nr_auxtrace_index;

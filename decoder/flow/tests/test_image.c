@@ -67,15 +67,16 @@ static void test_elf_base_and_symbols(void **state)
 			if (strcmp(s->syms[k].name, "main"))
 				continue;
 			found = 1;
-			assert_true(s->syms[k].addr >= 0x555555554000);
-			assert_ptr_equal(vmpt_section_symbol_span(s, s->syms[k].addr + 1,
+			assert_true(s->syms[k].addr + s->sym_bias >= 0x555555554000);
+			assert_ptr_equal(vmpt_section_symbol_span(s, s->syms[k].addr +
+								  s->sym_bias + 1,
 								  &from, &to),
 					 &s->syms[k]);
 		}
 		/* A span has one answer throughout and ends where it changes. */
 		for (size_t k = 0; k < s->n_syms; k++) {
-			const uint64_t probe[] = { s->syms[k].addr - 1, s->syms[k].addr,
-						   s->syms[k].addr + s->syms[k].size };
+			uint64_t at = s->syms[k].addr + s->sym_bias;
+			const uint64_t probe[] = { at - 1, at, at + s->syms[k].size };
 
 			for (size_t p = 0; p < 3; p++) {
 				const struct vmpt_symbol *sym =

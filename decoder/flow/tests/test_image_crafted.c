@@ -4,7 +4,8 @@
  * larger than the file, and a .strtab ending at the end of the file without
  * a NUL.  The code loads, the bad tables give no names, nothing is read or
  * written past a buffer (ASan in make check); a good .rela.plt names
- * puts@plt, as the control.
+ * puts@plt, as the control.  Mappings of one file, by one path or
+ * another (a symlink), share its symbols, each at its own address.
  */
 #include "vmpt/error.h"
 #include "vmpt/image.h"
@@ -165,12 +166,47 @@ static void plt_past_the_file(void **state)
 	load(48, 12, "");
 }
 
+static void mappings_share(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	const char *path = craft(24, 24);
+	const struct vmpt_section *a, *b;
+	char link[80];
+	uint64_t from, to;
+
+	(void)state;
+	snprintf(link, sizeof(link), "%s.link", path);
+	assert_int_equal(symlink(path, link), 0);
+	assert_int_equal(vmpt_image_add_elf_map_in(img, NULL, path, NULL, 0x7f0000000000,
+						   0, &any), 0);
+	assert_int_equal(vmpt_image_add_elf_map_in(img, NULL, link, "other", 0x7f1000000000,
+						   0, &any), 0);
+	a = vmpt_image_find(img, &any, 0x7f0000000110);
+	b = vmpt_image_find(img, &any, 0x7f1000000110);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_ptr_equal(a->data, b->data);
+	assert_ptr_equal(a->syms, b->syms);
+	assert_string_equal(a->name, path);
+	assert_string_equal(b->name, "other");
+	assert_string_equal(vmpt_section_symbol_span(b, 0x7f1000000114, &from, &to)->name, "f2");
+	assert_int_equal(from, 0x7f1000000110);
+	assert_int_equal(to, 0x7f1000000120);
+	assert_string_equal(vmpt_section_symbol_span(a, 0x7f0000000104, &from, &to)->name, "f1");
+	assert_int_equal(from, 0x7f0000000100);
+	vmpt_image_free(img);
+	unlink(link);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(good_plt),
 		cmocka_unit_test(plt_size_wraps),
 		cmocka_unit_test(plt_past_the_file),
+		cmocka_unit_test(mappings_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer target for the flow decoder over an image: the input is a
+ * control byte, 2 bytes of code length, the code (at 0x1000, and again
+ * as a guest's) and the trace; every item is taken until the end, with
+ * return compression and perf's resync chosen by the control byte.  A
+ * trace that does not end (a loop of direct jumps with no packets) is a
+ * libFuzzer timeout.  See docs/fuzzing.md.
+ */
+#include "vmpt/error.h"
+#include "vmpt/flow.h"
+#include "vmpt/image.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	struct vmpt_asid guest = { VMPT_MACHINE_GUEST, VMPT_ASID_ANY };
+	struct vmpt_flow_config cfg;
+	struct vmpt_flow_item it;
+	struct vmpt_image *img;
+	struct vmpt_flow *dec;
+	size_t code;
+	uint8_t *trace;
+	unsigned ctl;
+
+	if (size < 3)
+		return 0;
+	ctl = data[0];
+	code = (size_t)(data[1] | data[2] << 8) % 4096;
+	if (code > size - 3)
+		code = size - 3;
+	img = vmpt_image_new();
+	if (!img)
+		return 0;
+	if (code) {
+		vmpt_image_add_buffer(img, data + 3, code, 0x1000, "code", &host);
+		vmpt_image_add_buffer(img, data + 3, code, 0x1000, "guest", &guest);
+	}
+	/* An exact-size copy: ASan sees a read past the trace. */
+	trace = malloc(size - 3 - code + 1);
+	if (!trace) {
+		vmpt_image_free(img);
+		return 0;
+	}
+	memcpy(trace, data + 3 + code, size - 3 - code);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.begin = trace;
+	cfg.end = trace + (size - 3 - code);
+	cfg.image = img;
+	cfg.retcomp = ctl % 3;
+	cfg.perf_resync = (ctl >> 2) & 1;
+	cfg.tsc_ctc_ratio_n = (ctl >> 3) & 1 ? 2 : 0;
+	cfg.tsc_ctc_ratio_d = 1;
+	cfg.mtc_period = (uint8_t)(ctl >> 4);
+	cfg.max_nonturbo_ratio = 32;
+	dec = vmpt_flow_new(&cfg);
+	if (dec) {
+		for (int n = 0; n < 1 << 20; n++) {
+			int ret = vmpt_flow_next(dec, &it);
+
+			if (ret < 0)
+				break;
+		}
+		vmpt_flow_free(dec);
+	}
+	free(trace);
+	vmpt_image_free(img);
+	return 0;
+}
