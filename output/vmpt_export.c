@@ -364,7 +364,9 @@ static void dso_export(struct vmpt_export *x, struct export_dso *d)
 		x->ops->dso(x, d);
 }
 
-/* A symbol of dso d: vs (a real one), or perf's "unknown" at addr. */
+/* A symbol of dso d: vs (a real one, at addr), or perf's "unknown" at
+ * addr.
+ */
 static struct export_sym *sym_get(struct vmpt_export *x, struct export_dso *d,
 				  const struct vmpt_section *sec, const struct vmpt_symbol *vs,
 				  uint64_t addr)
@@ -385,7 +387,7 @@ static struct export_sym *sym_get(struct vmpt_export *x, struct export_dso *d,
 	 * the kernel.
 	 */
 	base = d->kernel ? 0 : sec->vaddr - sec->file_offset;
-	s->addr = vs ? from : addr;	/* from: the symbol's address */
+	s->addr = addr;
 	s->start = s->addr - base;
 	s->end = vs ? s->start + vs->size : s->start;
 	s->name = vs ? vs->name : "unknown";
@@ -416,7 +418,7 @@ static struct export_sym *sym_find(struct vmpt_export *x, const struct vmpt_sect
 	if (d->cache_sym && d->cache_addr == addr)
 		return d->cache_sym;
 	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
-	s = vs ? sym_get(x, d, sec, vs, addr) :
+	s = vs ? sym_get(x, d, sec, vs, from) :
 		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
 	d->cache_addr = addr;
 	d->cache_sym = s;

@@ -527,7 +527,7 @@ static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_
 			outf(c, "%s", fr[k].func ? fr[k].func : "??");
 			if (f & VMPT_F_SYMOFF) {
 				out_mem(c, "+0x", 3);
-				out_hex(c, ip - e->sym->addr);
+				out_hex(c, ip - e->from);
 			}
 		}
 		if (f & VMPT_F_SRCLINE)
