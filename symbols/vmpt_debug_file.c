@@ -4,6 +4,7 @@
 #include "vmpt/build_id.h"
 #include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
+#include "lib/vmpt_elf.h"
 #include "vmpt/file.h"
 
 #include <gelf.h>
@@ -58,32 +59,13 @@ int vmpt_debug_file_build_id(const uint8_t *data, size_t size, char hex[41])
 	return ret;
 }
 
-static Elf_Scn *named_section(Elf *elf, const char *want, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, sh))
-			return NULL;
-		name = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (name && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
 /* The file name .gnu_debuglink holds (a NUL-terminated name, padding and
  * a CRC): 0, or -VMPT_ERR_NOT_FOUND.
  */
 static int debuglink(Elf *elf, char *name, size_t cap)
 {
 	GElf_Shdr sh;
-	Elf_Scn *scn = named_section(elf, ".gnu_debuglink", &sh);
+	Elf_Scn *scn = vmpt_elf_section(elf, ".gnu_debuglink", &sh);
 	Elf_Data *d = scn && sh.sh_type != SHT_NOBITS ? elf_getdata(scn, NULL) : NULL;
 	size_t len;
 
@@ -125,7 +107,7 @@ static int usable(const char *path, unsigned want, const char *id)
 					ok = 1;
 		}
 		if (ok && (want & VMPT_DEBUG_DWARF))
-			ok = named_section(elf, ".debug_info", &sh) && sh.sh_type != SHT_NOBITS &&
+			ok = vmpt_elf_section(elf, ".debug_info", &sh) && sh.sh_type != SHT_NOBITS &&
 			     sh.sh_size > 0;
 	}
 	if (elf)

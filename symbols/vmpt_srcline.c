@@ -4,6 +4,7 @@
 #include "vmpt/debug_file.h"
 #include "vmpt/demangle.h"
 #include "vmpt/error.h"
+#include "lib/vmpt_elf.h"
 
 #include <dwarf.h>
 #include <fcntl.h>
@@ -38,48 +39,22 @@ struct vmpt_srcline {
 static uint64_t text_delta(const uint8_t *data, size_t size)
 {
 	Elf *elf = elf_memory((char *)data, size);
-	Elf_Scn *scn = NULL;
 	uint64_t delta = 0;
-	size_t shstrndx;
 	GElf_Shdr sh;
 
 	if (!elf)
 		return 0;
-	if (elf_kind(elf) == ELF_K_ELF && !elf_getshdrstrndx(elf, &shstrndx)) {
-		while ((scn = elf_nextscn(elf, scn))) {
-			const char *name;
-
-			if (!gelf_getshdr(scn, &sh))
-				break;
-			name = elf_strptr(elf, shstrndx, sh.sh_name);
-			if (name && !strcmp(name, ".text")) {
-				delta = sh.sh_addr - sh.sh_offset;
-				break;
-			}
-		}
-	}
+	if (elf_kind(elf) == ELF_K_ELF && vmpt_elf_section(elf, ".text", &sh))
+		delta = sh.sh_addr - sh.sh_offset;
 	elf_end(elf);
 	return delta;
 }
 
 static int has_debug_line(Elf *elf)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
 	GElf_Shdr sh;
 
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return 0;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, &sh))
-			return 0;
-		name = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (name && !strcmp(name, ".debug_line") && sh.sh_type != SHT_NOBITS)
-			return 1;
-	}
-	return 0;
+	return vmpt_elf_section(elf, ".debug_line", &sh) && sh.sh_type != SHT_NOBITS;
 }
 
 struct vmpt_srcline *vmpt_srcline_open(const char *path, const uint8_t *data, size_t size)

@@ -4,6 +4,7 @@
 #include "vmpt/debug_file.h"
 #include "vmpt/demangle.h"
 #include "vmpt/error.h"
+#include "lib/vmpt_elf.h"
 #include "vmpt/file.h"
 #include "vmpt/path.h"
 
@@ -702,30 +703,11 @@ static int elf_symbols(struct vmpt_image *img, Elf *elf,
 	return 0;
 }
 
-static Elf_Scn *section_by_name(Elf *elf, const char *want, GElf_Shdr *sh)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (!gelf_getshdr(scn, sh))
-			return NULL;
-		name = elf_strptr(elf, shstrndx, sh->sh_name);
-		if (name && !strcmp(name, want))
-			return scn;
-	}
-	return NULL;
-}
-
 /* The .rela.plt entries, 0 when there are none or the section is bad. */
 static size_t plt_count(Elf *elf, const struct vmpt_file *f, Elf_Scn **rela,
 			GElf_Shdr *rsh)
 {
-	*rela = section_by_name(elf, ".rela.plt", rsh);
+	*rela = vmpt_elf_section(elf, ".rela.plt", rsh);
 	return *rela ? section_entries(elf, f, rsh, ELF_T_RELA) : 0;
 }
 
@@ -747,10 +729,10 @@ static size_t plt_symbols(struct vmpt_image *img, Elf *elf,
 
 	if (!count)
 		return 0;
-	plt = section_by_name(elf, ".plt.sec", &psh);
+	plt = vmpt_elf_section(elf, ".plt.sec", &psh);
 	first = plt ? psh.sh_addr : 0;
 	if (!plt) {
-		plt = section_by_name(elf, ".plt", &psh);
+		plt = vmpt_elf_section(elf, ".plt", &psh);
 		if (!plt)
 			return 0;
 		first = psh.sh_addr + 16;
