@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "lib/vmpt_elf.h"
+#include "vmpt_elf.h"
 
 #include <string.h>
 

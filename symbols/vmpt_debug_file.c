@@ -4,7 +4,7 @@
 #include "vmpt/build_id.h"
 #include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
-#include "lib/vmpt_elf.h"
+#include "../lib/vmpt_elf.h"
 #include "vmpt/file.h"
 
 #include <gelf.h>

@@ -4,7 +4,7 @@
 #include "vmpt/debug_file.h"
 #include "vmpt/demangle.h"
 #include "vmpt/error.h"
-#include "lib/vmpt_elf.h"
+#include "../lib/vmpt_elf.h"
 
 #include <dwarf.h>
 #include <fcntl.h>
