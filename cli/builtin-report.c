@@ -142,6 +142,13 @@ int cmd_report(int argc, char **argv)
 
 		why[0] = 0;
 		ret = script_images_option(&images, c, optarg, why, sizeof(why));
+		if (ret < 0 && why[0]) {
+			for (size_t k = 0; longopts[k].name; k++)
+				if (longopts[k].val == c)
+					fprintf(stderr, "vmpt report: --%s %s: %s\n",
+						longopts[k].name, optarg, why);
+			goto out;
+		}
 		if (ret != 0) {
 			if (ret > 0)
 				ret = 0;
