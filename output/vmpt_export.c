@@ -85,6 +85,15 @@ void export_fail(struct vmpt_export *x, const char *fmt, ...)
 	va_end(ap);
 }
 
+int export_entry_shown(const struct vmpt_export *x, const struct export_thread *t,
+		       const struct export_entry *e)
+{
+	/* a guest's calls are above its host thread's and the guest slice */
+	size_t depth = (size_t)(e - t->stack) + (t->host ? t->host->cnt + 1 : 0);
+
+	return (!t->host || t->open) && (!x->o->max_depth || depth < x->o->max_depth);
+}
+
 void export_frame_name(const struct export_call_path *cp, char *buf, size_t size)
 {
 	if (cp->sym && strcmp(cp->sym->name, "unknown"))

@@ -193,6 +193,11 @@ void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
 			 const struct export_sample *es);
 void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
 
+/* Does a timeline show entry e of t's stack: not past --max-depth (a
+ * guest's calls above its host thread's), a guest's only while it runs?
+ */
+int export_entry_shown(const struct vmpt_export *x, const struct export_thread *t,
+		       const struct export_entry *e);
 /* The name a timeline or flame graph shows for an entry's function. */
 void export_frame_name(const struct export_call_path *cp, char *buf, size_t size);
 /* Record a failure of the format (the first one counts). */
