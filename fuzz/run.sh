@@ -165,9 +165,18 @@ for t in $targets; do
 	artifacts=$build/fuzz-artifacts/$t
 	mkdir -p "$corpus" "$artifacts"
 	[ -n "$(ls -A "$corpus")" ] || seed "$t"
+	# The target's dictionary, and those of what it reads further.
+	case $t in
+	perf-forms) dicts="perf_data perf_forms";;
+	session) dicts="perf_data flow";;
+	correlate) dicts="flow correlate";;
+	*) dicts=$(echo "$t" | tr - _);;
+	esac
 	dict=
-	[ -f "$src/fuzz/dict/$(echo "$t" | tr - _).dict" ] &&
-		dict=-dict=$src/fuzz/dict/$(echo "$t" | tr - _).dict
+	for d in $dicts; do
+		[ -f "$src/fuzz/dict/$d.dict" ] && cat "$src/fuzz/dict/$d.dict"
+	done > "$build/fuzz-$t.dict"
+	[ -s "$build/fuzz-$t.dict" ] && dict=-dict=$build/fuzz-$t.dict
 	case $t in
 	perf-data) max_len=1048576;;
 	perf-forms|session|correlate) max_len=65536;;
