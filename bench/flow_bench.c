@@ -4,12 +4,14 @@
  *
  * usage: flow-bench [--pagecache PREFIX] [--elf FILE@BASE] [--retcomp]
  *                   [--filter A-B] [--repeat N] [-j N] [--runs N]
- *                   [--ipt files,iscache,memory] [--vmpt-only] TRACE
+ *                   [--ipt files,iscache,memory] [--vmpt-only] [--batches-only]
+ *                   TRACE
  *
  * N copies of the trace are laid end to end (each starts with a PSB) to
  * make a big trace out of a small real one.  vmpt takes items in batches
  * (vmpt_flow_next_items, with TNT runs), and once more one item per call
- * (vmpt_flow_next, which walks every block).  With --runs N each
+ * (vmpt_flow_next, which walks every block; --batches-only skips it, and
+ * libipt, for callgrind).  With --runs N each
  * single-threaded decoder runs N times, interleaved, and its best CPU time
  * counts (the machine is shared); -j 0 skips the threaded run.
  */
@@ -364,6 +366,7 @@ int main(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'n' },
 		{ "vmpt-only", no_argument, NULL, 'v' },
 		{ "runs", required_argument, NULL, 'R' },
+		{ "batches-only", no_argument, NULL, 'B' },
 		{ "ipt", required_argument, NULL, 'i' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -375,7 +378,7 @@ int main(int argc, char **argv)
 	uint64_t fa = 0, fb = 0, n;
 	size_t repeat = 1, size;
 	uint8_t *buf;
-	int jobs = 2, vmpt_only = 0, runs = 1, c, ret;
+	int jobs = 2, vmpt_only = 0, batches_only = 0, runs = 1, c, ret;
 	unsigned ipt_mask = (1u << IPT_NCONF) - 1;
 	double t, mb, t_v1, t_v1w, t_vj, c_vj;
 
@@ -412,6 +415,7 @@ int main(int argc, char **argv)
 		case 'j': jobs = atoi(optarg); break;
 		case 'v': vmpt_only = 1; break;
 		case 'R': runs = atoi(optarg); break;
+		case 'B': batches_only = vmpt_only = 1; break;
 		case 'i':
 			ipt_mask = 0;
 			for (int how = 0; how < IPT_NCONF; how++)
@@ -428,7 +432,7 @@ int main(int argc, char **argv)
 	if (optind + 1 != argc || !repeat || jobs < 0 || runs < 1) {
 		fprintf(stderr, "usage: %s [--pagecache PREFIX] [--elf FILE@BASE] [--retcomp] "
 			"[--filter A-B] [--repeat N] [-j N] [--runs N] [--ipt files,iscache,memory] "
-			"[--vmpt-only] TRACE\n", argv[0]);
+			"[--vmpt-only] [--batches-only] TRACE\n", argv[0]);
 		return 2;
 	}
 	if (vmpt_file_map(&f, argv[optind]) < 0) {
@@ -476,6 +480,8 @@ int main(int argc, char **argv)
 			int how = (d - D_IPT) / 2;
 
 			if (d >= D_IPT && (vmpt_only || !(ipt_mask & (1u << how))))
+				continue;
+			if (d == D_ONE && batches_only)
 				continue;
 			t = now();
 			if (d == D_VMPT || d == D_ONE)
