@@ -728,15 +728,17 @@ static int cfe(struct vmpt_flow *dec, const struct vmpt_packet *pkt)
  * packets apart: they are no IPC points, and CYC thresholds do not
  * matter).
  */
-/* PAD and TNT-8, most of a trace, straight from the fast table (which
- * holds only what the full decoder gives): 1 when a TNT-8 was read, 0
- * when the next packet is another (the PADs before it are read).
+/* PAD, TNT-8 and TIP, most of a trace, straight from the fast table
+ * (which holds only what the full decoder gives): 1 when a TNT-8 or a TIP
+ * was read as fetch() reads them, 0 when the next packet is another (the
+ * PADs before it are read).
  */
 static inline __attribute__((always_inline)) int
-fetch_tnt8(struct vmpt_flow *dec, int after_fup)
+fetch_fast(struct vmpt_flow *dec, int after_fup)
 {
 	const uint8_t *p = dec->pd.pos, *end = dec->pd.end;
 	uint32_t e = 0;
+	unsigned ipc;
 
 	if (dec->pd.ctx != VMPT_CTX_NONE || dec->want_fup)
 		return 0;
@@ -745,15 +747,33 @@ fetch_tnt8(struct vmpt_flow *dec, int after_fup)
 	if (p != dec->pd.pos)
 		dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
 	dec->pd.pos = p;
-	if (p == end || (uint16_t)e != VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0))
+	if (p == end)
+		return 0;
+	if ((uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
+		dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
+		dec->pd.pos = p + 1;
+		dec->tnt_bits = e >> 24;
+		dec->tnt_n = (e >> 16) & 0xff;
+		dec->memo_try = 1;
+		if (!after_fup)
+			vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
+		return 1;
+	}
+	/* A TIP where vmpt_pkt_next would take its fast path too, with a
+	 * last IP to update (fetch's special case after a resync aside).
+	 */
+	ipc = (e >> 16) & 0xff;
+	if ((uint8_t)e != VMPT_PKT_TIP || p >= dec->pd.limit || end - p < VMPT_PKT_FAST_READ ||
+	    !dec->lip.have_ip || ipc == 5 || ipc > VMPT_IPC_FULL)
 		return 0;
 	dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
-	dec->pd.pos = p + 1;
-	dec->tnt_bits = e >> 24;
-	dec->tnt_n = (e >> 16) & 0xff;
-	dec->memo_try = 1;
+	dec->pd.pos = p + vmpt_pkt_decode_fast(p, &dec->pkt);
+	vmpt_time_seen(&dec->time, VMPT_PKT_TIP);
 	if (!after_fup)
-		vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
+		vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TIP);
+	vmpt_last_ip_update(&dec->lip, &dec->pkt);
+	dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
+	dec->have_pkt = 1;
 	return 1;
 }
 
@@ -763,7 +783,7 @@ static int fetch(struct vmpt_flow *dec, int after_fup)
 	int ret;
 
 	for (;;) {
-		if (fetch_tnt8(dec, after_fup))
+		if (fetch_fast(dec, after_fup))
 			return 0;
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
@@ -1852,10 +1872,10 @@ int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **it
 			if (!dec->tnt_n && !(dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) {
 				if (!wants_packet(dec))
 					break;
-				/* step() on the hot path, inline for a TNT-8 */
+				/* step() on the hot path, inline for a TNT-8 or TIP */
 				dec->rec = NULL;	/* as next_item */
 				dec->block_time = dec->time.tsc;
-				if (!fetch_tnt8(dec, 0) && (step(dec) < 0 || !on_hot_path(dec)))
+				if (!fetch_fast(dec, 0) && (step(dec) < 0 || !on_hot_path(dec)))
 					break;
 			}
 			ret = walk_fast(dec, &b[k], 1);
