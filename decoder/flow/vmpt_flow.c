@@ -1614,8 +1614,10 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		dec->rec = vmpt_tnt_memo_start(dec->memo, b, key);
 		dec->memo_try = 0;
 	}
-	switch (b->iclass) {
-	case VMPT_IC_JCC:
+	/* Most blocks end in a conditional jump: tested before the jump
+	 * table of the rest.
+	 */
+	if (b->iclass == VMPT_IC_JCC) {
 		if (!dec->tnt_n)
 			return 0;
 		dec->tnt_n--;
@@ -1624,7 +1626,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		dec->ip = taken ? b->target : b->next_ip;
-		break;
+	} else switch (b->iclass) {
 	case VMPT_IC_CALL:
 	case VMPT_IC_JMP:
 		/* A loop reading no trace: walk() reports it. */
