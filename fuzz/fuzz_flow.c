@@ -4,7 +4,8 @@
  * as a guest's) and the trace; every item is taken until the end, with
  * return compression and perf's resync chosen by the control byte.  A
  * trace that does not end (a loop of direct jumps with no packets) is a
- * libFuzzer timeout.  See docs/fuzzing.md.
+ * libFuzzer timeout.  The walk stops after MAX_ITEMS items (blocks and
+ * events): longer walks repeat what they did and only slow the fuzzer.  See docs/fuzzing.md.
  */
 #include "vmpt/error.h"
 #include "vmpt/flow.h"
@@ -15,6 +16,8 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define MAX_ITEMS (1 << 14)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -60,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.max_nonturbo_ratio = 32;
 	dec = vmpt_flow_new(&cfg);
 	if (dec) {
-		for (int n = 0; n < 1 << 20; n++) {
+		for (int n = 0; n < MAX_ITEMS; n++) {
 			int ret = vmpt_flow_next(dec, &it);
 
 			if (ret < 0)

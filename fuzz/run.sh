@@ -2,19 +2,33 @@
 # Build the libFuzzer targets with clang (ASan + UBSan + libFuzzer) in their
 # own build dir and run each for SECONDS (default 600).  Seeds: the real
 # traces and recordings of ../shared/realtraces, perf's pipe form of one,
-# a reply stream of the guest agent; dictionaries in fuzz/dict/.  Any
-# crash, leak, timeout or sanitizer report makes it exit non-zero and
-# leaves the input in $BUILD/fuzz-artifacts/TARGET/.
-#   usage: fuzz/run.sh [SECONDS [BUILD_DIR [TARGET...]]]
-#   targets: packet perf-data flow pack (default: all)
+# a reply stream of the guest agent, recordings vmpt-synth makes (host and
+# VM scenarios; $SYNTH_DIR or a build dir's tools/synth, skipped when
+# none); dictionaries in fuzz/dict/.  The inputs of earlier findings
+# (made here, not committed) run first.  Any crash, leak, timeout or
+# sanitizer report makes it exit non-zero and leaves the input in
+# $BUILD/fuzz-artifacts/TARGET/.
+#   usage: [RUNS=N] fuzz/run.sh [SECONDS [BUILD_DIR [TARGET...]]]
+# RUNS: stop each target after N executions (or SECONDS, the first).
+#   targets: packet perf-data perf-forms flow pack session correlate
+#   (default: all)
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 secs=${1:-600}
 build=${2:-$src/build-fuzz}
 [ $# -gt 2 ] && shift 2 || set --
-targets=${*:-packet perf-data flow pack}
+all="packet perf-data perf-forms flow pack session correlate"
+targets=${*:-$all}
 shared=${SHARED:-$src/../shared}
 rt=$shared/realtraces
+hase=$rt/perf-data-hase
+# vmpt-synth and its VM scenario's kernels: a gcc build's (make check runs
+# this inside its build dir) or the source tree's build/.
+synth_dir=${SYNTH_DIR:-}
+for d in "$(dirname "$build")/tools/synth" "$src/build/tools/synth"; do
+	[ -z "$synth_dir" ] && [ -x "$d/vmpt-synth" ] && [ -f "$d/guest-kernel" ] &&
+		synth_dir=$d
+done
 
 if [ ! -f "$build/build.ninja" ]; then
 	CC=clang meson setup "$build" "$src" -Dbuildtype=debugoptimized \
@@ -22,6 +36,11 @@ if [ ! -f "$build/build.ninja" ]; then
 		{ cat "$build.setup.log"; exit 1; }
 	rm -f "$build.setup.log"
 fi
+# fuzz-session finds the binaries its recordings map here, by name.
+images=$build/fuzz-images
+mkdir -p "$images"
+cp -f "$hase/loopy/loopy" "$hase/control_flow/control_flow" "$images/" 2>/dev/null || true
+export VMPT_FUZZ_IMAGES=$images
 for t in $targets; do
 	ninja -C "$build" "fuzz/fuzz-$t" >/dev/null
 done
@@ -43,6 +62,22 @@ seed() {
 		# perf's pipe form of the smallest one.
 		f=$(find "$rt" -type f -name '*.perf.data' -size -1024k | head -1)
 		[ -n "$f" ] && perf inject -i "$f" -o - > "$c/seed-pipe" 2>/dev/null || true;;
+	perf-forms)
+		# The pipe form of each small recording, the directory form of
+		# it cut in two (data, data.0).
+		for f in "$hase"/*/*.perf "$hase"/*/*.perf.data "$rt"/perf-data/perf.data.intel_pt-4.14; do
+			[ -f "$f" ] || continue
+			n=$(basename "$f")
+			python3 "$src/fuzz/seeds.py" dir "$f" "$c/seed-dir-$n"
+			perf inject -i "$f" -o - 2>/dev/null > "$c/pipe.tmp" &&
+				python3 "$src/fuzz/seeds.py" pipe "$c/pipe.tmp" "$c/seed-pipe-$n"
+			rm -f "$c/pipe.tmp"
+		done;;
+	session)
+		cp "$hase"/*/*.perf "$hase"/*/*.perf.data "$c/"
+		synth_seeds "$c" session;;
+	correlate)
+		synth_seeds "$c" correlate;;
 	flow)
 		# No code (errors, resyncs) and 'jmp .' at 0x1000, over real traces.
 		for f in "$rt"/kvm-pt/*/trace "$rt"/kvm-pt/*/ptlog; do
@@ -68,25 +103,95 @@ PY
 	esac
 }
 
+# synth_seeds DIR TARGET: recordings vmpt-synth makes, as TARGET takes them.
+synth_seeds() {
+	[ -n "$synth_dir" ] || return 0
+	tmp=$1/synth.tmp
+	mkdir -p "$tmp"
+	vm="$synth_dir/vmpt-synth --vm --host-kernel $synth_dir/vmx-kernel -q
+	    --guest-elf $synth_dir/guest-kernel --guest-start start_kernel
+	    --guest-period 500 --psb-period 1024 --branches 3000"
+	# One vCPU; two on two CPUs (per-cpu buffers); a scaled TSC; an
+	# offset that changes; cycle-accurate.
+	$vm --seed 1 -o "$tmp/vm1"
+	$vm --seed 2 --vcpus 2 --cpus 2 -o "$tmp/vm2"
+	$vm --seed 3 --tsc-scale 1.5 -o "$tmp/vm3"
+	$vm --seed 4 --vcpus 2 --tsc-offset-change 1000:1:-0x2000000000 -o "$tmp/vm4"
+	$vm --seed 5 --cyc -o "$tmp/vm5"
+	"$synth_dir/vmpt-synth" --elf "$images/loopy" --seed 7 --branches 300 -q -o "$tmp/host"
+	for n in 1 2 3 4 5; do
+		if [ "$2" = correlate ]; then
+			python3 "$src/fuzz/seeds.py" corr "$tmp/vm$n.perf.data" "$1/seed-vm$n"
+		else
+			cp "$tmp/vm$n.perf.data" "$1/seed-vm$n"
+		fi
+	done
+	if [ "$2" = correlate ]; then
+		# The perf.data mode: flag 0x80, MTC period 3, TSC:CTC 84/2.
+		printf '\200\003\124\000\000\000\002\000\000\000\000\000' |
+			cat - "$tmp/vm2.perf.data" > "$1/seed-file-vm2"
+	else
+		cp "$tmp/host.perf.data" "$1/seed-host"
+	fi
+	rm -rf "$tmp"
+}
+
+# regressions TARGET DIR: the inputs of earlier findings, made here.
+regressions() {
+	mkdir -p "$2"
+	case $1 in
+	flow)
+		# A CYC count past 2^64 TSC ticks at CBR 25 (float-cast UB).
+		printf '\004\000\000\002\202\002\202\002\202\002\202\002\202\002\202\002\202\002\202' > "$2/cyc-overflow"
+		printf '\031\000\000\000\066\000\000\000\002\003\031\000' >> "$2/cyc-overflow"
+		printf '\377\377\377\377\377\377\377\017\321\074' >> "$2/cyc-overflow";;
+	esac
+}
+
 status=0
 for t in $targets; do
+	reg=$build/fuzz-regressions/$t
+	regressions "$t" "$reg"
+	if [ -n "$(ls -A "$reg")" ] &&
+	   ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		"$build/fuzz/fuzz-$t" "$reg"/* >"$build/fuzz-$t.regressions.log" 2>&1; then
+		tail -40 "$build/fuzz-$t.regressions.log"
+		echo "fuzz-$t: FAILED on an earlier finding ($reg)"
+		status=1
+		continue
+	fi
 	corpus=$build/fuzz-corpus/$t
 	artifacts=$build/fuzz-artifacts/$t
 	mkdir -p "$corpus" "$artifacts"
 	[ -n "$(ls -A "$corpus")" ] || seed "$t"
+	# The target's dictionary, and those of what it reads further.
+	case $t in
+	perf-forms) dicts="perf_data perf_forms";;
+	session) dicts="perf_data flow";;
+	correlate) dicts="flow correlate";;
+	*) dicts=$(echo "$t" | tr - _);;
+	esac
 	dict=
-	[ -f "$src/fuzz/dict/$(echo "$t" | tr - _).dict" ] &&
-		dict=-dict=$src/fuzz/dict/$(echo "$t" | tr - _).dict
-	max_len=4096
-	[ "$t" = perf-data ] && max_len=1048576
+	for d in $dicts; do
+		[ -f "$src/fuzz/dict/$d.dict" ] && cat "$src/fuzz/dict/$d.dict"
+	done > "$build/fuzz-$t.dict"
+	[ -s "$build/fuzz-$t.dict" ] && dict=-dict=$build/fuzz-$t.dict
+	case $t in
+	perf-data) max_len=1048576;;
+	perf-forms|session|correlate) max_len=65536;;
+	*) max_len=4096;;
+	esac
 	# shellcheck disable=SC2086
 	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		"$build/fuzz/fuzz-$t" -max_total_time="$secs" -max_len=$max_len -timeout=10 \
+		"$build/fuzz/fuzz-$t" -max_total_time="$secs" -runs="${RUNS:--1}" \
+		-max_len=$max_len -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
 		$dict "$corpus" 2>"$build/fuzz-$t.log"; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/fuzz-$t.log")
-		echo "fuzz-$t: ${secs}s, $runs runs, no crash, hang or sanitizer report"
+		time=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$build/fuzz-$t.log")
+		echo "fuzz-$t: ${time}s, $runs runs, no crash, hang or sanitizer report"
 	else
 		tail -60 "$build/fuzz-$t.log"
 		echo "fuzz-$t: FAILED, input saved in $artifacts/"

@@ -31,6 +31,10 @@ struct sec_table {
 
 struct vmpt_bcache {
 	_Atomic(_Atomic(struct sec_table *) *) dir[SEC_DIR];
+	/* dir[i] for i >= dir_end are empty: freeing a cache of a small
+	 * image does not walk the whole directory.
+	 */
+	_Atomic size_t dir_end;
 	pthread_mutex_t lock;		/* the arena list */
 	struct arena *arenas;		/* every disassembler's, freed with the cache */
 };
@@ -58,7 +62,7 @@ void vmpt_bcache_free(struct vmpt_bcache *bc)
 {
 	if (!bc)
 		return;
-	for (size_t i = 0; i < SEC_DIR; i++) {
+	for (size_t i = 0, end = atomic_load(&bc->dir_end); i < end; i++) {
 		_Atomic(struct sec_table *) *chunk = atomic_load(&bc->dir[i]);
 
 		if (!chunk)
@@ -136,10 +140,15 @@ static struct sec_table *sec_table(struct vmpt_bcache *bc,
 			return NULL;
 		if (atomic_compare_exchange_strong_explicit(slot, &chunk, fresh,
 							    memory_order_acq_rel,
-							    memory_order_acquire))
+							    memory_order_acquire)) {
+			size_t end = atomic_load(&bc->dir_end), i = (size_t)(slot - bc->dir);
+
 			chunk = fresh;
-		else
+			while (end <= i && !atomic_compare_exchange_weak(&bc->dir_end, &end, i + 1))
+				;
+		} else {
 			free(fresh);	/* another thread's is there */
+		}
 	}
 	t = atomic_load_explicit(&chunk[sec->id % SEC_CHUNK], memory_order_acquire);
 	if (t)

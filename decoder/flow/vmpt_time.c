@@ -90,7 +90,7 @@ void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 		}
 		break;
 	case VMPT_PKT_CYC: {
-		double ratio;
+		double ratio, ticks;
 
 		t->cyc += pkt->cyc;
 		if (!t->have_base)
@@ -101,7 +101,13 @@ void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 			ratio = (double)t->max_nonturbo / t->cbr;
 		else
 			break;
-		advance(t, t->base + (uint64_t)((double)t->cyc * ratio));
+		/* A count no 64-bit TSC can hold says nothing (and would not
+		 * convert): the time stays.
+		 */
+		ticks = (double)t->cyc * ratio;
+		if (!(ticks >= 0 && ticks < 0x1p64))
+			break;
+		advance(t, t->base + (uint64_t)ticks);
 		break;
 	}
 	case VMPT_PKT_CBR:

@@ -34,6 +34,7 @@ struct vmpt_tnt_memo {
 	struct slot slot[MEMO_SLOTS];
 	struct start seen[MEMO_SLOTS];	/* the last start missed per slot */
 	struct vmpt_run *scratch;	/* being recorded, VMPT_RUN_MAX steps */
+	size_t n_runs;			/* slots holding a run: none, nothing to free */
 	uint32_t probes, hits, rest;
 };
 
@@ -58,8 +59,11 @@ void vmpt_tnt_memo_free(struct vmpt_tnt_memo *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < MEMO_SLOTS; i++)
-		free(m->slot[i].run);
+	for (size_t i = 0; m->n_runs && i < MEMO_SLOTS; i++)
+		if (m->slot[i].run) {
+			free(m->slot[i].run);
+			m->n_runs--;
+		}
 	free(m->scratch);
 	free(m);
 }
@@ -126,6 +130,8 @@ void vmpt_tnt_memo_commit(struct vmpt_tnt_memo *m)
 	memcpy(r, s, sizeof(*s) + items);
 	r->step = (struct vmpt_run_step *)&r->item[s->nsteps];
 	memcpy(r->step, s->step, s->nsteps * sizeof(s->step[0]));
+	if (!sl->run)
+		m->n_runs++;
 	free(sl->run);
 	sl->run = r;
 	sl->tag.first = s->first;

@@ -504,6 +504,46 @@ static void test_ptw_bound(void **state)
 		"e disabled 0 0 0\n");
 }
 
+/* A CYC count that times the CBR's ratio is past 2^64 TSC ticks (a
+ * fuzzer's find: converting it was undefined behaviour) leaves the time
+ * at the TSC packet's.
+ */
+static void test_cycles_huge(void **state)
+{
+	static const uint8_t trace[] = {
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		0x19, 0x00, 0x00, 0x00, 0x36, 0x00, 0x00, 0x00,	/* TSC 0x36000000 */
+		0x02, 0x03, 0x19, 0x00,				/* CBR 25 */
+		0x02, 0x23,					/* PSBEND */
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,	/* CYC 0xda03ffffffffffff */
+		0x0f, 0xd1, 0x3c,
+		0x31, 0x00, 0x10,				/* TIP.PGE 0x1000 */
+	};
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_flow_item it;
+	struct vmpt_flow *dec;
+	char out[512];
+	size_t len = 0;
+
+	(void)state;
+	cfg.begin = trace;
+	cfg.end = trace + sizeof(trace);
+	cfg.max_nonturbo_ratio = 32;
+	cfg.perf_resync = 1;
+	dec = vmpt_flow_new(&cfg);
+	assert_non_null(dec);
+	out[0] = 0;
+	while (vmpt_flow_next(dec, &it) == 0 && len < sizeof(out) - 64)
+		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s %lx t%lx %s\n",
+					it.kind == VMPT_FLOW_BLOCK ? "b" : vmpt_event_name(it.ev),
+					(unsigned long)it.ip, (unsigned long)it.time,
+					it.kind == VMPT_FLOW_EVENT && it.ev == VMPT_EV_ERROR ?
+					vmpt_strerror(it.err) : "");
+	vmpt_flow_free(dec);
+	assert_string_equal(out, "psb 0 t36000000 \nenabled 1000 t36000000 \n");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -514,6 +554,7 @@ int main(void)
 		cmocka_unit_test(test_no_image),
 		cmocka_unit_test(test_bad_instruction),
 		cmocka_unit_test(test_cycles),
+		cmocka_unit_test(test_cycles_huge),
 		cmocka_unit_test(test_event_trace),
 		cmocka_unit_test(test_power),
 		cmocka_unit_test(test_ptw_bound),
