@@ -30,6 +30,10 @@ static void correlate_usage(FILE *out)
 		"                    form too)\n"
 		"  -o OUT            where the corrected recording goes (default PATH.corr)\n"
 		"  --dry-run         report only; perf inject's dry-run lines on stderr\n"
+		"  --report          report only, learned from the PSB+s alone (the\n"
+		"                    packets are walked where that cannot give the walk's\n"
+		"                    answer)\n"
+		"  --walk            with --report: walk every packet\n"
 		"  --force           rewrite PATH in place, as perf inject does\n"
 		"  --vm-time-correlation[=ARGS]\n"
 		"                    perf inject's option: perf's offsets (or the ones\n"
@@ -73,11 +77,16 @@ static void report(const struct vmpt_corr *c, FILE *f)
 	size_t n, nm;
 	const struct vmpt_tsc_segment *s = vmpt_corr_segments(c, &n);
 	const char *const *msgs = vmpt_corr_messages(c, &nm);
-	uint64_t guest, patched;
+	uint64_t guest, patched, psbs, ambiguous, walked;
 
 	vmpt_corr_counts(c, &guest, &patched);
-	fprintf(f, "# %s: %zu segment(s), %" PRIu64 " guest TSC packet(s), %" PRIu64
-		" to rewrite\n", vmpt_corr_path(c), n, guest, patched);
+	if (vmpt_corr_psb_only(c, &psbs, &ambiguous, &walked))
+		fprintf(f, "# %s: %zu segment(s), learned from %" PRIu64 " PSB+(s) alone (%"
+			PRIu64 " bytes walked around %" PRIu64 " no two host PSB+s bracket)\n",
+			vmpt_corr_path(c), n, psbs, walked, ambiguous);
+	else
+		fprintf(f, "# %s: %zu segment(s), %" PRIu64 " guest TSC packet(s), %" PRIu64
+			" to rewrite\n", vmpt_corr_path(c), n, guest, patched);
 	fprintf(f, "# VMCS     vCPU threads  source  TSC offset          ratio[/multiplier] "
 		"samples agree max-residual  host time (s)           TSC packets\n");
 	for (size_t i = 0; i < n; i++) {
@@ -106,7 +115,7 @@ static void report(const struct vmpt_corr *c, FILE *f)
 
 int cmd_correlate(int argc, char **argv)
 {
-	enum { OPT_GUEST_DATA = 0x100, OPT_VCPUS };
+	enum { OPT_GUEST_DATA = 0x100, OPT_VCPUS, OPT_REPORT, OPT_WALK };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -116,6 +125,8 @@ int cmd_correlate(int argc, char **argv)
 		{ "guest-data", required_argument, NULL, OPT_GUEST_DATA },
 		{ "vcpus", required_argument, NULL, OPT_VCPUS },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "report", no_argument, NULL, OPT_REPORT },
+		{ "walk", no_argument, NULL, OPT_WALK },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -123,6 +134,7 @@ int cmd_correlate(int argc, char **argv)
 	const char *input = "perf.data", *output = NULL, *perf_args = NULL;
 	const char *guest_data = NULL, *vcpus = NULL;
 	int dry_run = 0, force = 0, perf_mode = 0, quiet = 0, c, ret, status = 1;
+	int report_only = 0, walk = 0;
 	char *def_out = NULL;
 	struct vmpt_corr *corr = NULL;
 
@@ -139,6 +151,8 @@ int cmd_correlate(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		case OPT_GUEST_DATA: guest_data = optarg; break;
 		case OPT_VCPUS: vcpus = optarg; break;
+		case OPT_REPORT: report_only = 1; break;
+		case OPT_WALK: walk = 1; break;
 		case 'h':
 			correlate_usage(stdout);
 			return 0;
@@ -161,15 +175,22 @@ int cmd_correlate(int argc, char **argv)
 		}
 		return correlate_guest_data(guest_data, input, output, vcpus);
 	}
+	if (report_only && (output || dry_run || force || perf_mode)) {
+		fprintf(stderr, "vmpt correlate: --report goes without -o, --dry-run, --force "
+			"and --vm-time-correlation\n");
+		return 2;
+	}
 	if ((force || perf_mode) && output) {
 		fprintf(stderr, "Output file name must not be specified for in-place updating\n");
 		return 2;
 	}
 	cfg.perf_patches = (uint8_t)perf_mode;
+	cfg.psb_only = (uint8_t)(report_only && !walk);
 	/* perf's messages where perf inject prints them: a dry run, or
 	 * perf's own rewrite.
 	 */
 	cfg.perf_log = dry_run || perf_mode ? stderr : NULL;
+	dry_run |= report_only;
 	ret = vmpt_corr_open(&corr, input, &cfg);
 	if (ret == 0 && perf_mode) {
 		int perf_dry = 0;

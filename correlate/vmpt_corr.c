@@ -146,6 +146,15 @@ struct vmpt_tsc_patches vmpt_corr_patches(const struct vmpt_corr *c, size_t buf)
 	return pl;
 }
 
+int vmpt_corr_psb_only(const struct vmpt_corr *c, uint64_t *psbs, uint64_t *ambiguous,
+		       uint64_t *walked)
+{
+	*walked = c->psb.walked_bytes;
+	*psbs = c->psb.psbs;
+	*ambiguous = c->psb.ambiguous;
+	return c->cfg.psb_only && !c->walked;
+}
+
 void vmpt_corr_counts(const struct vmpt_corr *c, uint64_t *guest_tscs, uint64_t *patched)
 {
 	*guest_tscs = c->guest_tscs;
@@ -279,6 +288,36 @@ static int run_perf(struct vmpt_corr *c, int patches)
 	return ret;
 }
 
+/* Learning from the PSB+s only: 0, or 1 when some queue needs the walk
+ * (buffers joined, a PSB+ the pass cannot read, a guest PSB+ no pair of
+ * host PSB+s brackets), the records then dropped.
+ */
+static int run_psb(struct vmpt_corr *c)
+{
+	int ret = 0;
+
+	for (size_t q = 0; q < c->n_queues && ret == 0; q++) {
+		struct vmpt_tsc_queue *tq = &c->queues[q];
+
+		if (tq->n_bufs > 1 && !c->cfg.not_consecutive)
+			ret = 1;
+		tq->rec_from = tq->perf_from = c->recs.n;
+		if (ret == 0)
+			ret = vmpt_tsc_psb_queue(&c->recs, c->bufs, tq->bufs, tq->n_bufs,
+						 c->cfg.tsc_ctc_ratio_n, c->cfg.tsc_ctc_ratio_d,
+						 c->cfg.mtc_period, &tq->sync, &c->psb);
+		tq->rec_to = tq->perf_to = c->recs.n;
+		if (ret == 0 && (c->psb.bad))
+			ret = 1;
+	}
+	c->perf_recs = &c->recs;
+	if (ret > 0) {
+		vmpt_tsc_recs_free(&c->recs);
+		c->walked = 1;
+	}
+	return ret;
+}
+
 static int run(struct vmpt_corr *c)
 {
 	struct vmpt_tsc_scan_cfg sc = {
@@ -300,6 +339,14 @@ static int run(struct vmpt_corr *c)
 	/* vmpt's view (consecutive buffers joined) for learning; perf's
 	 * apart, where they may differ (a queue of several buffers).
 	 */
+	if (ret == 0 && c->cfg.psb_only && !c->cfg.perf_log && !c->cfg.perf_patches &&
+	    c->cfg.have_mtc && sc.have_ratio) {
+		ret = run_psb(c);
+		if (ret <= 0)
+			goto learn;
+		ret = 0;
+	}
+	c->walked = 1;
 	sc.join = 1;
 	for (size_t q = 0; q < c->n_queues && ret == 0; q++) {
 		struct vmpt_tsc_queue *tq = &c->queues[q];
@@ -335,6 +382,7 @@ static int run(struct vmpt_corr *c)
 	}
 	if (ret == 0 && (c->cfg.perf_log || c->cfg.perf_patches))
 		ret = run_perf(c, c->cfg.perf_patches);
+learn:
 	if (ret == 0)
 		ret = vmpt_corr_learn(c);
 	if (ret == 0)

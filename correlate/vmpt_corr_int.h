@@ -6,6 +6,7 @@
 #include "vmpt/correlate.h"
 #include "vmpt_tsc_offset.h"
 #include "vmpt_tsc_perf.h"
+#include "vmpt_tsc_psb.h"
 #include "vmpt_tsc_scan.h"
 
 struct vmpt_corr_recording;
@@ -32,6 +33,9 @@ struct vmpt_corr {
 	size_t n_patches, patches_cap, patch_buf_cap;
 	size_t *patch_at;
 	uint64_t guest_tscs;
+	/* psb_only: what the PSB+ pass found; walked: 1 when it fell back. */
+	struct vmpt_tsc_psb_stats psb;
+	int walked;
 	int failed;		/* vmpt_corr_run said no (errmsg) */
 	/* What is known of the vCPUs. */
 	struct vmpt_vcpu_thread *vcpus;

@@ -69,6 +69,11 @@ struct vmpt_corr_config {
 	 * "ERROR: ..."), in perf's order; NULL: none.
 	 */
 	FILE *perf_log;
+	/* Learn from the PSB+s only (no patches but those of PSB+ TSCs:
+	 * for a report, not a rewrite); a queue where that cannot give the
+	 * walk's answer is walked.  Ignored with perf_log or perf_patches.
+	 */
+	uint8_t psb_only;
 	/* The host thread (returned) and its process (*pid) running buffer
 	 * buf at host TSC tsc (per-cpu buffers: from the context switches);
 	 * NULL or -1: the buffer's tid, pid unknown.
@@ -141,6 +146,14 @@ int vmpt_corr_set_offset(struct vmpt_corr *c, uint64_t vmcs, uint64_t offset);
  * for one.  -VMPT_ERR_INVAL: "Failed to parse VM Time Correlation options".
  */
 int vmpt_corr_parse_perf_args(struct vmpt_corr *c, const char *arg, int *dry_run);
+
+/* With psb_only: 1 when the PSB+s were read (*psbs of them) and the
+ * packets walked only around *ambiguous PSB+s that no two host PSB+s
+ * less than a CTC wrap apart bracket (*walked bytes); 0 when every packet
+ * was walked.
+ */
+int vmpt_corr_psb_only(const struct vmpt_corr *c, uint64_t *psbs, uint64_t *ambiguous,
+		       uint64_t *walked);
 
 int vmpt_corr_add_vcpu(struct vmpt_corr *c, const struct vmpt_vcpu_thread *v);
 int vmpt_corr_add_kvm(struct vmpt_corr *c, const struct vmpt_kvm_value *v);
