@@ -6,7 +6,9 @@
 # VMPT_BENCH_BUILD), synthesizes a VM recording of about MB megabytes of
 # trace (2 vCPUs, offsets of both signs, a PSB every 4 KiB) and times both
 # in CPU seconds (user + system): vmpt RUNS times (best), perf once.  Both
-# must print the same dry-run lines.  Then corr-psb-bench on the same file:
+# must print the same dry-run lines.  Then the report mode (vmpt correlate
+# --report: learning from the PSB+s alone), RUNS times, whose segments must
+# be the dry run's.  Then corr-psb-bench on the same file:
 # what reading only its PSB+s costs (bench/corr_psb_bench.c).
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,6 +58,25 @@ cmp -s "$work/perf.err" "$work/vmpt.err" || {
 }
 awk -v s="$size" -v v="$best" -v p="$t_perf" 'BEGIN {
 	printf "vmpt: %.0f MB/s (best of runs), perf: %.1f MB/s, vmpt/perf: %.1fx\n",
+	       s / 1048576 / v, s / 1048576 / p, p / v }'
+echo "== the report alone: vmpt correlate --report (the PSB+s alone)"
+segs() { awk '!/^#/ && !/^note/ {print $1, $2, $3, $4, $5, $6, $10}' "$@"; }
+"$build/cli/vmpt" correlate --dry-run -i "$work/vm.perf.data" 2>/dev/null | segs > "$work/walk"
+best_r=
+for i in $(seq "$runs"); do
+	/usr/bin/time -f '%U %S' -o "$work/time" "$build/cli/vmpt" correlate --report \
+		-i "$work/vm.perf.data" > "$work/report"
+	t=$(awk '{printf "%.3f", $1 + $2}' "$work/time")
+	best_r=$(awk -v a="$t" -v b="${best_r:-$t}" 'BEGIN {print (a < b ? a : b)}')
+	echo "   vmpt correlate --report: $t s"
+done
+head -1 "$work/report"
+segs "$work/report" | cmp -s - "$work/walk" || {
+	echo "FAIL: the report's segments differ from the walk's"
+	exit 1
+}
+awk -v s="$size" -v v="$best_r" -v p="$t_perf" 'BEGIN {
+	printf "vmpt --report: %.0f MB/s (best of runs), perf: %.1f MB/s, vmpt/perf: %.1fx\n",
 	       s / 1048576 / v, s / 1048576 / p, p / v }'
 echo "== reading the PSB+s only (corr-psb-bench, CPU time, best of 3)"
 "$build/bench/corr-psb-bench" "$work/vm.perf.data"
