@@ -175,6 +175,10 @@ int cmd_correlate(int argc, char **argv)
 		}
 		return correlate_guest_data(guest_data, input, output, vcpus);
 	}
+	if (walk && !report_only) {
+		fprintf(stderr, "vmpt correlate: --walk goes with --report\n");
+		return 2;
+	}
 	if (report_only && (output || dry_run || force || perf_mode)) {
 		fprintf(stderr, "vmpt correlate: --report goes without -o, --dry-run, --force "
 			"and --vm-time-correlation\n");
