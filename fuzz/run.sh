@@ -145,6 +145,15 @@ regressions() {
 		printf '\004\000\000\002\202\002\202\002\202\002\202\002\202\002\202\002\202\002\202' > "$2/cyc-overflow"
 		printf '\031\000\000\000\066\000\000\000\002\003\031\000' >> "$2/cyc-overflow"
 		printf '\377\377\377\377\377\377\377\017\321\074' >> "$2/cyc-overflow";;
+	correlate)
+		# TSC_CTC_D 0 with N 2, a guest TSC in a PSB+ (PIP with NR,
+		# VMCS): the learning divided by D (SIGFPE).
+		printf '\003\003\002\000\000\000\000\000\000\000\000\000BUF:\000\000' > "$2/ctc-d0"
+		printf '\002\202\002\202\002\202\002\202\002\202\002\202\002\202\002\202' >> "$2/ctc-d0"
+		printf '\002\103\001\020\000\000\000\000\002\310\034\000\000\000\000' >> "$2/ctc-d0"
+		printf '\031\000\000\000\000\000\020\000\002\043' >> "$2/ctc-d0"
+		# Two empty buffers of one queue: memcpy from NULL.
+		printf '#\003\000:\000BUF:::\000BUF:' > "$2/empty-buffers";;
 	esac
 }
 
