@@ -6,7 +6,8 @@
 # VMPT_BENCH_BUILD), synthesizes a VM recording of about MB megabytes of
 # trace (2 vCPUs, offsets of both signs, a PSB every 4 KiB) and times both
 # in CPU seconds (user + system): vmpt RUNS times (best), perf once.  Both
-# must print the same dry-run lines.
+# must print the same dry-run lines.  Then corr-psb-bench on the same file:
+# what reading only its PSB+s costs (bench/corr_psb_bench.c).
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${VMPT_BENCH_BUILD:-$src/build-bench}
@@ -20,10 +21,10 @@ if [ ! -f "$build/build.ninja" ]; then
 		-Db_ndebug=true >/dev/null
 fi
 ninja -C "$build" cli/vmpt tools/synth/vmpt-synth tools/synth/vmx-kernel \
-	tools/synth/guest-kernel >/dev/null
+	tools/synth/guest-kernel bench/corr-psb-bench >/dev/null
 S=$build/tools/synth
-# The VM scenario writes about 2.1 bytes of trace per branch.
-branches=$((mb * 1000000 / 21 * 10))
+# The VM scenario writes about 1.46 bytes of trace per branch.
+branches=$((mb * 1000000 / 146 * 100))
 echo "== synthesizing $branches branches of a 2-vCPU VM"
 "$S/vmpt-synth" --vm --host-kernel "$S/vmx-kernel" --guest-elf "$S/guest-kernel" \
 	--guest-start start_kernel --branches "$branches" --guest-period 3000 --seed 1 \
@@ -56,3 +57,5 @@ cmp -s "$work/perf.err" "$work/vmpt.err" || {
 awk -v s="$size" -v v="$best" -v p="$t_perf" 'BEGIN {
 	printf "vmpt: %.0f MB/s (best of runs), perf: %.1f MB/s, vmpt/perf: %.1fx\n",
 	       s / 1048576 / v, s / 1048576 / p, p / v }'
+echo "== reading the PSB+s only (corr-psb-bench, CPU time, best of 3)"
+"$build/bench/corr-psb-bench" "$work/vm.perf.data"

@@ -62,6 +62,7 @@ static void export_usage(FILE *out)
 		"  --time START,STOP | PERCENT   as vmpt script's (perf's)\n"
 		"  --symfs DIR  --vmlinux FILE  --guest-code  --elf, --raw, --pagecache,\n"
 		"  --kcore, --guest-elf, --guest-raw, --guest-pagecache, --guest-kcore,\n"
+		"  --guestvmlinux,\n"
 		"  --vmcs             the code, as vmpt script's\n");
 }
 
@@ -156,8 +157,7 @@ out:
 int cmd_export(int argc, char **argv)
 {
 	enum { O_WEIGHT = 256, O_MAX_DEPTH, O_BRANCHES, O_NO_CALLS, O_ITRACE, O_PID, O_TID,
-	       O_TIME, O_SYMFS, O_VMLINUX, O_GUEST_CODE, O_FORMAT, O_ELF, O_RAW, O_PAGECACHE,
-	       O_KCORE, O_GELF, O_GRAW, O_GPAGECACHE, O_GKCORE, O_VMCS };
+	       O_TIME, O_SYMFS, O_FORMAT };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
@@ -173,17 +173,7 @@ int cmd_export(int argc, char **argv)
 		{ "comms", required_argument, NULL, 'c' },
 		{ "time", required_argument, NULL, O_TIME },
 		{ "symfs", required_argument, NULL, O_SYMFS },
-		{ "vmlinux", required_argument, NULL, O_VMLINUX },
-		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
-		{ "elf", required_argument, NULL, O_ELF },
-		{ "raw", required_argument, NULL, O_RAW },
-		{ "pagecache", required_argument, NULL, O_PAGECACHE },
-		{ "kcore", required_argument, NULL, O_KCORE },
-		{ "guest-elf", required_argument, NULL, O_GELF },
-		{ "guest-raw", required_argument, NULL, O_GRAW },
-		{ "guest-pagecache", required_argument, NULL, O_GPAGECACHE },
-		{ "guest-kcore", required_argument, NULL, O_GKCORE },
-		{ "vmcs", required_argument, NULL, O_VMCS },
+		SCRIPT_IMAGE_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -207,8 +197,13 @@ int cmd_export(int argc, char **argv)
 		for (size_t k = 0; longopts[k].name; k++)
 			if (longopts[k].val == c)
 				opt = longopts[k].name;
-		ret = 0;
-		switch (c) {
+		if (c == SCRIPT_IMAGE_OPT_VMLINUX)
+			xo.vmlinux = optarg;
+		ret = script_images_option(&images, c, optarg, why, sizeof(why));
+		if (ret != 0) {
+			if (ret > 0)
+				ret = 0;
+		} else switch (c) {
 		case 'i': input = optarg; break;
 		case 'o': output = optarg; break;
 		case O_FORMAT:
@@ -244,36 +239,6 @@ int cmd_export(int argc, char **argv)
 		case O_NO_CALLS: xo.no_calls = 1; break;
 		case O_ITRACE: itrace = optarg; break;
 		case O_SYMFS: sf.symfs = optarg; break;
-		case O_VMLINUX:
-			xo.vmlinux = optarg;
-			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, 0, optarg, why,
-						  sizeof(why));
-			break;
-		case O_ELF: case O_GELF:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_ELF, c == O_GELF, optarg,
-						  why, sizeof(why));
-			break;
-		case O_RAW: case O_GRAW:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_RAW, c == O_GRAW, optarg,
-						  why, sizeof(why));
-			break;
-		case O_PAGECACHE: case O_GPAGECACHE:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_PAGECACHE, c == O_GPAGECACHE,
-						  optarg, why, sizeof(why));
-			break;
-		case O_KCORE: case O_GKCORE:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, c == O_GKCORE, optarg,
-						  why, sizeof(why));
-			break;
-		case O_VMCS:
-			ret = script_images_vmcs(&images, optarg);
-			snprintf(why, sizeof(why), "not a VMCS base address (a 4 KiB aligned "
-				 "address as vmpt dump shows it, or any)");
-			break;
-		case O_GUEST_CODE:
-			images.guest_code = 1;
-			op.guest_code = 1;
-			break;
 		case 'C': case O_PID: case O_TID: case 'c': case O_TIME:
 			ret = script_filter_add(&sf, opt, optarg, why, sizeof(why));
 			break;
@@ -346,6 +311,7 @@ int cmd_export(int argc, char **argv)
 	} else {
 		xo.out = stdout;
 	}
+	op.guest_code = images.guest_code;
 	ret = script_images_add(&images, img, &failed);
 	if (ret < 0) {
 		fprintf(stderr, "vmpt export: %s: %s\n", failed,

@@ -36,8 +36,9 @@ static void report_usage(FILE *out)
 		"  --stdio           text tables (the default)\n"
 		"  --json            JSON (docs/report.schema.json)\n"
 		"images, as vmpt script's:\n"
-		"  --elf FILE[@BASE], --kcore FILE, --vmlinux FILE, --guestvmlinux FILE,\n"
-		"  --guest-elf FILE[@BASE], --guest-kcore FILE, --guest-code, --symfs DIR\n");
+		"  --elf FILE[@BASE], --raw FILE@ADDR, --pagecache PREFIX, --kcore FILE,\n"
+		"  --vmlinux FILE, the same with guest- (--guestvmlinux FILE), --vmcs BASE,\n"
+		"  --guest-code, --symfs DIR\n");
 }
 
 static int report_perf_data(const char *path, struct vmpt_image *img,
@@ -110,8 +111,7 @@ out:
 int cmd_report(int argc, char **argv)
 {
 	enum { O_VM_EXITS = 256, O_JSON, O_STDIO, O_SORT, O_PERCENT, O_TIME, O_PER_EXIT,
-	       O_TOP, O_ELF, O_KCORE, O_VMLINUX, O_GVMLINUX, O_GELF, O_GKCORE, O_GUEST_CODE,
-	       O_SYMFS };
+	       O_TOP, O_SYMFS };
 	static const struct option longopts[] = {
 		{ "input", required_argument, NULL, 'i' },
 		{ "vm-exits", no_argument, NULL, O_VM_EXITS },
@@ -122,13 +122,7 @@ int cmd_report(int argc, char **argv)
 		{ "time", required_argument, NULL, O_TIME },
 		{ "per-exit", no_argument, NULL, O_PER_EXIT },
 		{ "top", required_argument, NULL, O_TOP },
-		{ "elf", required_argument, NULL, O_ELF },
-		{ "kcore", required_argument, NULL, O_KCORE },
-		{ "vmlinux", required_argument, NULL, O_VMLINUX },
-		{ "guestvmlinux", required_argument, NULL, O_GVMLINUX },
-		{ "guest-elf", required_argument, NULL, O_GELF },
-		{ "guest-kcore", required_argument, NULL, O_GKCORE },
-		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
+		SCRIPT_IMAGE_LONGOPTS,
 		{ "symfs", required_argument, NULL, O_SYMFS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -147,7 +141,18 @@ int cmd_report(int argc, char **argv)
 		char *end;
 
 		why[0] = 0;
-		switch (c) {
+		ret = script_images_option(&images, c, optarg, why, sizeof(why));
+		if (ret < 0 && why[0]) {
+			for (size_t k = 0; longopts[k].name; k++)
+				if (longopts[k].val == c)
+					fprintf(stderr, "vmpt report: --%s %s: %s\n",
+						longopts[k].name, optarg, why);
+			goto out;
+		}
+		if (ret != 0) {
+			if (ret > 0)
+				ret = 0;
+		} else switch (c) {
 		case 'i': input = optarg; break;
 		case O_VM_EXITS: o.vm_exits = 1; break;
 		case O_JSON: o.json = 1; break;
@@ -174,19 +179,6 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case O_TIME: time_str = optarg; break;
-		case O_ELF: case O_GELF:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_ELF, c == O_GELF, optarg,
-						  why, sizeof(why));
-			break;
-		case O_KCORE: case O_GKCORE:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, c == O_GKCORE,
-						  optarg, why, sizeof(why));
-			break;
-		case O_VMLINUX: case O_GVMLINUX:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, c == O_GVMLINUX,
-						  optarg, why, sizeof(why));
-			break;
-		case O_GUEST_CODE: images.guest_code = 1; break;
 		case O_SYMFS: symfs = optarg; break;
 		case 'h':
 			report_usage(stdout);

@@ -291,26 +291,14 @@ static void script_usage(FILE *out)
 
 int cmd_script(int argc, char **argv)
 {
-	enum { O_PT = 256, O_ELF, O_RAW, O_PAGECACHE, O_KCORE, O_VMLINUX, O_GELF, O_GRAW,
-	       O_GPAGECACHE, O_GKCORE, O_GVMLINUX, O_VMCS, O_GUEST_CODE, O_ITRACE, O_CALL_TRACE,
+	enum { O_PT = 256, O_ITRACE, O_CALL_TRACE,
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
 	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS,
 	       O_INLINE, O_NO_INLINE };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
-		{ "elf", required_argument, NULL, O_ELF },
-		{ "raw", required_argument, NULL, O_RAW },
-		{ "pagecache", required_argument, NULL, O_PAGECACHE },
-		{ "kcore", required_argument, NULL, O_KCORE },
-		{ "vmlinux", required_argument, NULL, O_VMLINUX },
-		{ "guest-elf", required_argument, NULL, O_GELF },
-		{ "guest-raw", required_argument, NULL, O_GRAW },
-		{ "guest-pagecache", required_argument, NULL, O_GPAGECACHE },
-		{ "guest-kcore", required_argument, NULL, O_GKCORE },
-		{ "guestvmlinux", required_argument, NULL, O_GVMLINUX },
-		{ "vmcs", required_argument, NULL, O_VMCS },
-		{ "guest-code", no_argument, NULL, O_GUEST_CODE },
+		SCRIPT_IMAGE_LONGOPTS,
 		{ "symfs", required_argument, NULL, O_SYMFS },
 		{ "demangle", no_argument, NULL, O_DEMANGLE },
 		{ "no-demangle", no_argument, NULL, O_NO_DEMANGLE },
@@ -360,48 +348,17 @@ int cmd_script(int argc, char **argv)
 		const char *what = optarg;
 		const char *opt = NULL;
 		char why[300] = "";
-		int gst = 0;
 
 		for (size_t k = 0; longopts[k].name; k++)
 			if (longopts[k].val == c)
 				opt = longopts[k].name;
-		switch (c) {
+		ret = script_images_option(&images, c, optarg, why, sizeof(why));
+		if (ret != 0) {
+			if (ret > 0)
+				ret = 0;
+		} else switch (c) {
 		case O_PT: pt = optarg; break;
 		case 'i': input = optarg; break;
-		case O_GELF: gst = 1; /* fall through */
-		case O_ELF:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_ELF, gst, optarg,
-						  why, sizeof(why));
-			break;
-		case O_GRAW: gst = 1; /* fall through */
-		case O_RAW:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_RAW, gst, optarg,
-						  why, sizeof(why));
-			break;
-		case O_GPAGECACHE: gst = 1; /* fall through */
-		case O_PAGECACHE:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_PAGECACHE, gst, optarg,
-						  why, sizeof(why));
-			break;
-		case O_GKCORE: gst = 1; /* fall through */
-		case O_KCORE:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_KCORE, gst, optarg,
-						  why, sizeof(why));
-			break;
-		case O_GVMLINUX: gst = 1; /* fall through */
-		case O_VMLINUX:
-			ret = script_images_parse(&images, SCRIPT_IMAGE_VMLINUX, gst, optarg,
-						  why, sizeof(why));
-			break;
-		case O_VMCS:
-			ret = script_images_vmcs(&images, optarg);
-			snprintf(why, sizeof(why), "not a VMCS base address (a 4 KiB "
-				 "aligned address as vmpt dump shows it, or any)");
-			break;
-		case O_GUEST_CODE:
-			images.guest_code = 1;
-			op.guest_code = 1;
-			break;
 		case O_SYMFS: sf.symfs = optarg; break;
 		case O_DEMANGLE: demangle |= VMPT_IMAGE_DEMANGLE; break;
 		case O_NO_DEMANGLE: demangle &= ~VMPT_IMAGE_DEMANGLE; break;
@@ -531,6 +488,7 @@ bad_arg:
 		vmpt_itrace_parse("be", &op.it, NULL, 0);
 	if (pt && !op.f.user_set[VMPT_OUT_HW] && !op.it.insns)
 		op.f.flags = 1;
+	op.guest_code = images.guest_code;
 	vmpt_image_set_demangle(img, demangle);
 	ret = script_images_add(&images, img, &failed);
 	if (ret < 0) {

@@ -58,6 +58,33 @@ int script_images_parse(struct script_images *si, enum script_image_kind kind,
 	return 0;
 }
 
+int script_images_option(struct script_images *si, int c, char *arg, char *err,
+			 size_t errlen)
+{
+	static const enum script_image_kind kinds[] = {
+		SCRIPT_IMAGE_ELF, SCRIPT_IMAGE_RAW, SCRIPT_IMAGE_PAGECACHE, SCRIPT_IMAGE_KCORE,
+		SCRIPT_IMAGE_VMLINUX,
+	};
+	const int n = sizeof(kinds) / sizeof(kinds[0]);
+	int k = c - SCRIPT_IMAGE_OPT_ELF, ret;
+
+	if (c == SCRIPT_IMAGE_OPT_GUEST_CODE) {
+		si->guest_code = 1;
+		return 1;
+	}
+	if (c == SCRIPT_IMAGE_OPT_VMCS) {
+		ret = script_images_vmcs(si, arg);
+		if (ret < 0)
+			snprintf(err, errlen, "not a VMCS base address (a 4 KiB aligned "
+				 "address as vmpt dump shows it, or any)");
+		return ret < 0 ? ret : 1;
+	}
+	if (k < 0 || k >= 2 * n)
+		return 0;
+	ret = script_images_parse(si, kinds[k % n], k >= n, arg, err, errlen);
+	return ret < 0 ? ret : 1;
+}
+
 int script_images_vmcs(struct script_images *si, const char *arg)
 {
 	char *end;

@@ -43,6 +43,36 @@ struct script_images {
 	int guest_code;		/* --guest-code */
 };
 
+/* The image options every decoding command takes, as getopt_long table
+ * entries (SCRIPT_IMAGE_LONGOPTS in a command's table) and their values,
+ * above any command's own.
+ */
+enum {
+	SCRIPT_IMAGE_OPT_ELF = 0x1000, SCRIPT_IMAGE_OPT_RAW, SCRIPT_IMAGE_OPT_PAGECACHE,
+	SCRIPT_IMAGE_OPT_KCORE, SCRIPT_IMAGE_OPT_VMLINUX, SCRIPT_IMAGE_OPT_GELF,
+	SCRIPT_IMAGE_OPT_GRAW, SCRIPT_IMAGE_OPT_GPAGECACHE, SCRIPT_IMAGE_OPT_GKCORE,
+	SCRIPT_IMAGE_OPT_GVMLINUX, SCRIPT_IMAGE_OPT_VMCS, SCRIPT_IMAGE_OPT_GUEST_CODE,
+};
+#define SCRIPT_IMAGE_LONGOPTS \
+	{ "elf", required_argument, NULL, SCRIPT_IMAGE_OPT_ELF }, \
+	{ "raw", required_argument, NULL, SCRIPT_IMAGE_OPT_RAW }, \
+	{ "pagecache", required_argument, NULL, SCRIPT_IMAGE_OPT_PAGECACHE }, \
+	{ "kcore", required_argument, NULL, SCRIPT_IMAGE_OPT_KCORE }, \
+	{ "vmlinux", required_argument, NULL, SCRIPT_IMAGE_OPT_VMLINUX }, \
+	{ "guest-elf", required_argument, NULL, SCRIPT_IMAGE_OPT_GELF }, \
+	{ "guest-raw", required_argument, NULL, SCRIPT_IMAGE_OPT_GRAW }, \
+	{ "guest-pagecache", required_argument, NULL, SCRIPT_IMAGE_OPT_GPAGECACHE }, \
+	{ "guest-kcore", required_argument, NULL, SCRIPT_IMAGE_OPT_GKCORE }, \
+	{ "guestvmlinux", required_argument, NULL, SCRIPT_IMAGE_OPT_GVMLINUX }, \
+	{ "vmcs", required_argument, NULL, SCRIPT_IMAGE_OPT_VMCS }, \
+	{ "guest-code", no_argument, NULL, SCRIPT_IMAGE_OPT_GUEST_CODE }
+
+/* getopt's c and optarg if c is an image option: 1 taken, 0 not an image
+ * option, or script_images_parse's error (err says why).
+ */
+int script_images_option(struct script_images *si, int c, char *arg, char *err,
+			 size_t errlen);
+
 /* One image option; arg (getopt's optarg) is edited in place and must
  * outlive si.  0, -VMPT_ERR_INVAL on a bad argument (err says what is
  * wrong with it), -VMPT_ERR_NOMEM.

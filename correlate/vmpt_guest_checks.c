@@ -116,7 +116,7 @@ int gt_check_vcpus(struct vmpt_guest_tasks *gt)
 		int seen = 0;
 
 		for (size_t i = 0; !seen && i < gt->n_switches; i++)
-			seen = gt->switches[i].vcpu == (int)cpu;
+			seen = gt->switches[i].r.cpu == (int)cpu;
 		if (!seen || (cpu < vc->nr && vc->v[cpu].tid))
 			continue;
 		return gt_fail(gt, VMPT_ERR_FORMAT,

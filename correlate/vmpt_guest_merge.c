@@ -280,6 +280,7 @@ static int add_rec(struct merge *m, const struct vmpt_perf_event *ev, uint64_t s
 	}
 	m->recs[m->nr_recs++] = (struct merge_rec){
 		.guest_time = ev->sid.time, .offset = ev->offset, .seq = seq,
+		.compressed = ev->compressed, .zpos = ev->zpos,
 		/* id 0 (perf record's synthesized records) is the first id */
 		.host_id = ev->sid.id ? ev->sid.id : m->dflt_id,
 	};

@@ -20,6 +20,8 @@ struct merge_id {
 struct merge_rec {
 	uint64_t host_time, guest_time;
 	uint64_t offset;	/* of the record in the guest file */
+	uint64_t zpos;		/* perf record -z: in the records at offset */
+	int compressed;
 	uint64_t seq;		/* its place in the guest file */
 	uint32_t vcpu;
 	uint64_t host_id;

@@ -144,14 +144,16 @@ static int copy_features(struct merge *m)
 
 static int write_guest(struct merge *m, const struct merge_rec *r)
 {
-	struct vmpt_perf_cursor cur = {
-		.pos = r->offset, .end = m->guest.data_offset + m->guest.data_size,
-	};
+	struct vmpt_perf_event at = { .offset = r->offset, .compressed = r->compressed,
+				      .zpos = r->zpos };
+	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_sample_id sid;
 	struct vmpt_perf_event ev;
 	uint16_t misc, body;
-	int ret = vmpt_perf_next(&m->guest, &cur, &ev);
+	int ret = vmpt_perf_cursor_at(&m->guest, &cur, &at);
 
+	if (ret == 0)
+		ret = vmpt_perf_next(&m->guest, &cur, &ev);
 	if (ret <= 0)
 		return ret < 0 ? gm_pd_fail(m, &m->guest, ret) :
 				 gm_fail(m, VMPT_ERR_INTERNAL, "%s: offset %#llx: record gone",

@@ -158,11 +158,11 @@ static int mapping(struct vmpt_guest_tasks *gt, const struct vmpt_perf_event *ev
 static int guest_record(struct vmpt_guest_tasks *gt, const struct vmpt_perf_event *ev,
 			uint64_t seq)
 {
-	struct gt_rec r = { .seq = seq, .ptid = -1 };
+	struct gt_rec r = { .r.seq = seq, .r.ptid = -1 };
 	int cpu = record_cpu(gt, ev);
 
 	r.gtime = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
-	r.vcpu = cpu;
+	r.r.cpu = cpu;
 	if (cpu >= 0 && (unsigned)cpu + 1 > gt->guest_cpus) {
 		gt->guest_cpus = (unsigned)cpu + 1;
 		gt->cpu_offset = ev->offset;
@@ -177,22 +177,22 @@ static int guest_record(struct vmpt_guest_tasks *gt, const struct vmpt_perf_even
 			return 0;
 		if (ev->sw.out) {
 			/* Switching out names the task coming in. */
-			r.pid = sid_int(ev->sw.next_prev_pid);
-			r.tid = sid_int(ev->sw.next_prev_tid);
+			r.r.pid = sid_int(ev->sw.next_prev_pid);
+			r.r.tid = sid_int(ev->sw.next_prev_tid);
 		} else {
-			r.pid = sid_int(ev->sid.pid);
-			r.tid = sid_int(ev->sid.tid);
+			r.r.pid = sid_int(ev->sid.pid);
+			r.r.tid = sid_int(ev->sid.tid);
 		}
 		gt->st.switches++;
 		return PUSH(gt, switches, n_switches, &r);
 	case PERF_RECORD_COMM:
-		r.pid = sid_int(ev->comm.pid);
-		r.tid = sid_int(ev->comm.tid);
-		r.comm = ev->comm.comm;
+		r.r.pid = sid_int(ev->comm.pid);
+		r.r.tid = sid_int(ev->comm.tid);
+		r.r.comm = ev->comm.comm;
 		r.exec = !!(ev->misc & PERF_RECORD_MISC_COMM_EXEC);
 		gt->st.comms++;
-		if (r.exec && r.tid == r.pid) {
-			struct gt_proc *p = get_proc(gt, r.pid);
+		if (r.exec && r.r.tid == r.r.pid) {
+			struct gt_proc *p = get_proc(gt, r.r.pid);
 			void *e;
 
 			if (!p)
@@ -208,11 +208,11 @@ static int guest_record(struct vmpt_guest_tasks *gt, const struct vmpt_perf_even
 	case PERF_RECORD_FORK: {
 		struct gt_proc *p;
 
-		r.pid = sid_int(ev->fork.pid);
-		r.tid = sid_int(ev->fork.tid);
-		r.ptid = sid_int(ev->fork.ptid);
+		r.r.pid = sid_int(ev->fork.pid);
+		r.r.tid = sid_int(ev->fork.tid);
+		r.r.ptid = sid_int(ev->fork.ptid);
 		if (ev->fork.pid != ev->fork.ppid) {
-			p = get_proc(gt, r.pid);
+			p = get_proc(gt, r.r.pid);
 			if (!p)
 				return -VMPT_ERR_NOMEM;
 			p->parent = sid_int(ev->fork.ppid);
@@ -394,97 +394,6 @@ int vmpt_guest_tasks_tid_of_vcpu(const struct vmpt_guest_tasks *gt, unsigned vcp
 	return vcpu < gt->vcpus.nr && gt->vcpus.v[vcpu].tid ? (int)gt->vcpus.v[vcpu].tid : -1;
 }
 
-static int cmp_run(const void *a, const void *b)
-{
-	const struct gt_rec *x = a, *y = b;
-
-	if (x->vcpu != y->vcpu)
-		return x->vcpu < y->vcpu ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int cmp_comm(const void *a, const void *b)
-{
-	const struct gt_rec *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int cmp_time(const void *a, const void *b)
-{
-	const struct gt_rec *x = a, *y = b;
-
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Of the records sorted by key (vCPU or tid), the last at or before time,
- * NULL if none, and when the next one starts (*until).
- */
-static const struct gt_rec *lookup(const struct gt_rec *recs, size_t n, int by_vcpu,
-				   int key, uint64_t time, uint64_t *until)
-{
-	size_t lo = 0, hi = n, first;
-
-#define KEY(i) (by_vcpu ? recs[i].vcpu : recs[i].tid)
-	*until = UINT64_MAX;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (KEY(mid) < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	first = lo;
-	hi = n;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (KEY(mid) == key && recs[mid].time <= time)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < n && KEY(lo) == key)
-		*until = recs[lo].time;
-#undef KEY
-	return lo > first ? &recs[lo - 1] : NULL;
-}
-
-/* A forked thread is named as its parent was at the fork, until its own
- * COMM (in time order: records of different CPUs interleave).
- */
-static int inherit_comms(struct vmpt_guest_tasks *gt)
-{
-	qsort(gt->comms, gt->n_comms, sizeof(*gt->comms), cmp_comm);
-	for (size_t i = 0; i < gt->n_forks; i++) {
-		struct gt_rec r = gt->forks[i];
-		const struct gt_rec *parent;
-		uint64_t until;
-		size_t at;
-
-		parent = lookup(gt->comms, gt->n_comms, 0, r.ptid, r.time, &until);
-		if (!parent)
-			continue;
-		r.comm = parent->comm;
-		r.exec = 0;
-		if (PUSH(gt, comms, n_comms, &r) < 0)
-			return -VMPT_ERR_NOMEM;
-		for (at = gt->n_comms - 1; at > 0 && cmp_comm(&gt->comms[at - 1], &r) > 0; at--)
-			gt->comms[at] = gt->comms[at - 1];
-		gt->comms[at] = r;
-	}
-	return 0;
-}
-
 int vmpt_guest_tasks_place(struct vmpt_guest_tasks *gt, const struct vmpt_tsc_scale *tsc,
 			   size_t nr_tsc, const struct vmpt_perf_time_conv *host_tc)
 {
@@ -499,14 +408,16 @@ int vmpt_guest_tasks_place(struct vmpt_guest_tasks *gt, const struct vmpt_tsc_sc
 			struct gt_rec *r = &sets[k][i];
 
 			/* A vCPU without an offset of its own: no offset. */
-			clock.nr_tsc = r->vcpu >= 0 && (size_t)r->vcpu < nr_tsc ? nr_tsc : 0;
-			r->time = vmpt_guest_clock_host_time(&clock, r->vcpu < 0 ? 0 :
-							     (unsigned)r->vcpu, r->gtime);
+			clock.nr_tsc = r->r.cpu >= 0 && (size_t)r->r.cpu < nr_tsc ? nr_tsc : 0;
+			r->r.time = vmpt_guest_clock_host_time(&clock, r->r.cpu < 0 ? 0 :
+							       (unsigned)r->r.cpu, r->gtime);
 		}
-	qsort(gt->switches, gt->n_switches, sizeof(*gt->switches), cmp_run);
-	qsort(gt->forks, gt->n_forks, sizeof(*gt->forks), cmp_time);
+	vmpt_task_recs_sort(gt->switches, gt->n_switches, sizeof(*gt->switches),
+			    VMPT_TASK_BY_CPU);
+	vmpt_task_recs_sort(gt->forks, gt->n_forks, sizeof(*gt->forks), VMPT_TASK_BY_TIME);
+	vmpt_task_recs_sort(gt->comms, gt->n_comms, sizeof(*gt->comms), VMPT_TASK_BY_TID);
 	for (size_t i = 0; i < gt->n_switches; i++) {
-		uint64_t t = gt->switches[i].time;
+		uint64_t t = gt->switches[i].r.time;
 
 		if (!t)
 			continue;
@@ -516,14 +427,15 @@ int vmpt_guest_tasks_place(struct vmpt_guest_tasks *gt, const struct vmpt_tsc_sc
 			gt->st.last = t;
 	}
 	for (size_t i = 0; i < gt->n_forks; i++) {
-		struct gt_proc *p = find_proc(gt, gt->forks[i].pid);
+		const struct vmpt_task_rec *f = &gt->forks[i].r;
+		struct gt_proc *p = find_proc(gt, f->pid);
 
-		if (p && gt->forks[i].pid != gt->forks[i].ptid)
-			p->fork_time = gt->forks[i].time;
+		if (p && f->pid != f->ptid)
+			p->fork_time = f->time;
 	}
 	for (size_t i = 0; i < gt->n_comms; i++) {
 		const struct gt_rec *r = &gt->comms[i];
-		struct gt_proc *p = r->exec && r->tid == r->pid ? find_proc(gt, r->pid) : NULL;
+		struct gt_proc *p = r->exec && r->r.tid == r->r.pid ? find_proc(gt, r->r.pid) : NULL;
 		uint64_t *e;
 
 		if (!p)
@@ -532,9 +444,11 @@ int vmpt_guest_tasks_place(struct vmpt_guest_tasks *gt, const struct vmpt_tsc_sc
 		if (!e)
 			return -VMPT_ERR_NOMEM;
 		p->execs = e;
-		p->execs[p->n_execs++] = r->time;
+		p->execs[p->n_execs++] = r->r.time;
 	}
-	return inherit_comms(gt);
+	/* A forked thread is named as its parent was at the fork. */
+	return vmpt_task_recs_inherit_comms((void **)&gt->comms, &gt->n_comms,
+					    sizeof(*gt->comms), gt->forks, gt->n_forks);
 }
 
 /* The address space pid runs in at host time t: its own once it mapped
@@ -566,18 +480,20 @@ static uint64_t space_at(const struct vmpt_guest_tasks *gt, int pid, uint64_t t,
 void vmpt_guest_tasks_at(const struct vmpt_guest_tasks *gt, unsigned vcpu, uint64_t time,
 			 struct vmpt_guest_task *t, uint64_t *until)
 {
-	const struct gt_rec *r;
+	const struct vmpt_task_rec *r;
 	uint64_t until2;
 
 	t->pid = t->tid = -1;
 	t->comm = NULL;
 	t->space = 0;
-	r = lookup(gt->switches, gt->n_switches, 1, (int)vcpu, time, until);
+	r = vmpt_task_recs_at(gt->switches, gt->n_switches, sizeof(*gt->switches),
+			      VMPT_TASK_BY_CPU, (int)vcpu, time, until);
 	if (!r)
 		return;
 	t->pid = r->pid;
 	t->tid = r->tid;
-	r = lookup(gt->comms, gt->n_comms, 0, t->tid, time, &until2);
+	r = vmpt_task_recs_at(gt->comms, gt->n_comms, sizeof(*gt->comms), VMPT_TASK_BY_TID,
+			      t->tid, time, &until2);
 	if (r)
 		t->comm = r->comm;
 	else if (t->tid == 0)

@@ -7,16 +7,15 @@
 #define VMPT_GUEST_TASKS_INT_H
 
 #include "vmpt/guest_tasks.h"
+#include "vmpt/task_recs.h"
 #include "vmpt_guest_vcpus.h"
 
 /* A guest record that says who runs or what a task is called: a switch
  * (comm NULL), a COMM, a FORK (ptid >= 0), an exec (COMM with exec).
  */
 struct gt_rec {
-	uint64_t gtime, time;	/* guest perf time, host perf time */
-	uint64_t seq;		/* file order: ties in time keep it */
-	int vcpu, pid, tid, ptid;
-	const char *comm;
+	struct vmpt_task_rec r;	/* first: time in host perf time, cpu the vCPU */
+	uint64_t gtime;		/* guest perf time */
 	unsigned exec;		/* the exec'th address space from here on */
 };
 

@@ -15,6 +15,7 @@
 #include "vmpt_tsc_fit.h"
 #include "vmpt/error.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,40 +93,82 @@ static int is_tsc(const struct vmpt_tsc_rec *r)
 	return !(r->flags & (VMPT_REC_TMA_ONLY | VMPT_REC_UNSYNCED));
 }
 
+/* A TSC packet outside a PSB+ comes after tracing was off (TraceEn 0 -> 1)
+ * or the core slept (a C-state): no MTC told the CTC's ticks meanwhile,
+ * and its TMA places it in the stretch only modulo 2^16 CTC ticks.  CTC
+ * positions on both sides of it relate only through a host TSC after it.
+ */
+static int after_gap(const struct vmpt_tsc_rec *r)
+{
+	return !(r->flags & VMPT_REC_IN_PSB);
+}
+
+/* Does host TSC host differ from r's expected one by k >= 1 whole wraps
+ * of the TMA's 16-bit CTC (what a gap without MTCs leaves)?
+ */
+static int whole_wraps(const struct vmpt_tsc_learn *l, const struct anchor *a,
+		       const struct vmpt_tsc_rec *r, uint64_t host, uint64_t tol)
+{
+	struct vmpt_tsc_rec w = *r;
+	uint64_t span = (uint64_t)ctc_ticks(l, 1 << 16), res = host - expect(l, a, r);
+
+	if ((int64_t)res <= 0 || !span)
+		return 0;
+	w.ctc_pos += (int64_t)((res + span / 2) / span) << 16;
+	return host - expect(l, a, &w) + tol <= 2 * tol;
+}
+
+#define NO_GAP SIZE_MAX
+
 static void relate_queue(struct vmpt_tsc_learn *l, const struct vmpt_tsc_queue *q)
 {
 	uint64_t tol = tolerance(l), near = 0, last_host = 0;
 	struct anchor a = { 0 };
-	size_t last_anchor = 0;
+	size_t last_anchor = 0, gap = NO_GAP;
 
-	/* Forwards: class, host TSCs, expected TSCs from the host TSC before. */
+	/* Forwards: class, host TSCs, expected TSCs from the host TSC before
+	 * (unsure once a gap lies between).
+	 */
 	for (size_t i = q->rec_from; i < q->rec_to; i++) {
 		const struct vmpt_tsc_rec *r = &l->recs[i];
+		int wraps = 0;
 
 		if (!is_tsc(r))
 			continue;
 		if (a.valid && a.stretch != r->stretch)
 			a.valid = 0;
+		if (!a.valid)
+			gap = NO_GAP;
+		else if (gap == NO_GAP && after_gap(r))
+			gap = i;
 		if (!near)
 			near = l->bufs[r->buf].reference;
 		if (r->flags & VMPT_REC_PIP)
 			l->st[i] = r->flags & VMPT_REC_NR ? VMPT_TSC_GUEST : VMPT_TSC_HOST;
 		if (a.valid && (r->flags & VMPT_REC_OWN_TMA)) {
 			l->expected[i] = expect(l, &a, r);
-			l->st[i] |= VMPT_TSC_EXPECTED;
+			l->st[i] |= VMPT_TSC_EXPECTED | (gap != NO_GAP ? VMPT_TSC_UNSURE : 0);
 		}
-		/* No PIP (tracing was off): the host's when the CTC says so,
-		 * or, first in its stretch, when it lies between the host
-		 * TSC before and the buffer's end (perf's guess too).
+		/* No PIP (tracing was off): the host's when the CTC says so
+		 * (up to whole wraps of it when this TSC ends a gap), or,
+		 * first in its stretch, when it lies between the host TSC
+		 * before and the buffer's end (perf's guess too).
 		 */
 		if (!(r->flags & VMPT_REC_PIP) && (r->flags & VMPT_REC_OWN_TMA)) {
 			uint64_t ref = l->bufs[r->buf].reference, h = near ? whole(r->tsc, near) :
 								  r->tsc;
 
-			if (l->st[i] & VMPT_TSC_EXPECTED ?
-			    whole(r->tsc, l->expected[i]) - l->expected[i] + tol <= 2 * tol :
-			    h >= last_host && (!ref || h <= ref))
+			if (l->st[i] & VMPT_TSC_EXPECTED) {
+				uint64_t g = whole(r->tsc, l->expected[i]);
+
+				if (g - l->expected[i] + tol > 2 * tol && after_gap(r) &&
+				    (!ref || g <= ref))
+					wraps = whole_wraps(l, &a, r, g, tol);
+				if (wraps || g - l->expected[i] + tol <= 2 * tol)
+					l->st[i] |= VMPT_TSC_HOST | VMPT_TSC_NO_PIP;
+			} else if (h >= last_host && (!ref || h <= ref)) {
 				l->st[i] |= VMPT_TSC_HOST | VMPT_TSC_NO_PIP;
+			}
 		}
 		if (!(l->st[i] & VMPT_TSC_HOST)) {
 			if (l->st[i] & VMPT_TSC_EXPECTED)
@@ -139,7 +182,12 @@ static void relate_queue(struct vmpt_tsc_learn *l, const struct vmpt_tsc_queue *
 		if (l->st[i] & VMPT_TSC_EXPECTED) {
 			uint64_t res = l->host[i] - l->expected[i];
 
-			if (res + tol > 2 * tol) {
+			if (res + tol <= 2 * tol) {
+				/* The CTC held: what lies between is sure. */
+				for (size_t k = last_anchor + 1; k < i; k++)
+					l->st[k] &= (uint8_t)~VMPT_TSC_UNSURE;
+			} else if (gap == NO_GAP ||
+				   !(wraps || whole_wraps(l, &a, r, l->host[i], tol))) {
 				/* Lost MTCs between the two: what lies
 				 * between has no host time it can trust.
 				 */
@@ -151,12 +199,20 @@ static void relate_queue(struct vmpt_tsc_learn *l, const struct vmpt_tsc_queue *
 				for (size_t k = last_anchor + 1; k < i; k++)
 					l->st[k] |= VMPT_TSC_BROKEN;
 			}
+			/* else tracing was off (no MTC): what came after the
+			 * gap stays unsure, what came before it is sure.
+			 */
 		}
+		l->st[i] &= (uint8_t)~VMPT_TSC_UNSURE;
 		anchor_of(l, r, l->host[i], &a);
 		last_anchor = i;
+		gap = NO_GAP;
 	}
-	/* Backwards: before a stretch's first host TSC, from the one after. */
+	/* Backwards: before a stretch's first host TSC, from the one after
+	 * (unsure across a gap: the anchor's side of it is not this one's).
+	 */
 	a.valid = 0;
+	gap = NO_GAP;
 	for (size_t i = q->rec_to; i-- > q->rec_from;) {
 		const struct vmpt_tsc_rec *r = &l->recs[i];
 
@@ -166,13 +222,16 @@ static void relate_queue(struct vmpt_tsc_learn *l, const struct vmpt_tsc_queue *
 			a.valid = 0;
 		if ((l->st[i] & VMPT_TSC_HOST) && (r->flags & VMPT_REC_OWN_TMA)) {
 			anchor_of(l, r, l->host[i], &a);
+			gap = after_gap(r) ? i : NO_GAP;
 			continue;
 		}
 		if (a.valid && (r->flags & VMPT_REC_OWN_TMA) &&
 		    !(l->st[i] & VMPT_TSC_EXPECTED)) {
 			l->expected[i] = expect(l, &a, r);
-			l->st[i] |= VMPT_TSC_EXPECTED;
+			l->st[i] |= VMPT_TSC_EXPECTED | (gap != NO_GAP ? VMPT_TSC_UNSURE : 0);
 		}
+		if (after_gap(r))
+			gap = i;
 	}
 }
 
@@ -309,6 +368,14 @@ static int segment_vmcs(struct vmpt_tsc_learn *l, const struct sample *s, size_t
 	return 0;
 }
 
+/* A guest TSC in a PSB+ with PIP whose host TSC the CTC gives surely. */
+static int is_sample(const struct vmpt_tsc_learn *l, size_t i)
+{
+	return (l->st[i] & (VMPT_TSC_GUEST | VMPT_TSC_EXPECTED | VMPT_TSC_BROKEN |
+			    VMPT_TSC_UNSURE)) == (VMPT_TSC_GUEST | VMPT_TSC_EXPECTED) &&
+	       (l->recs[i].flags & VMPT_REC_PSB_PIP);
+}
+
 static int learn_segments(struct vmpt_tsc_learn *l)
 {
 	struct sample *s;
@@ -317,8 +384,7 @@ static int learn_segments(struct vmpt_tsc_learn *l)
 	int ret = 0;
 
 	for (size_t i = 0; i < l->n_recs; i++)
-		if ((l->st[i] & VMPT_TSC_GUEST) && (l->st[i] & VMPT_TSC_EXPECTED) &&
-		    !(l->st[i] & VMPT_TSC_BROKEN) && (l->recs[i].flags & VMPT_REC_PSB_PIP))
+		if (is_sample(l, i))
 			n++;
 	s = malloc((n ? n : 1) * sizeof(*s));
 	hbuf = malloc((n ? n : 1) * sizeof(*hbuf));
@@ -329,8 +395,7 @@ static int learn_segments(struct vmpt_tsc_learn *l)
 	}
 	n = 0;
 	for (size_t i = 0; i < l->n_recs; i++) {
-		if (!((l->st[i] & VMPT_TSC_GUEST) && (l->st[i] & VMPT_TSC_EXPECTED) &&
-		      !(l->st[i] & VMPT_TSC_BROKEN) && (l->recs[i].flags & VMPT_REC_PSB_PIP)))
+		if (!is_sample(l, i))
 			continue;
 		l->st[i] |= VMPT_TSC_SAMPLE;
 		s[n].vmcs = l->recs[i].vmcs == VMPT_NO_VMCS ? 0 : l->recs[i].vmcs;

@@ -27,6 +27,10 @@ enum {
 	VMPT_TSC_BROKEN = 1 << 4,	/* the CTC did not hold between host TSCs */
 	VMPT_TSC_PATCHED = 1 << 5,	/* host[] is its host TSC */
 	VMPT_TSC_NO_PIP = 1 << 6,	/* taken for the host's without a PIP */
+	/* Its expected host TSC was carried across a possible gap in the
+	 * MTCs that no host TSC after it confirmed: no sample.
+	 */
+	VMPT_TSC_UNSURE = 1 << 7,
 };
 
 struct vmpt_tsc_learn {

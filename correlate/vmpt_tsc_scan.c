@@ -340,6 +340,10 @@ enum {
 };
 
 static uint8_t act[256], act_len[256];
+/* Packet generation after an action (outside a PSB+, in one), by the
+ * state before: pge | cont << 1.
+ */
+static uint8_t pge_next[2][ACT_SLOW + 1][4];
 
 __attribute__((constructor)) static void fill_act(void)
 {
@@ -389,6 +393,17 @@ __attribute__((constructor)) static void fill_act(void)
 			break;
 		}
 	}
+	for (unsigned in_psb = 0; in_psb < 2; in_psb++)
+		for (unsigned a = 0; a <= ACT_SLOW; a++)
+			for (unsigned st = 0; st < 4; st++) {
+				unsigned pge = st & 1, cont = st >> 1;
+
+				if (a == ACT_PGE || (a == ACT_FUP && in_psb))
+					pge = 1;
+				if (a == ACT_PGD)
+					pge = cont = 0;
+				pge_next[in_psb][a][st] = (uint8_t)(pge | cont << 1);
+			}
 }
 
 /* The packets perf's correlation does nothing with but packet
@@ -402,17 +417,15 @@ static const uint8_t *scan_fast(struct scan *s, const uint8_t *p)
 {
 	const uint8_t *end = s->end - s->limit >= VMPT_PKT_MAX_SIZE ? s->limit :
 			     s->end - VMPT_PKT_MAX_SIZE;
-	unsigned shift = s->cfg->mtc_period;
-	/* By action: pge kept (and), pge set (or), cont kept. */
-	const uint8_t pge_and = 0x01 | 1 << ACT_SKIP | 1 << ACT_PGE | 1 << ACT_FUP | 1 << ACT_MTC;
-	const uint8_t pge_or = 1 << ACT_PGE | (s->in_psb ? 1 << ACT_FUP : 0);
-	uint8_t pge = s->pge, cont = s->cont, last = (uint8_t)s->last_mtc, mtcs = 0;
-	uint64_t ticks = 0;
+	unsigned shift = s->cfg->mtc_period, fixup = s->fixup;
+	const uint8_t (*next)[4] = pge_next[!!s->in_psb];
+	uint8_t gen = (uint8_t)((s->pge ? 1 : 0) | (s->cont ? 2 : 0)), last = (uint8_t)s->last_mtc, mtcs = 0;
+	uint64_t periods = 0;	/* MTC periods */
 
 	while (p < end) {
 		unsigned b = *p, a = act[b], is_mtc = a == ACT_MTC, d;
 
-		if (a > ACT_MTC || (is_mtc && s->fixup)) {
+		if (a > ACT_MTC || (is_mtc & fixup)) {
 			/* PIP and VMCS, frequent in a VM's trace, here too. */
 			if (b != 0x02)
 				break;
@@ -430,22 +443,20 @@ static const uint8_t *scan_fast(struct scan *s, const uint8_t *p)
 			p += 7;
 			continue;
 		}
-		pge = (uint8_t)(((pge & (pge_and >> a)) | (pge_or >> a)) & 1);
-		cont &= a != ACT_PGD;
+		gen = next[a][gen];
 		/* An MTC equal to the last one is a whole wrap later. */
-		d = (uint8_t)(p[1] - last);
-		d = d ? d : 256;
-		ticks += (uint64_t)(is_mtc ? d : 0) << shift;
+		d = (uint8_t)(p[1] - last) - 1u;
+		periods += is_mtc ? (uint8_t)d + 1u : 0;
 		last = is_mtc ? p[1] : last;
 		mtcs |= (uint8_t)is_mtc;
 		p += act_len[b];
 	}
-	s->pge = pge;
-	s->cont = cont;
+	s->pge = gen & 1;
+	s->cont = gen >> 1;
 	s->last_mtc = last;
-	s->boundary += (int64_t)ticks;
+	s->boundary += (int64_t)(periods << shift);
 	if (s->have_tma) {
-		s->ctc_delta += ticks;
+		s->ctc_delta += periods << shift;
 		s->mtc_counted |= mtcs;
 	}
 	return p;

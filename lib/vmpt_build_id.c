@@ -8,6 +8,8 @@
 #include "vmpt/file.h"
 
 #include <elf.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 
@@ -88,6 +90,21 @@ int vmpt_build_id_equal(const char *a, const char *b)
 	while (lb > 0 && b[lb - 1] == '0')
 		lb--;
 	return la == lb && !strncmp(a, b, la);
+}
+
+int vmpt_build_id_cache_dir(char *buf, size_t size)
+{
+	const char *dir = getenv("PERF_BUILDID_DIR");
+	const char *home = getenv("HOME");
+	int n;
+
+	if (dir && *dir)
+		n = snprintf(buf, size, "%s", dir);
+	else if (home && *home)
+		n = snprintf(buf, size, "%s/.debug", home);
+	else
+		return -VMPT_ERR_NOT_FOUND;
+	return n < 0 || (size_t)n >= size ? -VMPT_ERR_INVAL : 0;
 }
 
 int vmpt_vdso_image(const uint8_t **data, size_t *size)

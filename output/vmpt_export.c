@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* vmpt export: vmpt script's samples numbered as perf's db-export.c
- * numbers them (events, machines, threads, comms, dsos, symbols, samples
- * in order of first use) and handed to a format (vmpt_export_FORMAT.c);
+/* vmpt export: vmpt script's samples and sideband numbered as perf's
+ * db-export.c numbers them (events, machines, threads, comms, dsos,
+ * symbols, samples in order of first use: the objects are
+ * vmpt_export_objects.c's) and handed to a format (vmpt_export_FORMAT.c);
  * each thread's stack is kept by vmpt_export_stack.c.
  */
 #include "vmpt_export_int.h"
@@ -84,6 +85,15 @@ void export_fail(struct vmpt_export *x, const char *fmt, ...)
 	va_end(ap);
 }
 
+int export_entry_shown(const struct vmpt_export *x, const struct export_thread *t,
+		       const struct export_entry *e)
+{
+	/* a guest's calls are above its host thread's and the guest slice */
+	size_t depth = (size_t)(e - t->stack) + (t->host ? t->host->cnt + 1 : 0);
+
+	return (!t->host || t->open) && (!x->o->max_depth || depth < x->o->max_depth);
+}
+
 void export_frame_name(const struct export_call_path *cp, char *buf, size_t size)
 {
 	if (cp->sym && strcmp(cp->sym->name, "unknown"))
@@ -94,362 +104,6 @@ void export_frame_name(const struct export_call_path *cp, char *buf, size_t size
 		snprintf(buf, size, "0x%" PRIx64, cp->ip);
 	else
 		snprintf(buf, size, "[trace end]");
-}
-
-static const char *own_str(struct vmpt_export *x, const char *s)
-{
-	char **v = realloc(x->strings, (x->n_strings + 1) * sizeof(*v));
-	char *copy = strdup(s ? s : "");
-
-	if (!v || !copy) {
-		free(copy);
-		if (v)
-			x->strings = v;
-		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-		return "";
-	}
-	x->strings = v;
-	v[x->n_strings++] = copy;
-	return copy;
-}
-
-static void *zalloc_obj(struct vmpt_export *x, size_t size)
-{
-	void *p = calloc(1, size);
-
-	if (!p)
-		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-	return p;
-}
-
-static int keep(struct vmpt_export *x, struct export_map *m, uint64_t a, uint64_t b,
-		uint64_t c, void *v)
-{
-	if (export_map_put(m, a, b, c, v) < 0) {
-		free(v);
-		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-		return -1;
-	}
-	return 0;
-}
-
-/* ---- perf's db-export objects ---- */
-
-static struct export_machine *machine_of(struct vmpt_export *x, uint64_t key, int pid)
-{
-	struct export_machine *m = export_map_get(&x->machines, key, 0, 0);
-
-	if (m)
-		return m;
-	m = zalloc_obj(x, sizeof(*m));
-	if (!m || keep(x, &x->machines, key, 0, 0, m) < 0)
-		return NULL;
-	m->key = key;
-	m->pid = key == VMPT_MACHINE_HOST ? -1 : pid;
-	return m;
-}
-
-/* perf's db_export__machine: numbered when a sample or switch uses it. */
-static struct export_machine *machine_export(struct vmpt_export *x, struct export_machine *m)
-{
-	if (!m || m->db_id)
-		return m;
-	m->db_id = ++x->last_id[EK_MACHINE];
-	if (x->ops->machine)
-		x->ops->machine(x, m);
-	return m;
-}
-
-static struct export_comm *comm_new(struct vmpt_export *x, const char *name, uint64_t time,
-				    int exec)
-{
-	struct export_comm *c = zalloc_obj(x, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	if (keep(x, &x->comms, (uint64_t)(uintptr_t)c, 0, 0, c) < 0)
-		return NULL;
-	c->name = own_str(x, name);
-	c->time = time;
-	c->exec = exec;
-	return c;
-}
-
-/* perf's comm_thread rows: a comm's thread (exported once per pair). */
-static void comm_thread(struct vmpt_export *x, struct export_comm *c, struct export_thread *t)
-{
-	uint64_t id = ++x->last_id[EK_COMM_THREAD];
-
-	if (x->ops->comm_thread)
-		x->ops->comm_thread(x, id, c, t);
-}
-
-static void comm_export(struct vmpt_export *x, struct export_comm *c, struct export_thread *t)
-{
-	if (c->db_id)
-		return;
-	c->db_id = ++x->last_id[EK_COMM];
-	c->thread = t;
-	if (x->ops->comm)
-		x->ops->comm(x, c);
-	comm_thread(x, c, t);
-}
-
-static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-					      int pid, int tid, int cpu);
-
-/* The idle task is one thread with a stack per CPU: its CPUs' stacks
- * after the first are twins of it.
- */
-static struct export_thread *ident(struct export_thread *t)
-{
-	return t->twin ? t->twin : t;
-}
-
-static void thread_export(struct vmpt_export *x, struct export_thread *t)
-{
-	if (t->twin) {
-		thread_export(x, t->twin);
-		t->db_id = t->twin->db_id;
-		return;
-	}
-	if (t->db_id)
-		return;
-	t->db_id = ++x->last_id[EK_THREAD];
-	x->stats.threads++;
-	if (x->ops->thread)
-		x->ops->thread(x, t);
-}
-
-static struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
-					      int pid, int tid, int cpu)
-{
-	/* The idle task (pid = tid = 0) has a stack per CPU (perf's). */
-	uint64_t key_cpu = !pid && !tid && cpu > 0 ? (uint64_t)(int64_t)cpu :
-			   !pid && !tid ? (uint64_t)(int64_t)-1 : 0;
-	struct export_thread *t = export_map_get(&x->threads, m->key,
-						 (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid,
-						 key_cpu);
-	struct export_thread **list;
-
-	if (t)
-		return t;
-	t = zalloc_obj(x, sizeof(*t));
-	if (!t || keep(x, &x->threads, m->key, (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid,
-		       key_cpu, t) < 0)
-		return NULL;
-	list = realloc(x->thread_list, (x->n_threads + 1) * sizeof(*list));
-	if (!list) {
-		export_fail(x, "%s", vmpt_strerror(-VMPT_ERR_NOMEM));
-		return NULL;
-	}
-	x->thread_list = list;
-	list[x->n_threads++] = t;
-	t->machine = m;
-	t->pid = pid;
-	t->tid = tid;
-	t->cpu = cpu;
-	t->retpoline = 1;
-	t->main = t;
-	if (key_cpu && key_cpu != (uint64_t)(int64_t)-1) {
-		t->twin = export_thread_of(x, m, 0, 0, -1);
-		if (!t->twin)
-			return NULL;
-		t->main = t->twin;
-	}
-	if (pid != tid && pid >= 0) {
-		t->main = export_thread_of(x, m, pid, pid, cpu);
-		if (!t->main)
-			t->main = t;
-	}
-	return t;
-}
-
-/* The comm a thread has now: from the COMM records seen (perf's
- * thread comm list), else the task's name from the session.
- */
-static struct export_comm *current_comm(struct vmpt_export *x, struct export_thread *t,
-					const char *name)
-{
-	struct export_comm *c;
-	char tmp[32];
-
-	t = ident(t);
-	c = export_map_get(&x->comms, 1, (uint64_t)(uintptr_t)t, 0);
-	if (c)
-		return c;
-	if (!name) {
-		snprintf(tmp, sizeof(tmp), ":%d", t->tid);
-		name = tmp;
-	}
-	c = comm_new(x, name, 0, 0);
-	if (c && keep(x, &x->comms, 1, (uint64_t)(uintptr_t)t, 0, c) < 0)
-		return NULL;
-	return c;
-}
-
-/* perf's db_export__threads: the main thread and its exec comm first. */
-static struct export_comm *threads_export(struct vmpt_export *x, struct export_thread *t,
-					  const char *name)
-{
-	struct export_comm *exec = NULL, *cur;
-	int new_thread;
-
-	if (t->twin) {
-		cur = threads_export(x, t->twin, name);
-		t->db_id = t->twin->db_id;
-		return cur;
-	}
-	new_thread = !t->db_id;
-
-	thread_export(x, t->main);
-	exec = current_comm(x, t->main, t->main == t ? name : NULL);
-	if (exec && !exec->db_id)
-		comm_export(x, exec, t->main);
-	if (t != t->main) {
-		thread_export(x, t);
-		if (exec && new_thread)
-			comm_thread(x, exec, t);
-	}
-	cur = current_comm(x, t, name);
-	if (cur)
-		comm_export(x, cur, t);
-	return exec ? exec : cur;
-}
-
-/* The dso of a section (by its name: one per file and machine). */
-static struct export_dso *dso_of(struct vmpt_export *x, const struct vmpt_section *sec,
-				 struct export_machine *m, int pid, uint64_t addr)
-{
-	const struct vmpt_script_opts *o = x->o->script;
-	struct vmpt_map_ref map;
-	char id[41];
-	struct export_dso *d = export_map_get(&x->dsos, (uint64_t)(uintptr_t)sec->name,
-					      m->key, 0);
-	const char *slash;
-
-	if (d)
-		return d;
-	d = zalloc_obj(x, sizeof(*d));
-	if (!d || keep(x, &x->dsos, (uint64_t)(uintptr_t)sec->name, m->key, 0, d) < 0)
-		return NULL;
-	d->long_name = sec->name;
-	slash = strrchr(sec->name, '/');
-	d->short_name = slash && sec->name[0] != '[' ? slash + 1 : sec->name;
-	d->build_id = "";
-	d->kernel = sec->name[0] == '[';
-	if (x->o->vmlinux && m->key == VMPT_MACHINE_HOST &&
-	    !strcmp(sec->name, "[kernel.kallsyms]")) {
-		d->long_name = x->o->vmlinux;
-		d->kernel = 0;
-	}
-	/* the build-id the recording names for the file */
-	if (m->key == VMPT_MACHINE_HOST && o->map_of &&
-	    o->map_of(o->map_ctx, pid, addr, &map) == 0 && map.build_id &&
-	    !strcmp(map.name, sec->name))
-		d->build_id = own_str(x, map.build_id);
-	else if (sec->name[0] == '/' && vmpt_build_id_of_file(sec->name, id) == 0)
-		d->build_id = own_str(x, id);	/* perf reads the file's */
-	d->machine = m;
-	return d;
-}
-
-static void dso_export(struct vmpt_export *x, struct export_dso *d)
-{
-	if (d->db_id)
-		return;
-	d->db_id = ++x->last_id[EK_DSO];
-	x->stats.dsos++;
-	if (x->ops->dso)
-		x->ops->dso(x, d);
-}
-
-/* A symbol of dso d: vs (a real one, at addr), or perf's "unknown" at
- * addr.
- */
-static struct export_sym *sym_get(struct vmpt_export *x, struct export_dso *d,
-				  const struct vmpt_section *sec, const struct vmpt_symbol *vs,
-				  uint64_t addr)
-{
-	struct export_sym *s;
-	uint64_t base;
-
-	s = vs ? export_map_get(&x->syms, (uint64_t)(uintptr_t)vs, 0, 0) :
-		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
-	if (s)
-		return s;
-	s = zalloc_obj(x, sizeof(*s));
-	if (!s || (vs ? keep(x, &x->syms, (uint64_t)(uintptr_t)vs, 0, 0, s) :
-			keep(x, &x->syms, (uint64_t)(uintptr_t)d, addr, 1, s)) < 0)
-		return NULL;
-	s->dso = d;
-	/* perf's symbols are file offsets in a dso (map_ip), addresses in
-	 * the kernel.
-	 */
-	base = d->kernel ? 0 : sec->vaddr - sec->file_offset;
-	s->addr = addr;
-	s->start = s->addr - base;
-	s->end = vs ? s->start + vs->size : s->start;
-	s->name = vs ? vs->name : "unknown";
-	s->binding = vs ? vs->binding : 0;
-	return s;
-}
-
-/* The symbol perf's dso__find_symbol gives for addr (NULL: none), with
- * its one-entry cache: the same address again gives what the cache holds,
- * which an "unknown" symbol made since may have taken over (below).
- * *dso: addr's dso (NULL without code: perf has no map there).
- */
-static struct export_sym *sym_find(struct vmpt_export *x, const struct vmpt_section *sec,
-				   uint64_t addr, struct export_machine *m, int pid,
-				   struct export_dso **dso)
-{
-	const struct vmpt_symbol *vs;
-	struct export_dso *d;
-	struct export_sym *s;
-	uint64_t from, to;
-
-	*dso = NULL;
-	if (!sec || !addr)
-		return NULL;
-	d = *dso = dso_of(x, sec, m, pid, addr);
-	if (!d)
-		return NULL;
-	if (d->cache_sym && d->cache_addr == addr)
-		return d->cache_sym;
-	vs = vmpt_section_symbol_span(sec, addr, &from, &to);
-	s = vs ? sym_get(x, d, sec, vs, from) :
-		 export_map_get(&x->syms, (uint64_t)(uintptr_t)d, addr, 1);
-	d->cache_addr = addr;
-	d->cache_sym = s;
-	return s;
-}
-
-/* perf's db-export makes an "unknown" symbol where code has none; perf's
- * dso__insert_symbol then hands it to the cached address when that is at
- * or after it (a zero-size symbol "covers" it there).
- */
-static struct export_sym *sym_unknown(struct vmpt_export *x, struct export_dso *d,
-				      const struct vmpt_section *sec, uint64_t addr)
-{
-	struct export_sym *s = sym_get(x, d, sec, NULL, addr);
-
-	if (s && d->cache_addr >= s->addr)
-		d->cache_sym = s;
-	return s;
-}
-
-static void sym_export(struct vmpt_export *x, struct export_sym *s)
-{
-	if (!s)
-		return;
-	dso_export(x, s->dso);
-	if (s->db_id)
-		return;
-	s->db_id = ++x->last_id[EK_SYMBOL];
-	x->stats.symbols++;
-	if (x->ops->symbol)
-		x->ops->symbol(x, s);
 }
 
 static const char *event_name(const struct vmpt_script_opts *o, enum vmpt_script_event ev,
@@ -466,9 +120,9 @@ static struct export_machine *machine_of_sample(struct vmpt_export *x, int guest
 						const struct vmpt_script_sample *s)
 {
 	if (!guest)
-		return machine_export(x, machine_of(x, VMPT_MACHINE_HOST, -1));
-	return machine_export(x, machine_of(x, s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST,
-					    s->task->pid));
+		return export_machine_export(x, export_machine_of(x, VMPT_MACHINE_HOST, -1));
+	return export_machine_export(x, export_machine_of(x, s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST,
+							  s->task->pid));
 }
 
 /* Timelines show a guest's vCPU on its host thread's: in the guest from
@@ -521,16 +175,16 @@ static void export_error(struct vmpt_export *x, const struct vmpt_script_sample 
 	x->stats.errors++;
 	if (!x->ops->error)
 		return;
-	m = machine_of(x, s->guest ? (s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST) :
-			  VMPT_MACHINE_HOST, s->task->pid);
+	m = export_machine_of(x, s->guest ? (s->vmcs ? s->vmcs : VMPT_MACHINE_GUEST) :
+			      VMPT_MACHINE_HOST, s->task->pid);
 	t = m ? export_thread_of(x, m, s->task->pid, s->task->tid, s->task->cpu) : NULL;
 	if (!t)
 		return;
 	if (s->guest && !t->host)
-		t->host = export_thread_of(x, machine_of(x, VMPT_MACHINE_HOST, -1),
+		t->host = export_thread_of(x, export_machine_of(x, VMPT_MACHINE_HOST, -1),
 					   s->task->pid, s->task->tid, s->task->cpu);
 	if (!t->name)
-		t->name = own_str(x, s->guest ? "[guest]" : s->task->comm);
+		t->name = export_own_str(x, s->guest ? "[guest]" : s->task->comm);
 	snprintf(what, sizeof(what), "error: %s at 0x%" PRIx64 " (trace offset 0x%" PRIx64 ")",
 		 vmpt_strerror(s->err), s->ip, s->offset);
 	x->ops->error(x, t, time, what);
@@ -567,29 +221,29 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 	if (!t)
 		return;
 	if (s->guest && !t->host)
-		t->host = export_thread_of(x, machine_of(x, VMPT_MACHINE_HOST, -1),
+		t->host = export_thread_of(x, export_machine_of(x, VMPT_MACHINE_HOST, -1),
 					   s->task->pid, s->task->tid, s->task->cpu);
 	if (!t->name)
-		t->name = own_str(x, s->guest ? "[guest]" : s->task->comm);
+		t->name = export_own_str(x, s->guest ? "[guest]" : s->task->comm);
 	es.thread = t;
-	es.comm = threads_export(x, t, s->guest ? NULL : s->task->comm);
+	es.comm = export_threads_export(x, t, s->guest ? NULL : s->task->comm);
 	es.db_id = ++x->last_id[EK_SAMPLE];
 	/* perf script resolves ip, then addr; db-export makes the unknown
 	 * symbols of ip, then of addr
 	 */
-	es.sym = sym_find(x, s->sec, s->ip, m, s->task->pid, &d_ip);
+	es.sym = export_sym_find(x, s->sec, s->ip, m, s->task->pid, &d_ip);
 	if (s->addr) {
 		struct export_machine *am = machine_of_sample(x, s->addr_guest, s);
 
 		if (am)
-			es.to_sym = sym_find(x, s->addr_sec, s->addr, am, s->task->pid, &d_to);
+			es.to_sym = export_sym_find(x, s->addr_sec, s->addr, am, s->task->pid, &d_to);
 	}
 	if (d_ip && !es.sym)
-		es.sym = sym_unknown(x, d_ip, s->sec, s->ip);
-	sym_export(x, es.sym);
+		es.sym = export_sym_unknown(x, d_ip, s->sec, s->ip);
+	export_sym_export(x, es.sym);
 	if (d_to && !es.to_sym)
-		es.to_sym = sym_unknown(x, d_to, s->addr_sec, s->addr);
-	sym_export(x, es.to_sym);
+		es.to_sym = export_sym_unknown(x, d_to, s->addr_sec, s->addr);
+	export_sym_export(x, es.to_sym);
 	x->stats.samples++;
 	guest_switch(x, t, es.time);
 	if (s->ev == VMPT_SE_BRANCHES)
@@ -602,11 +256,11 @@ void vmpt_export_sample(void *ctx, const struct vmpt_script_sample *s)
 static void set_comm(struct vmpt_export *x, struct export_thread *t, const char *name,
 		     uint64_t time, int exec)
 {
-	struct export_comm *c = comm_new(x, name, time, exec);
+	struct export_comm *c = export_comm_new(x, name, time, exec);
 
 	if (!c)
 		return;
-	t = ident(t);
+	t = export_ident(t);
 	t->comm_set = 1;
 	for (size_t i = 0; i < x->comms.cap; i++) {
 		struct export_slot *sl = &x->comms.slot[i];
@@ -616,7 +270,7 @@ static void set_comm(struct vmpt_export *x, struct export_thread *t, const char 
 			return;
 		}
 	}
-	keep(x, &x->comms, 1, (uint64_t)(uintptr_t)t, 0, c);
+	export_keep(x, &x->comms, 1, (uint64_t)(uintptr_t)t, 0, c);
 }
 
 /* perf's db_export__pid_tid: a thread named by the sideband, exported
@@ -633,10 +287,10 @@ static uint64_t switch_thread(struct vmpt_export *x, struct export_machine *m, i
 	*idle = 0;
 	if (!t && !pid && !tid)
 		t = export_map_get(&x->threads, m->key, 0, (uint64_t)(int64_t)-1);
-	if (!t || !ident(t)->comm_set)
+	if (!t || !export_ident(t)->comm_set)
 		return 0;
 	*idle = !pid && !tid;
-	*comm = threads_export(x, t, NULL);
+	*comm = export_threads_export(x, t, NULL);
 	return t->db_id;
 }
 
@@ -647,7 +301,7 @@ static void context_switch(struct vmpt_export *x, const struct vmpt_perf_event *
 	int out = !!(ev->misc & PERF_RECORD_MISC_SWITCH_OUT);
 	int flags = out | (out && (ev->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) ? 2 : 0);
 	struct export_comm *ca, *cb = NULL;
-	struct export_machine *m = machine_export(x, machine_of(x, VMPT_MACHINE_HOST, -1));
+	struct export_machine *m = export_machine_export(x, export_machine_of(x, VMPT_MACHINE_HOST, -1));
 	uint64_t a, b = 0;
 	int idle_a, idle_b = 0;
 
@@ -676,7 +330,7 @@ void vmpt_export_sideband(struct vmpt_export *x, const struct vmpt_perf_event *e
 		return;
 	switch (ev->type) {
 	case PERF_RECORD_COMM:
-		m = machine_of(x, VMPT_MACHINE_HOST, -1);
+		m = export_machine_of(x, VMPT_MACHINE_HOST, -1);
 		t = m ? export_thread_of(x, m, (int)ev->comm.pid, (int)ev->comm.tid,
 					 task->cpu) : NULL;
 		if (t)
@@ -685,13 +339,13 @@ void vmpt_export_sideband(struct vmpt_export *x, const struct vmpt_perf_event *e
 		break;
 	case PERF_RECORD_FORK:
 		/* the child starts with its parent's comm */
-		m = machine_of(x, VMPT_MACHINE_HOST, -1);
+		m = export_machine_of(x, VMPT_MACHINE_HOST, -1);
 		if (!m)
 			break;
 		parent = export_thread_of(x, m, (int)ev->fork.ppid, (int)ev->fork.ptid, task->cpu);
 		t = export_thread_of(x, m, (int)ev->fork.pid, (int)ev->fork.tid, task->cpu);
 		if (t && parent && parent->comm_set)
-			set_comm(x, t, current_comm(x, parent, NULL)->name,
+			set_comm(x, t, export_current_comm(x, parent, NULL)->name,
 				 ev->sid.present ? ev->sid.time : ev->fork.time, 0);
 		break;
 	case PERF_RECORD_SWITCH:
@@ -738,7 +392,7 @@ struct vmpt_export *vmpt_export_new(const struct vmpt_export_opts *opts, char *e
 			  opts->script->kernel_start : 1ull << 63;
 	/* perf's idle thread: pid 0 named swapper from the start */
 	{
-		struct export_machine *host = machine_of(x, VMPT_MACHINE_HOST, -1);
+		struct export_machine *host = export_machine_of(x, VMPT_MACHINE_HOST, -1);
 		struct export_thread *idle = host ? export_thread_of(x, host, 0, 0, -1) : NULL;
 
 		if (idle)

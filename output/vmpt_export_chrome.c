@@ -155,21 +155,12 @@ static void slice(struct vmpt_export *x, struct export_thread *t, int begin, con
 	x->stats.slices += !!begin;
 }
 
-static int shown(struct vmpt_export *x, const struct export_thread *t,
-		 const struct export_entry *e)
-{
-	/* a guest's calls are above its host thread's and the guest slice */
-	size_t depth = (size_t)(e - t->stack) + (t->host ? t->host->cnt + 1 : 0);
-
-	return (!t->host || t->open) && (!x->o->max_depth || depth < x->o->max_depth);
-}
-
 static void chrome_push(struct vmpt_export *x, struct export_thread *t,
 			const struct export_entry *e, uint64_t time)
 {
 	char name[256];
 
-	if (!shown(x, t, e))
+	if (!export_entry_shown(x, t, e))
 		return;
 	export_frame_name(e->cp, name, sizeof(name));
 	slice(x, t, 1, name, time);
@@ -180,7 +171,7 @@ static void chrome_pop(struct vmpt_export *x, struct export_thread *t,
 {
 	char name[256];
 
-	if (!shown(x, t, e))
+	if (!export_entry_shown(x, t, e))
 		return;
 	export_frame_name(e->cp, name, sizeof(name));
 	slice(x, t, 0, name, time);

@@ -193,10 +193,47 @@ void export_stack_sample(struct vmpt_export *x, struct export_thread *t,
 			 const struct export_sample *es);
 void export_stack_flush(struct vmpt_export *x, struct export_thread *t);
 
+/* Does a timeline show entry e of t's stack: not past --max-depth (a
+ * guest's calls above its host thread's), a guest's only while it runs?
+ */
+int export_entry_shown(const struct vmpt_export *x, const struct export_thread *t,
+		       const struct export_entry *e);
 /* The name a timeline or flame graph shows for an entry's function. */
 void export_frame_name(const struct export_call_path *cp, char *buf, size_t size);
 /* Record a failure of the format (the first one counts). */
 void export_fail(struct vmpt_export *x, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* vmpt_export_objects.c: perf's db-export objects, made on first use. */
+/* A copy of s kept until the export is freed ("" when out of memory). */
+const char *export_own_str(struct vmpt_export *x, const char *s);
+/* Put v in m (freed, and the export failed, when out of memory). */
+int export_keep(struct vmpt_export *x, struct export_map *m, uint64_t a, uint64_t b,
+		uint64_t c, void *v);
+/* The machine of key (VMPT_MACHINE_HOST, a VMCS or VMPT_MACHINE_GUEST),
+ * a guest's of the QEMU process pid; handed to the format once.
+ */
+struct export_machine *export_machine_of(struct vmpt_export *x, uint64_t key, int pid);
+struct export_machine *export_machine_export(struct vmpt_export *x, struct export_machine *m);
+struct export_comm *export_comm_new(struct vmpt_export *x, const char *name, uint64_t time,
+				    int exec);
+/* The idle task's thread a per-CPU twin stands for. */
+struct export_thread *export_ident(struct export_thread *t);
+struct export_thread *export_thread_of(struct vmpt_export *x, struct export_machine *m,
+				       int pid, int tid, int cpu);
+/* The comm a thread has now (name: the session's, when no COMM was seen). */
+struct export_comm *export_current_comm(struct vmpt_export *x, struct export_thread *t,
+					const char *name);
+/* perf's db_export__threads: the main thread and its exec comm first. */
+struct export_comm *export_threads_export(struct vmpt_export *x, struct export_thread *t,
+					  const char *name);
+/* The symbol at addr in sec as perf's db-export finds it; *dso its dso. */
+struct export_sym *export_sym_find(struct vmpt_export *x, const struct vmpt_section *sec,
+				   uint64_t addr, struct export_machine *m, int pid,
+				   struct export_dso **dso);
+/* perf's "unknown" symbol where code has none. */
+struct export_sym *export_sym_unknown(struct vmpt_export *x, struct export_dso *d,
+				      const struct vmpt_section *sec, uint64_t addr);
+void export_sym_export(struct vmpt_export *x, struct export_sym *s);
 
 #endif

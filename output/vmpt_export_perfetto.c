@@ -210,20 +210,12 @@ static void perfetto_error(struct vmpt_export *x, struct export_thread *t, uint6
 	event(x, t, TE_INSTANT, what, time);
 }
 
-static int shown(struct vmpt_export *x, const struct export_thread *t,
-		 const struct export_entry *e)
-{
-	size_t depth = (size_t)(e - t->stack) + (t->host ? t->host->cnt + 1 : 0);
-
-	return (!t->host || t->open) && (!x->o->max_depth || depth < x->o->max_depth);
-}
-
 static void perfetto_push(struct vmpt_export *x, struct export_thread *t,
 			  const struct export_entry *e, uint64_t time)
 {
 	char name[256];
 
-	if (!shown(x, t, e))
+	if (!export_entry_shown(x, t, e))
 		return;
 	export_frame_name(e->cp, name, sizeof(name));
 	slice(x, t, name, time);
@@ -232,7 +224,7 @@ static void perfetto_push(struct vmpt_export *x, struct export_thread *t,
 static void perfetto_pop(struct vmpt_export *x, struct export_thread *t,
 			 const struct export_entry *e, uint64_t time)
 {
-	if (shown(x, t, e))
+	if (export_entry_shown(x, t, e))
 		slice(x, t, NULL, time);
 }
 

@@ -207,6 +207,33 @@ void script_error_ns(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
 void script_ptwrite_sample(struct vmpt_consumer *c, uint64_t ip, uint64_t time,
 			   uint64_t payload);
 
+/* Shared by the samples of blocks (vmpt_script_output.c) and of events
+ * (vmpt_script_events.c).
+ */
+/* --time's ranges hold tsc. */
+int script_in_time(const struct vmpt_consumer *c, uint64_t tsc);
+/* --itrace's initial skip leaves this sample out (counting it). */
+int script_skipped(struct vmpt_consumer *c);
+/* The time of a perf decoder state's samples: it goes forward only. */
+uint64_t script_state_time(struct vmpt_consumer *c, uint64_t t);
+/* perf's timestamp_insn_cnt and CBR, kept per item. */
+void script_track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+/* One sample, through the filters, with its callchain and branch stack. */
+void script_deliver(struct vmpt_consumer *c, const struct script_sample *smp);
+/* perf's sample flags of an instruction class. */
+uint32_t script_insn_flags(unsigned iclass);
+/* A branch state: the thread stack first, then its sample(s). */
+void script_branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
+			 uint64_t from, uint64_t to, uint32_t flags, int from_guest,
+			 int to_guest, unsigned insn_len, uint64_t time);
+/* vmpt_script_events.c: an event item's samples and state. */
+void script_on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e);
+/* A CBR sample when the ratio is new to the samples. */
+void script_cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
+		   unsigned mode, uint32_t flags);
+/* A CFE bound to its event's FUP waited for the event (next). */
+void script_settle_cfe(struct vmpt_consumer *c, const struct vmpt_flow_item *next);
+
 /* vmpt_script_eptw.c: the stream's items with perf's emulated PTWRITE. */
 void script_eptw_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
 void script_eptw_drain(struct vmpt_consumer *c, uint64_t next_time);

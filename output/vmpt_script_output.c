@@ -42,7 +42,7 @@ static int in_strs(char *const *v, size_t n, const char *s)
 /* Is the state at TSC tsc in --time's ranges (perf's decoder makes no
  * samples outside them)?
  */
-static int in_time(const struct vmpt_consumer *c, uint64_t tsc)
+int script_in_time(const struct vmpt_consumer *c, uint64_t tsc)
 {
 	const struct vmpt_script_filter *fl = &c->o->filter;
 	uint64_t ns;
@@ -72,7 +72,7 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 		return 0;
 	if (fl->ncomms && !in_strs(fl->comms, fl->ncomms, smp->guest ? NULL : t->comm))
 		return 0;
-	if (!in_time(c, smp->time))
+	if (!script_in_time(c, smp->time))
 		return 0;
 	if (fl->ndsos || fl->nsyms) {
 		const struct vmpt_section *sec = smp->sec;
@@ -116,20 +116,19 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 }
 
 /* perf's s option: the first N samples synthesized are not delivered. */
-static int skipped(struct vmpt_consumer *c)
+int script_skipped(struct vmpt_consumer *c)
 {
 	return c->o->it.initial_skip && c->s->num_events++ < c->o->it.initial_skip;
 }
 
 /* ---- Samples ---- */
 
-static void track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
 static int decided_by_trace(const struct vmpt_flow_item *it);
 
 /* The time of a perf decoder state's samples (ptq->timestamp): it goes
  * forward only.
  */
-static uint64_t state_time(struct vmpt_consumer *c, uint64_t t)
+uint64_t script_state_time(struct vmpt_consumer *c, uint64_t t)
 {
 	if (t > c->ptq_ts)
 		c->ptq_ts = t;
@@ -159,7 +158,7 @@ static uint64_t branch_time(struct vmpt_consumer *c, uint64_t from, uint64_t to,
 		c->ptq_ts = c->ts_time + est;
 		return c->ptq_ts;
 	}
-	return state_time(c, t);
+	return script_state_time(c, t);
 }
 
 /* A branch state: thread stack first, then its sample(s). */
@@ -185,13 +184,6 @@ static struct script_stack *thread_stack(struct vmpt_consumer *c)
 	return script_stack_get(&c->s->stacks, c->task.tid, c->task.cpu);
 }
 
-/* Print one sample with what its type carries: the callchain (g) and
- * branch stack (l) of instruction and synth samples, the call depth of
- * branch samples.
- */
-static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
-		   unsigned mode, uint32_t flags);
-
 /* vmpt_script_opts.sample_fn's sample. */
 static void hand_on(struct vmpt_consumer *c, const struct script_sample *smp)
 {
@@ -209,7 +201,7 @@ static void hand_on(struct vmpt_consumer *c, const struct script_sample *smp)
 	c->o->sample_fn(c->o->sample_ctx, &out);
 }
 
-static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
+void script_deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 {
 	const struct vmpt_itrace *it = &c->o->it;
 	uint64_t chain[ITRACE_CHAIN_MAX + 2];
@@ -221,8 +213,8 @@ static void deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 	 * first one in it tells the CBR (perf's cbr_seen).
 	 */
 	if (c->o->filter.ntimes && smp->ev != VMPT_SE_CBR && smp->ev != VMPT_SE_PSB &&
-	    c->cbr && c->cbr != c->cbr_seen && in_time(c, smp->time))
-		cbr_at(c, c->cbr, smp->ip, smp->time, smp->mode, smp->flags);
+	    c->cbr && c->cbr != c->cbr_seen && script_in_time(c, smp->time))
+		script_cbr_at(c, c->cbr, smp->ip, smp->time, smp->mode, smp->flags);
 	c->stats.synthesized++;
 	if (!shown(c, smp))
 		return;
@@ -264,7 +256,7 @@ static void fill_ipc(struct vmpt_consumer *c, struct script_sample *smp, uint64_
  * samples as perf ("perf cannot handle having different machines for ip
  * and addr").
  */
-static void branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
+void script_branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 			 uint64_t from, uint64_t to, uint32_t flags, int from_guest,
 			 int to_guest, unsigned insn_len, uint64_t time)
 {
@@ -277,13 +269,13 @@ static void branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 	/* perf's decoder synthesizes nothing outside --time's ranges: no
 	 * samples, no thread stack.
 	 */
-	if (!in_time(c, time))
+	if (!script_in_time(c, time))
 		return;
 	st = thread_stack(c);
 	if (st && script_stack_event(&c->s->stacks, st, flags, from, to, insn_len,
 				     c->trace_nr) < 0)
 		c->stats.errors[VMPT_ERR_NOMEM]++;
-	if (!it->branches || branch_filtered(c, flags) || skipped(c))
+	if (!it->branches || branch_filtered(c, flags) || script_skipped(c))
 		return;
 	/* The sample once it is made, without its synth text (a branch
 	 * has none): zeroing that would cost as much as the rest.
@@ -307,20 +299,20 @@ static void branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 	if (from_guest != to_guest && from && to) {
 		smp.addr = 0;
 		smp.addr_guest = from_guest;
-		deliver(c, &smp);
+		script_deliver(c, &smp);
 		smp.ip = 0;
 		smp.addr = to;
 		smp.sec = NULL;
 		smp.guest = smp.addr_guest = to_guest;
 		smp.ipc_cyc = smp.ipc_insns = 0;
-		deliver(c, &smp);
+		script_deliver(c, &smp);
 		return;
 	}
-	deliver(c, &smp);
+	script_deliver(c, &smp);
 }
 
 /* perf's flags of a branch instruction (intel_pt_insn_type). */
-static uint32_t insn_flags(unsigned iclass)
+uint32_t script_insn_flags(unsigned iclass)
 {
 	switch (iclass) {
 	case VMPT_IC_JCC: return PF_BRANCH | PF_CONDITIONAL;
@@ -408,13 +400,13 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 		smp.time = branch_time(c, b->end_ip, b->to, decided_by_trace(b) ?
 				       b->time : c->insn_time);
 	else if (i + 1 == b->ninsn && b->iclass == VMPT_IC_JCC)
-		smp.time = state_time(c, b->time);
+		smp.time = script_state_time(c, b->time);
 	else
-		smp.time = state_time(c, c->insn_time);
+		smp.time = script_state_time(c, c->insn_time);
 
 	/* perf's state at a branch: its flags, and its target as addr. */
 	if (ip == b->end_ip) {
-		smp.flags = insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
+		smp.flags = script_insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
 		smp.addr = b->taken ? b->to : 0;
 		/* A VM entry goes into the guest (perf's to_nr). */
 		smp.addr_guest = c->nr || b->iclass == VMPT_IC_VMENTRY;
@@ -422,7 +414,7 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	/* Outside --time's ranges perf's decoder makes no sample: the
 	 * period counts on to the next.
 	 */
-	if (!in_time(c, smp.time))
+	if (!script_in_time(c, smp.time))
 		return;
 	smp.period = tot - c->last_insn_cnt;
 	if (ip == b->end_ip && !b->taken && b->iclass != VMPT_IC_OTHER) {
@@ -431,11 +423,11 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 		return;
 	}
 	/* A sample s skips was never synthesized: the period counts on. */
-	if (skipped(c))
+	if (script_skipped(c))
 		return;
 	c->last_insn_cnt = tot;
 	fill_ipc(c, &smp, cyc, tot, &c->in_cyc, &c->in_insns);
-	deliver(c, &smp);
+	script_deliver(c, &smp);
 }
 
 /* The next item came: the held sample is perf's unless that item is an
@@ -456,17 +448,16 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 	/* Tracing stopped there: perf's state is the TIP.PGD's, its time. */
 	if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_DISABLED &&
 	    (h->smp.flags & PF_TRACE_END))
-		h->smp.time = state_time(c, next->time);
-	if (skipped(c)) {
+		h->smp.time = script_state_time(c, next->time);
+	if (script_skipped(c)) {
 		c->last_insn_cnt = h->prev_cnt;
 		return;
 	}
 	fill_ipc(c, &h->smp, h->cyc, h->tot, &c->in_cyc, &c->in_insns);
-	deliver(c, &h->smp);
+	script_deliver(c, &h->smp);
 }
 
 
-static void settle_cfe(struct vmpt_consumer *c, const struct vmpt_flow_item *next);
 
 static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 {
@@ -477,8 +468,8 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	int est_point = b->cyc_est && b->cyc && (b->taken || b->iclass != VMPT_IC_JCC);
 
 	script_settle_held(c, b);
-	settle_cfe(c, b);
-	track_time(c, b);
+	script_settle_cfe(c, b);
+	script_track_time(c, b);
 	c->from_nr = c->nr;
 	c->ts_insns += b->ninsn;
 	c->insn_time = c->have_block ? c->block_time : b->time;
@@ -539,417 +530,14 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		c->stopped = *b;
 	if (!b->taken)
 		return;
-	uint32_t flags = insn_flags(b->iclass);
+	uint32_t flags = script_insn_flags(b->iclass);
 	unsigned len = b->ninsn ? b->isize[b->ninsn - 1] : 0;
 
 	if (b->iclass == VMPT_IC_VMENTRY && !c->nr)
 		/* Into the guest (its PIP comes after this block). */
-		branch_state(c, b, b->end_ip, b->to, flags, 0, 1, len, b->time);
+		script_branch_state(c, b, b->end_ip, b->to, flags, 0, 1, len, b->time);
 	else
-		branch_state(c, b, b->end_ip, b->to, flags, c->nr, c->nr, len, b->time);
-}
-
-static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *e, int err,
-			  uint64_t ns)
-{
-	const struct vmpt_script_filter *fl = &c->o->filter;
-	uint64_t tsc = e->time;
-
-	c->stats.errors[-err < VMPT_ERR_COUNT ? -err : VMPT_ERR_INTERNAL]++;
-	c->err_offset = (int64_t)e->offset;
-	if (err == -VMPT_ERR_NO_IMAGE && e->ip && c->o->map_of) {
-		struct vmpt_map_ref map;
-
-		if (c->o->map_of(c->o->map_ctx, c->task.pid, e->ip, &map) == 0) {
-			size_t i;
-
-			for (i = 0; i < c->n_missing; i++)
-				if (!strcmp(c->missing[i].name, map.name))
-					break;
-			if (i == c->n_missing) {
-				struct script_missing *m = realloc(c->missing,
-								   (i + 1) * sizeof(*m));
-
-				if (m && (m[i].name = strdup(map.name))) {
-					m[i].errors = 0;
-					c->missing = m;
-					c->n_missing++;
-				} else if (m) {
-					c->missing = m;
-				}
-			}
-			if (i < c->n_missing)
-				c->missing[i].errors++;
-		}
-	}
-	if (err == -VMPT_ERR_OVERFLOW)
-		c->ts_insns = 0;	/* perf's intel_pt_overflow */
-	if (err == -VMPT_ERR_LOOP)
-		c->ts_insns += e->ninsn;	/* the block that closed the loop */
-	if (err != -VMPT_ERR_LOST && e->time) {
-		/* perf's est_timestamp at the error, which the queue takes. */
-		uint64_t est = c->ts_insns << 1;
-
-		if (c->cbr && c->o->max_nonturbo)
-			est = est * c->o->max_nonturbo / c->cbr;
-		c->ptq_ts = tsc = e->time + est;
-	}
-	if (!c->o->it.errors)
-		return;
-	if (err == -VMPT_ERR_OVERFLOW && (c->o->it.error_minus & (1u << ('o' - 'a'))))
-		return;
-	if (err == -VMPT_ERR_LOST && (c->o->it.error_minus & (1u << ('l' - 'a'))))
-		return;
-	c->stats.synthesized++;
-	c->stats.error_events++;
-	if (fl->ncpus && c->task.cpu >= 0 &&
-	    (c->task.cpu >= fl->ncpus || !fl->cpus[c->task.cpu]))
-		return;
-	if (!ns && c->o->have_tc && tsc && !c->o->it.timeless)
-		ns = vmpt_perf_tsc_to_time(&c->o->tc, tsc);
-	if (fl->ntimes && ns) {
-		size_t i;
-
-		for (i = 0; i < fl->ntimes; i++)
-			if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
-				break;
-		if (i == fl->ntimes)
-			return;
-	}
-	if (c->o->sample_fn) {
-		/* lost data has no TSC: only errors in the trace go on */
-		struct vmpt_script_sample out = {
-			.ev = VMPT_SE_COUNT, .task = &c->task, .ip = e->ip, .time = tsc,
-			.guest = c->nr, .vmcs = c->vmcs, .trace_nr = c->trace_nr,
-			.insns = c->insns, .err = err, .offset = c->buf_offset + e->offset,
-		};
-
-		if (err != -VMPT_ERR_LOST && tsc)
-			c->o->sample_fn(c->o->sample_ctx, &out);
-		return;
-	}
-	if (err == -VMPT_ERR_LOST)
-		script_print_error(c, ns, 1, 0, UINT64_MAX, err);
-	else
-		script_print_error(c, tsc, 0, e->ip, c->buf_offset + e->offset, err);
-}
-
-static void error_line(struct vmpt_consumer *c, const struct vmpt_flow_item *e, int err)
-{
-	error_line_at(c, e, err, 0);
-}
-
-void script_error_ns(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
-		     int err, uint64_t ns)
-{
-	error_line_at(c, e, err, ns);
-}
-
-/* A synth event's sample (psb, cbr, power events, ptwrite): its payload
- * text as perf_sample__fprintf_synth_* prints it.
- */
-/* perf's flags of an event's state: the last instruction walked's kind
- * (intel_pt_prep_p_sample: none without an ip).
- */
-static uint32_t state_flags(const struct vmpt_consumer *c, uint64_t ip)
-{
-	return ip ? insn_flags(c->last_iclass) : 0;
-}
-
-static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
-			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
-			 uint32_t flags, const char *fmt, ...)
-	__attribute__((format(printf, 7, 8)));
-
-static void synth_sample(struct vmpt_consumer *c, enum vmpt_script_event ev,
-			 const struct vmpt_flow_item *e, uint64_t ip, uint64_t time,
-			 uint32_t flags, const char *fmt, ...)
-{
-	struct script_sample smp = {
-		.ev = ev, .ip = ip, .time = time, .mode = e->mode, .guest = c->nr,
-		.flags = ip ? flags : 0,
-	};
-	va_list ap;
-
-	if (skipped(c))
-		return;
-	va_start(ap, fmt);
-	smp.synth_len = vsnprintf(smp.synth, sizeof(smp.synth), fmt, ap);
-	va_end(ap);
-	if (smp.synth_len < 0)
-		smp.synth_len = 0;
-	else if ((size_t)smp.synth_len >= sizeof(smp.synth))
-		smp.synth_len = sizeof(smp.synth) - 1;
-	deliver(c, &smp);
-}
-
-/* A CBR sample when the ratio is new to the samples (perf's cbr_seen,
- * kept by the states sampled: none outside --time's ranges).
- */
-static void cbr_at(struct vmpt_consumer *c, unsigned cbr, uint64_t ip, uint64_t time,
-		   unsigned mode, uint32_t flags)
-{
-	const struct vmpt_script_opts *o = c->o;
-	unsigned freq = (unsigned)((cbr * o->cbr2khz + 500) / 1000);
-	struct vmpt_flow_item e = { .kind = VMPT_FLOW_EVENT, .mode = (uint8_t)mode };
-
-	if (!cbr || cbr == c->cbr_seen || !in_time(c, time))
-		return;
-	c->cbr_seen = cbr;
-	if (!o->it.pwr_events)
-		return;
-	if (o->max_nonturbo)
-		synth_sample(c, VMPT_SE_CBR, &e, ip, time, flags,
-			     " cbr: %2u freq: %4u MHz (%3u%%) ", cbr, freq,
-			     (5 + (1000 * cbr) / o->max_nonturbo) / 10);
-	else
-		synth_sample(c, VMPT_SE_CBR, &e, ip, time, flags, " cbr: %2u freq: %4u MHz ",
-			     cbr, freq);
-}
-
-static void cbr_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
-		       unsigned cbr, uint64_t ip, uint64_t time)
-{
-	cbr_at(c, cbr, ip, time, e->mode, state_flags(c, ip));
-}
-
-
-/* An Event Trace sample as perf_sample__fprintf_synth_evt prints it: the
- * CFE's type, IP bit and vector, then its EVDs in the packets' order.
- */
-static void evt_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
-		       const struct vmpt_flow_item *next)
-{
-	static const char *const cfe[32] = {
-		NULL, "INTR", "IRET", "SMI", "RSM", "SIPI", "INIT", "VMENTRY", "VMEXIT",
-		"VMEXIT_INTR", "SHUTDOWN", NULL, "UINTR", "UIRET",
-	};
-	static const char *const evd[64] = { "PFA", "VMXQ", "VMXR" };
-	unsigned type = VMPT_CFE_TYPE(e->payload);
-	uint64_t ip = e->ip;
-	uint32_t flags;
-	char text[160];
-	int n;
-
-	if (cfe[type])
-		n = snprintf(text, sizeof(text), " cfe: %s IP: %u vector: %u", cfe[type],
-			     e->ip_valid, VMPT_CFE_VECTOR(e->payload));
-	else
-		n = snprintf(text, sizeof(text), " cfe: %u IP: %u vector: %u", type,
-			     e->ip_valid, VMPT_CFE_VECTOR(e->payload));
-	for (uint32_t i = 0; i < e->ninsn && n > 0 && (size_t)n < sizeof(text); i++) {
-		unsigned et = e->evd[i].type & 0x3f;
-
-		if (evd[et])
-			n += snprintf(text + n, sizeof(text) - (size_t)n, " %s: %#" PRIx64,
-				      evd[et], e->evd[i].payload);
-		else
-			n += snprintf(text + n, sizeof(text) - (size_t)n, " EVD_%u: %#" PRIx64,
-				      et, e->evd[i].payload);
-	}
-	/* perf's flags are its decoder state's: none for a CFE with a FUP
-	 * of its own, the event's branch for one bound to its compound FUP
-	 * (a VM exit, an interrupt, tracing stopping at one: the item after
-	 * it), else the branch being walked.
-	 */
-	if (VMPT_CFE_IP_BIT(e->payload))
-		flags = 0;
-	else if (!e->ip_valid)
-		flags = state_flags(c, ip);
-	else if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_ASYNC_DISABLED)
-		flags = PF_BRANCH | PF_ASYNC | PF_TRACE_END;
-	else if (type == VMPT_CFE_VMEXIT || type == VMPT_CFE_VMEXIT_INTR)
-		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_VMEXIT;
-	else
-		flags = PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT;
-	synth_sample(c, VMPT_SE_EVT, e, ip, state_time(c, e->time), flags, "%s", text);
-}
-
-/* perf_sample__fprintf_synth_ptwrite: the payload as text too when its
- * bytes are printable ASCII padded with NULs.  A FUP of its own (ip_bit)
- * is its state alone: no branch flags.
- */
-static void ptwrite_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *e,
-			   uint64_t ip, uint64_t time, unsigned ip_bit, uint64_t v)
-{
-	char str[9] = "";
-	int prt = 1, i;
-
-	for (i = 0; i < 8 && ((v >> (8 * i)) & 0xff); i++)
-		prt &= (v >> (8 * i) & 0xff) >= 0x20 && (v >> (8 * i) & 0xff) < 0x7f;
-	for (; i < 8; i++)
-		prt &= !((v >> (8 * i)) & 0xff);
-	if (prt)
-		memcpy(str, &v, 8);
-	synth_sample(c, VMPT_SE_PTWRITE, e, ip, time, ip_bit ? 0 : state_flags(c, ip),
-		     " IP: %u payload: %#" PRIx64 " %s ", ip_bit, v, str);
-}
-
-void script_ptwrite_sample(struct vmpt_consumer *c, uint64_t ip, uint64_t time,
-			   uint64_t payload)
-{
-	struct vmpt_flow_item e = { .kind = VMPT_FLOW_EVENT, .ev = VMPT_EV_PTWRITE };
-
-	ptwrite_sample(c, &e, ip, state_time(c, time), 0, payload);
-}
-
-static void on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
-{
-	const struct vmpt_itrace *it = &c->o->it;
-
-	script_settle_held(c, e);
-	settle_cfe(c, e);
-	track_time(c, e);
-	if (e->cyc_est && e->cyc)
-		c->est_cyc = e->cyc;
-	if (c->err_offset >= 0 && e->ev != VMPT_EV_ERROR) {
-		c->stats.skipped += e->offset - (uint64_t)c->err_offset;
-		c->err_offset = -1;
-	}
-	switch (e->ev) {
-	case VMPT_EV_ERROR:
-		error_line(c, e, e->err);
-		break;
-	case VMPT_EV_OVERFLOW:
-		c->stats.overflows++;
-		error_line(c, e, -VMPT_ERR_OVERFLOW);
-		break;
-	case VMPT_EV_PAGING:
-		/* the machine the walk left: a VM exit right at the entry's
-		 * target (no guest instruction ran) is still from the guest */
-		c->from_nr = c->nr;
-		c->nr = e->nr;
-		break;
-	case VMPT_EV_VMCS:
-		c->vmcs = e->payload;
-		break;
-	case VMPT_EV_PSB: {
-		/* perf's PSB state: its sample at the PSB+'s TSC, at the FUP
-		 * in it (or 0); a new CBR in it is sampled with it.
-		 */
-		uint64_t ip = e->ip_valid ? e->ip : 0, t = state_time(c, e->time);
-
-		/* perf walks to the FUP: no branch is the last walked, unless
-		 * it stands there already (its psb sample has no flags).
-		 */
-		if (ip != c->walk_to)
-			c->last_iclass = VMPT_IC_OTHER;
-		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PSB, e, ip, t, 0, " psb offs: %#" PRIx64,
-				     c->queue_offset + e->payload);
-		cbr_sample(c, e, (unsigned)e->to, ip, t);
-		break;
-	}
-	case VMPT_EV_CBR:
-		/* perf's decoder makes a state (and a time) of a new ratio
-		 * only.
-		 */
-		if ((unsigned)e->payload != c->cbr_seen)
-			cbr_sample(c, e, (unsigned)e->payload, e->ip, state_time(c, e->time));
-		break;
-	case VMPT_EV_PTWRITE:
-		if (it->ptwrites)
-			ptwrite_sample(c, e, e->ip, state_time(c, e->time), e->ip_valid,
-				       e->payload);
-		break;
-	case VMPT_EV_MWAIT:
-		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_MWAIT, e, e->ip, e->time,
-				     state_flags(c, e->ip),
-				     " hints: %#x extensions: %#x ",
-				     (unsigned)(e->payload & 0xffffffff),
-				     (unsigned)(e->payload >> 32));
-		break;
-	case VMPT_EV_PWRE: {
-		uint64_t v = e->ip_valid ? e->payload : c->mwait_pwre;
-
-		if (e->ip_valid)
-			c->mwait_pwre = e->payload;
-		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PWRE, e, e->ip, e->time,
-				     state_flags(c, e->ip),
-				     " hw: %u cstate: %u sub-cstate: %u ",
-				     (unsigned)(v >> 16 & 1), (unsigned)(v & 0xff),
-				     (unsigned)(v >> 8 & 0xff));
-		break;
-	}
-	case VMPT_EV_EXSTOP:
-		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_EXSTOP, e, e->ip, e->time,
-				     state_flags(c, e->ip),
-				     " IP: %u ", e->ip_valid);
-		break;
-	case VMPT_EV_PWRX:
-		if (it->pwr_events)
-			synth_sample(c, VMPT_SE_PWRX, e, e->ip, e->time,
-				     state_flags(c, e->ip),
-				     " deepest cstate: %u last cstate: %u wake reason: %#x ",
-				     (unsigned)(e->payload >> 8 & 0xf),
-				     (unsigned)(e->payload & 0xf),
-				     (unsigned)(e->payload >> 16 & 0xf));
-		break;
-	case VMPT_EV_CFE:
-		/* bound to its event's FUP: its flags are the next item's */
-		if (it->intr_events && e->ip_valid && !VMPT_CFE_IP_BIT(e->payload)) {
-			c->cfe = *e;
-			c->have_cfe = 1;
-		} else if (it->intr_events) {
-			evt_sample(c, e, NULL);
-		}
-		break;
-	case VMPT_EV_ENABLED:
-		/* perf's periods start anew when tracing does. */
-		c->p_cont = 0;
-		/* A PSB+'s FUP is status, no trace start for perf. */
-		if (e->payload == VMPT_ENABLED_PSB)
-			break;
-		branch_state(c, e, 0, e->ip, PF_BRANCH | PF_TRACE_BEGIN |
-			     (e->payload == VMPT_ENABLED_RESYNC_END ? PF_TRACE_END : 0),
-			     c->nr, c->nr, 0, e->time);
-		break;
-	case VMPT_EV_DISABLED:
-		if (c->have_stopped && !e->ip)
-			branch_state(c, &c->stopped, c->stopped.end_ip, 0,
-				     insn_flags(c->stopped.iclass) | PF_TRACE_END, c->from_nr,
-				     c->from_nr, c->stopped.ninsn ?
-				     c->stopped.isize[c->stopped.ninsn - 1] : 0, e->time);
-		else
-			branch_state(c, e, e->ip, 0, PF_BRANCH | PF_TRACE_END, c->from_nr,
-				     c->from_nr, 0, e->time);
-		break;
-	case VMPT_EV_ASYNC_DISABLED:
-		branch_state(c, e, e->ip, 0, PF_BRANCH | PF_ASYNC | PF_TRACE_END, c->from_nr,
-			     c->from_nr, 0, e->time);
-		break;
-	case VMPT_EV_ASYNC_BRANCH:
-		if (c->from_nr == c->nr)
-			branch_state(c, e, e->ip, e->to, PF_BRANCH | PF_CALL | PF_ASYNC |
-				     PF_INTERRUPT, c->nr, c->nr, 0, e->time);
-		else	/* a VM exit: perf 6.1.y's flags print as "bcyh" */
-			branch_state(c, e, e->ip, e->to, c->from_nr ?
-				     PF_BRANCH | PF_CALL | PF_ASYNC | PF_VMEXIT :
-				     PF_BRANCH | PF_CALL | PF_ASYNC | PF_INTERRUPT,
-				     c->from_nr, c->nr, 0, e->time);
-		break;
-	default:
-		break;
-	}
-	/* perf's walk to a FUP or an interrupt's target walks no branch:
-	 * the samples after it have no branch flags.
-	 */
-	if ((e->ip_valid && (e->ev == VMPT_EV_PTWRITE || e->ev == VMPT_EV_EXSTOP ||
-			     e->ev == VMPT_EV_MWAIT || e->ev == VMPT_EV_PWRE)) ||
-	    e->ev == VMPT_EV_ASYNC_BRANCH)
-		c->last_iclass = VMPT_IC_OTHER;
-}
-
-/* A CFE bound to its event's FUP waited for the event (next). */
-static void settle_cfe(struct vmpt_consumer *c, const struct vmpt_flow_item *next)
-{
-	if (!c->have_cfe)
-		return;
-	c->have_cfe = 0;
-	evt_sample(c, &c->cfe, next);
+		script_branch_state(c, b, b->end_ip, b->to, flags, c->nr, c->nr, len, b->time);
 }
 
 /* A PSB+ decides nothing: it waits with the blocks around it. */
@@ -968,7 +556,7 @@ static void run_pending(struct vmpt_consumer *c, uint64_t next_time)
 		if (c->pending[i].kind == VMPT_FLOW_BLOCK)
 			on_block(c, &c->pending[i]);
 		else
-			on_event(c, &c->pending[i]);
+			script_on_event(c, &c->pending[i]);
 	}
 	c->n_pending = 0;
 }
@@ -994,11 +582,11 @@ void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it
 	if (it->kind == VMPT_FLOW_BLOCK)
 		on_block(c, it);
 	else
-		on_event(c, it);
+		script_on_event(c, it);
 }
 
 /* perf's timestamp_insn_cnt: instructions since the timestamp changed. */
-static void track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
+void script_track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 {
 	/* perf reads the timing packets before it walks the code up to the
 	 * next branch the trace decides: code after a direct branch counts
@@ -1026,5 +614,5 @@ void script_stream_drain(struct vmpt_consumer *c, uint64_t next_time)
 	if (c->n_pending)
 		run_pending(c, next_time ? next_time : c->pending[c->n_pending - 1].time);
 	script_settle_held(c, NULL);
-	settle_cfe(c, NULL);
+	script_settle_cfe(c, NULL);
 }

@@ -14,10 +14,36 @@
 void vmpt_perf_cursor_init(const struct vmpt_perf_data *pd,
 			   struct vmpt_perf_cursor *cur)
 {
+	memset(cur, 0, sizeof(*cur));
 	cur->pos = pd->data_offset;
 	cur->end = pd->data_offset + pd->data_size;
-	cur->part = 0;
-	cur->attrs_seen = 0;
+}
+
+int vmpt_perf_cursor_at(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
+			const struct vmpt_perf_event *ev)
+{
+	const struct vmpt_file *f = ev->part ? &pd->parts[ev->part - 1] : &pd->map;
+	uint64_t start;
+	int ret;
+
+	vmpt_perf_cursor_init(pd, cur);
+	if (ev->part) {
+		cur->part = ev->part;
+		cur->end = f->size;
+	}
+	cur->pos = ev->offset;
+	if (!ev->compressed)
+		return 0;
+	if (ev->offset + 8 > f->size)
+		return -VMPT_ERR_INVAL;
+	ret = pd_zstd_chunk(pd, ev->part, ev->offset, &cur->zstream, &cur->zlen, &start,
+			    &cur->zend);
+	if (ret < 0)
+		return ret;
+	cur->zpos = ev->zpos;
+	cur->zrecord = ev->offset;
+	cur->pos = ev->offset + pd_u16(f->data + ev->offset + 6);
+	return 0;
 }
 
 static const struct vmpt_file *cursor_file(const struct vmpt_perf_data *pd,
@@ -526,9 +552,6 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 					"HEADER_ATTR record that could not be read");
 		ev->header_attr.attr_index = cur->attrs_seen++;
 		return 0;
-	case VMPT_PERF_RECORD_COMPRESSED:
-		return pd_error(pd, ev->offset, VMPT_ERR_UNSUPPORTED,
-				"zstd-compressed records (perf record -z) are not supported");
 	case VMPT_PERF_RECORD_HEADER_FEATURE:
 		if (body < 8)
 			return too_small(pd, ev, 16);
@@ -541,20 +564,99 @@ static int parse_user_record(struct vmpt_perf_data *pd, struct vmpt_perf_cursor 
 	}
 }
 
+/* The next record of the COMPRESSED record the cursor is in: 1, 0 when
+ * it has no more, or an error.
+ */
+struct raw_rec {
+	const uint8_t *raw;
+	uint64_t offset, zpos;
+	int compressed;
+};
+
+static int next_compressed(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
+			   struct raw_rec *ev)
+{
+	uint64_t left = cur->zlen - cur->zpos;
+	const uint8_t *rec = cur->zstream + cur->zpos;
+	uint16_t size;
+
+	if (cur->zpos >= cur->zend) {
+		cur->zend = 0;
+		return 0;
+	}
+	if (left < 8 || (size = pd_u16(rec + 6)) < 8 || size > left)
+		return pd_zstd_failure(pd, cur->part) ? pd_zstd_failure(pd, cur->part) :
+		       pd_error(pd, cur->zrecord, VMPT_ERR_FORMAT,
+				"COMPRESSED record: a record cut in the decompressed data "
+				"(%llu bytes in)", (unsigned long long)(cur->zpos));
+	if (pd_u32(rec) == VMPT_PERF_RECORD_AUXTRACE ||
+	    pd_u32(rec) == VMPT_PERF_RECORD_COMPRESSED ||
+	    pd_u32(rec) == VMPT_PERF_RECORD_COMPRESSED2)
+		return pd_error(pd, cur->zrecord, VMPT_ERR_FORMAT,
+				"COMPRESSED record: a %s record inside (%llu bytes in)",
+				vmpt_perf_record_name(pd_u32(rec)),
+				(unsigned long long)(cur->zpos));
+	ev->raw = rec;
+	ev->offset = cur->zrecord;
+	ev->compressed = 1;
+	ev->zpos = cur->zpos;
+	cur->zpos += size;
+	return 1;
+}
+
+/* Step to the next record: a file's, or one a COMPRESSED record holds. */
+static int next_raw(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
+		    struct raw_rec *ev)
+{
+	for (;;) {
+		struct vmpt_perf_cursor before = *cur;
+		uint64_t pos, start;
+		uint32_t type;
+		int ret;
+
+		if (cur->zend) {
+			ret = next_compressed(pd, cur, ev);
+			if (ret != 0)
+				return ret;
+		}
+		ret = pd_step(pd, cur);
+		if (ret <= 0)
+			return ret;
+		/* pd_step may have moved on to the next data.N file first. */
+		pos = cur->part == before.part ? before.pos : 0;
+		type = pd_u32(pd->cur_file->data + pos);
+		if (type != VMPT_PERF_RECORD_COMPRESSED && type != VMPT_PERF_RECORD_COMPRESSED2) {
+			ev->raw = pd->cur_file->data + pos;
+			ev->offset = pos;
+			return 1;
+		}
+		ret = pd_zstd_chunk(pd, cur->part, pos, &cur->zstream, &cur->zlen, &start,
+				    &cur->zend);
+		if (ret < 0) {
+			*cur = before;	/* stay on the bad record */
+			return ret == -VMPT_ERR_NOT_FOUND ?
+			       pd_error(pd, pos, VMPT_ERR_FORMAT, "COMPRESSED record not read") :
+			       ret;
+		}
+		cur->zpos = start;
+		cur->zrecord = pos;
+	}
+}
+
 int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
 		   struct vmpt_perf_event *ev)
 {
 	struct vmpt_perf_cursor before = *cur;
-	uint64_t pos;
-	int ret = pd_step(pd, cur);
+	struct raw_rec rec = { 0 };
+	int ret = next_raw(pd, cur, &rec);
 
 	if (ret <= 0)
 		return ret;
-	/* pd_step may have moved on to the next data.N file first. */
-	pos = cur->part == before.part ? before.pos : 0;
 	memset(ev, 0, sizeof(*ev));
-	ev->raw = pd->cur_file->data + pos;
-	ev->offset = pos;
+	ev->raw = rec.raw;
+	ev->offset = rec.offset;
+	ev->zpos = rec.zpos;
+	ev->compressed = rec.compressed;
 	ev->part = cur->part;
 	ev->type = pd_u32(ev->raw);
 	ev->misc = pd_u16(ev->raw + 4);
@@ -569,7 +671,7 @@ int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
 		ret = parse_kernel_record(pd, ev);
 	}
 	if (ret < 0) {
-		cur->pos = pos;	/* stay on the bad record */
+		*cur = before;	/* stay on the bad record */
 		return ret;
 	}
 	return 1;
@@ -629,7 +731,7 @@ const char *vmpt_perf_record_name(uint32_t type)
 		"FINISHED_ROUND", "ID_INDEX", "AUXTRACE_INFO", "AUXTRACE",
 		"AUXTRACE_ERROR", "THREAD_MAP", "CPU_MAP", "STAT_CONFIG",
 		"STAT", "STAT_ROUND", "EVENT_UPDATE", "TIME_CONV", "FEATURE",
-		"COMPRESSED", "FINISHED_INIT",
+		"COMPRESSED", "FINISHED_INIT", "COMPRESSED2",
 	};
 
 	if (type < sizeof(kernel) / sizeof(kernel[0]) && kernel[type])

@@ -57,6 +57,20 @@ int pd_parse_feature(struct vmpt_perf_data *pd, unsigned feat,
  */
 int pd_step(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur);
 
+/* perf record -z (perf_data_compressed.c): the stream of the COMPRESSED
+ * record at offset of file part, and [start, end) of it that the record
+ * holds (the stream decompressed when first asked for).  0,
+ * -VMPT_ERR_NOT_FOUND (no such record), or the error of a record that did
+ * not decompress (errmsg set).
+ */
+int pd_zstd_chunk(struct vmpt_perf_data *pd, unsigned part, uint64_t offset,
+		  const uint8_t **stream, uint64_t *len, uint64_t *start, uint64_t *end);
+/* The error of the record where part's stream stopped decompressing (its
+ * end is cut there), or 0.
+ */
+int pd_zstd_failure(struct vmpt_perf_data *pd, unsigned part);
+void pd_zstd_free(struct vmpt_perf_data *pd);
+
 /* Add an attr with ids (copied). */
 int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
 		const uint8_t *ids, uint64_t nr_ids);

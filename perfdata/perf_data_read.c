@@ -551,6 +551,7 @@ void vmpt_perf_close(struct vmpt_perf_data *pd)
 	free(pd->id_attr);
 	free_env(&pd->env);
 	free(pd->auxtrace_index);
+	pd_zstd_free(pd);
 	free(pd->kcore_dir);
 	free(pd->path);
 	vmpt_file_unmap(&pd->map);

@@ -18,22 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* perf's build-id cache directory. */
-static int cache_dir(char *buf, size_t size)
-{
-	const char *dir = getenv("PERF_BUILDID_DIR");
-	const char *home = getenv("HOME");
-	int n;
-
-	if (dir && *dir)
-		n = snprintf(buf, size, "%s", dir);
-	else if (home && *home)
-		n = snprintf(buf, size, "%s/.debug", home);
-	else
-		return -1;
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
 /* A recorded path, to go beneath the sysroot: absolute, no "..". */
 static int safe_name(const char *name)
 {
@@ -140,7 +124,7 @@ static int find_source(const char *name, const char *id, uint8_t **data, size_t 
 
 	*own = 0;
 	changed[0] = 0;
-	if (id[0] && cache_dir(cache, sizeof(cache)) == 0) {
+	if (id[0] && vmpt_build_id_cache_dir(cache, sizeof(cache)) == 0) {
 		const char *fmt[] = { "%s/.build-id/%.2s/%s/elf", "%s/.build-id/%.2s/%s",
 				      "%s/.build-id/%.2s/%s/vdso" };
 

@@ -231,7 +231,7 @@ static int sid_int(uint32_t v)
 /* One sideband record: who runs where, names, forks, mappings. */
 static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 {
-	struct vmpt_session_task_rec r = { 0 };
+	struct vmpt_task_rec r = { 0 };
 	uint64_t seq = s->n_comms + s->n_switches + s->n_forks;
 
 	r.time = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
@@ -397,69 +397,6 @@ int vmpt_session_add_guest_code(struct vmpt_session *s)
 	return ret;
 }
 
-static int cmp_by_tid(const void *a, const void *b)
-{
-	const struct vmpt_session_task_rec *x = a, *y = b;
-
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static int cmp_by_time(const void *a, const void *b)
-{
-	const struct vmpt_session_task_rec *x = a, *y = b;
-
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-static const struct vmpt_session_task_rec *
-lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
-       uint64_t time, uint64_t *until);
-
-/* A forked thread is named as its parent was at the fork (until its own
- * COMM), when the parent had a name: in time order, since records of
- * different CPUs interleave in the file.
- */
-static int inherit_comms(struct vmpt_session *s)
-{
-	if (s->n_forks)
-		qsort(s->forks, s->n_forks, sizeof(*s->forks), cmp_by_time);
-	for (size_t i = 0; i < s->n_forks; i++) {
-		struct vmpt_session_task_rec r = s->forks[i];
-		const struct vmpt_session_task_rec *parent;
-		uint64_t until;
-		size_t at;
-
-		parent = lookup(s->comms, s->n_comms, 0, r.ptid, r.time, &until);
-		if (!parent)
-			continue;
-		r.comm = parent->comm;
-		if (PUSH(s->comms, s->n_comms, r) < 0)
-			return -VMPT_ERR_NOMEM;
-		/* Keep the list sorted: move it into place. */
-		for (at = s->n_comms - 1; at > 0 && cmp_by_tid(&s->comms[at - 1], &r) > 0; at--)
-			s->comms[at] = s->comms[at - 1];
-		s->comms[at] = r;
-	}
-	return 0;
-}
-
-static int cmp_by_cpu(const void *a, const void *b)
-{
-	const struct vmpt_session_task_rec *x = a, *y = b;
-
-	if (x->cpu != y->cpu)
-		return x->cpu < y->cpu ? -1 : 1;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
 /* The records a consumer may show among the samples. */
 static int shown_record(uint32_t type)
 {
@@ -616,11 +553,11 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	for (size_t i = 0; s->have_info && i < s->pd.nr_attrs; i++)
 		if (s->pd.attrs[i].attr.type == s->info.priv[VMPT_INTEL_PT_PMU_TYPE])
 			s->intel_pt = &s->pd.attrs[i].attr;
-	if (s->n_comms)
-		qsort(s->comms, s->n_comms, sizeof(*s->comms), cmp_by_tid);
-	if (s->n_switches)
-		qsort(s->switches, s->n_switches, sizeof(*s->switches), cmp_by_cpu);
-	ret = inherit_comms(s);
+	vmpt_task_recs_sort(s->comms, s->n_comms, sizeof(*s->comms), VMPT_TASK_BY_TID);
+	vmpt_task_recs_sort(s->switches, s->n_switches, sizeof(*s->switches), VMPT_TASK_BY_CPU);
+	vmpt_task_recs_sort(s->forks, s->n_forks, sizeof(*s->forks), VMPT_TASK_BY_TIME);
+	ret = vmpt_task_recs_inherit_comms((void **)&s->comms, &s->n_comms, sizeof(*s->comms),
+					   s->forks, s->n_forks);
 	if (ret == 0)
 		ret = correlate(s, path);
 	if (ret < 0) {
@@ -651,52 +588,11 @@ void vmpt_session_close(struct vmpt_session *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Of the records with key (tid or cpu), the last at or before time (NULL
- * if none is: unknown then, as for perf), and the time the next one
- * starts (*until).
- */
-static const struct vmpt_session_task_rec *
-lookup(const struct vmpt_session_task_rec *recs, size_t n, int by_cpu, int key,
-       uint64_t time, uint64_t *until)
-{
-	size_t lo = 0, hi = n, first, end;
-
-	*until = UINT64_MAX;
-#define KEY(i) (by_cpu ? recs[i].cpu : recs[i].tid)
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (KEY(mid) < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	first = lo;
-	if (first == n || KEY(first) != key)
-		return NULL;
-	hi = n;
-	lo = first;
-	/* First record of the key after time. */
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (KEY(mid) == key && recs[mid].time <= time)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	end = lo;
-	if (end < n && KEY(end) == key)
-		*until = recs[end].time;
-#undef KEY
-	return end > first ? &recs[end - 1] : NULL;
-}
-
 /* vmpt_session_task, and until when the answer holds. */
 void vmpt_session_task_until(const struct vmpt_session *s, const struct vmpt_session_buffer *b,
 		    uint64_t time, struct vmpt_task *t, uint64_t *until)
 {
-	const struct vmpt_session_task_rec *r;
+	const struct vmpt_task_rec *r;
 	uint64_t until2;
 
 	t->cpu = b->cpu;
@@ -706,12 +602,14 @@ void vmpt_session_task_until(const struct vmpt_session *s, const struct vmpt_ses
 	if (b->tid >= 0) {
 		t->tid = b->tid;
 	} else if (b->cpu >= 0) {
-		r = lookup(s->switches, s->n_switches, 1, b->cpu, time, until);
+		r = vmpt_task_recs_at(s->switches, s->n_switches, sizeof(*s->switches),
+				      VMPT_TASK_BY_CPU, b->cpu, time, until);
 		if (r)
 			t->pid = r->pid, t->tid = r->tid;
 	}
 	if (t->tid >= 0) {
-		r = lookup(s->comms, s->n_comms, 0, t->tid, time, &until2);
+		r = vmpt_task_recs_at(s->comms, s->n_comms, sizeof(*s->comms),
+				      VMPT_TASK_BY_TID, t->tid, time, &until2);
 		if (r) {
 			t->comm = r->comm;
 			if (t->pid < 0)
@@ -746,10 +644,11 @@ void vmpt_session_task(const struct vmpt_session *s,
 
 const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t time)
 {
-	const struct vmpt_session_task_rec *r;
+	const struct vmpt_task_rec *r;
 	uint64_t until;
 
-	r = lookup(s->comms, s->n_comms, 0, tid, time, &until);
+	r = vmpt_task_recs_at(s->comms, s->n_comms, sizeof(*s->comms), VMPT_TASK_BY_TID,
+			      tid, time, &until);
 	if (r)
 		return r->comm;
 	return tid == 0 ? "swapper" : NULL;

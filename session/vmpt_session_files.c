@@ -34,22 +34,6 @@ int vmpt_session_sysroot(const char *recording, char *buf, size_t size)
 	return n < 0 || (size_t)n >= size ? -VMPT_ERR_INVAL : 0;
 }
 
-/* perf's build-id cache directory. */
-static int cache_dir(char *buf, size_t size)
-{
-	const char *dir = getenv("PERF_BUILDID_DIR");
-	const char *home = getenv("HOME");
-	int n;
-
-	if (dir && *dir)
-		n = snprintf(buf, size, "%s", dir);
-	else if (home && *home)
-		n = snprintf(buf, size, "%s/.debug", home);
-	else
-		return -1;
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
 /* The build-id of path inside root (vmpt/path.h), as hex. */
 static int build_id_in(const char *root, const char *path, char hex[41])
 {
@@ -126,7 +110,7 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 		goto none;
 	if (symfs && *symfs && !vdso)
 		TRY("", "%s%s", symfs, name);
-	if (id[0] && cache_dir(cache, sizeof(cache)) == 0) {
+	if (id[0] && vmpt_build_id_cache_dir(cache, sizeof(cache)) == 0) {
 		TRY("", "%s/.build-id/%.2s/%s/elf", cache, id, id + 2);
 		TRY("", "%s/.build-id/%.2s/%s", cache, id, id + 2);
 		if (vdso)

@@ -116,21 +116,6 @@ static int usable(const char *path, unsigned want, const char *id)
 	return ok;
 }
 
-static int cache_dir(char *buf, size_t size)
-{
-	const char *dir = getenv("PERF_BUILDID_DIR");
-	const char *home = getenv("HOME");
-	int n;
-
-	if (dir && *dir)
-		n = snprintf(buf, size, "%s", dir);
-	else if (home && *home)
-		n = snprintf(buf, size, "%s/.debug", home);
-	else
-		return -1;
-	return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
 int vmpt_debug_file_find(const char *path, const uint8_t *data, size_t size,
 			 unsigned want, char *out, size_t cap)
 {
@@ -156,7 +141,7 @@ int vmpt_debug_file_find(const char *path, const uint8_t *data, size_t size,
 		snprintf(cand[n++], sizeof(cand[0]), "%s/.debug/%s", dir, link);
 		snprintf(cand[n++], sizeof(cand[0]), "/usr/lib/debug%s/%s", dir, link);
 	}
-	if (id[0] && cache_dir(cache, sizeof(cache)) == 0)
+	if (id[0] && vmpt_build_id_cache_dir(cache, sizeof(cache)) == 0)
 		snprintf(cand[n++], sizeof(cand[0]), "%s/.build-id/%.2s/%s/debug", cache, id,
 			 id + 2);
 	if (path[0] == '/') {

@@ -2,7 +2,7 @@
 # Install the Debian 12 packages vmpt builds and tests with, when missing.
 set -e
 pkgs="build-essential meson ninja-build pkg-config libelf-dev libcapstone-dev
-libssh-dev libvirt-dev libcmocka-dev libipt-dev libzydis-dev linux-perf clang
+libzstd-dev libssh-dev libvirt-dev libcmocka-dev libipt-dev libzydis-dev linux-perf clang
 libclang-rt-14-dev python3
 openssh-server busybox-static cpio qemu-system-x86
 libvirt-daemon-system xz-utils zstd pandoc man-db libc6-i386 libc6-dbg

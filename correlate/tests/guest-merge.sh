@@ -143,6 +143,17 @@ perf inject -i "$T/host-p.data" -o - >"$T/host-pipe.data" 2>"$T/pipe.err" ||
 	2>"$T/vmpt-pipe.sum" || { cat "$T/vmpt-pipe.sum"; fail "vmpt correlate of a pipe-mode host"; }
 show "$T/vmpt-pipe" --ns | diff -u "$T/vmpt-p.ns" - || fail "the merge into a pipe-mode host differs"
 
+# perf record -z: host and guest recordings whose records are COMPRESSED
+# records of one zstd stream, records cut across them: the same merge.
+for f in host-p guest; do
+	"$BUILDDIR/perfdata/tests/pd-zcompress" "$T/$f.data" "$T/$f-z.data" 1000 >"$T/$f-z.offsets" ||
+		fail "pd-zcompress $f"
+	[ "$(wc -l <"$T/$f-z.offsets")" -gt 2 ] || fail "$f-z.data: too few COMPRESSED records"
+done
+"$VMPT" correlate -i "$T/host-p-z.data" -o "$T/vmpt-z" --guest-data="$T/guest-z.data,$QEMU,$OFFSET" \
+	2>"$T/vmpt-z.sum" || { cat "$T/vmpt-z.sum"; fail "vmpt correlate of perf record -z recordings"; }
+show "$T/vmpt-z" --ns | diff -u "$T/vmpt-p.ns" - || fail "the merge of compressed recordings differs"
+
 # perf's directory form: the guest's kcore_dir becomes kcore_dir__PID.
 mkdir -p "$T/guest.dir/kcore_dir"
 cp "$T/guest.data" "$T/guest.dir/data"
@@ -184,4 +195,4 @@ fi
 show "$T/perf-scaled" >"$T/a"
 show "$T/vmpt-scaled" >"$T/b"
 diff "$T/a" "$T/b" >"$T/diff" || true
-echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form, no FINISHED_INIT, pipe mode); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"
+echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form, no FINISHED_INIT, pipe mode, perf record -z); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"

@@ -728,36 +728,63 @@ static int cfe(struct vmpt_flow *dec, const struct vmpt_packet *pkt)
  * packets apart: they are no IPC points, and CYC thresholds do not
  * matter).
  */
+/* PAD, TNT-8 and TIP, most of a trace, straight from the fast table
+ * (which holds only what the full decoder gives): 1 when a TNT-8 or a TIP
+ * was read as fetch() reads them, 0 when the next packet is another (the
+ * PADs before it are read).
+ */
+static inline __attribute__((always_inline)) int
+fetch_fast(struct vmpt_flow *dec, int after_fup)
+{
+	const uint8_t *p = dec->pd.pos, *end = dec->pd.end;
+	uint32_t e = 0;
+	unsigned ipc;
+
+	if (dec->pd.ctx != VMPT_CTX_NONE || dec->want_fup)
+		return 0;
+	while (p < end && (e = vmpt_pkt_fast_table[*p]) == VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
+		p++;
+	if (p != dec->pd.pos)
+		dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
+	dec->pd.pos = p;
+	if (p == end)
+		return 0;
+	if ((uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
+		dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
+		dec->pd.pos = p + 1;
+		dec->tnt_bits = e >> 24;
+		dec->tnt_n = (e >> 16) & 0xff;
+		dec->memo_try = 1;
+		if (!after_fup)
+			vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
+		return 1;
+	}
+	/* A TIP where vmpt_pkt_next would take its fast path too, with a
+	 * last IP to update (fetch's special case after a resync aside).
+	 */
+	ipc = (e >> 16) & 0xff;
+	if ((uint8_t)e != VMPT_PKT_TIP || p >= dec->pd.limit || end - p < VMPT_PKT_FAST_READ ||
+	    !dec->lip.have_ip || ipc == 5 || ipc > VMPT_IPC_FULL)
+		return 0;
+	dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
+	dec->pd.pos = p + vmpt_pkt_decode_fast(p, &dec->pkt);
+	vmpt_time_seen(&dec->time, VMPT_PKT_TIP);
+	if (!after_fup)
+		vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TIP);
+	vmpt_last_ip_update(&dec->lip, &dec->pkt);
+	dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
+	dec->have_pkt = 1;
+	return 1;
+}
+
 static int fetch(struct vmpt_flow *dec, int after_fup)
 {
 	struct vmpt_packet pkt;
 	int ret;
 
 	for (;;) {
-		/* PAD and TNT-8, most of a trace, straight from the fast
-		 * table (which holds only what the full decoder gives).
-		 */
-		if (dec->pd.ctx == VMPT_CTX_NONE && !dec->want_fup) {
-			const uint8_t *p = dec->pd.pos, *end = dec->pd.end;
-			uint32_t e = 0;
-
-			while (p < end && (e = vmpt_pkt_fast_table[*p]) ==
-					  VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
-				p++;
-			if (p != dec->pd.pos)
-				dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
-			dec->pd.pos = p;
-			if (p < end && (uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
-				dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
-				dec->pd.pos = p + 1;
-				dec->tnt_bits = e >> 24;
-				dec->tnt_n = (e >> 16) & 0xff;
-				dec->memo_try = 1;
-				if (!after_fup)
-					vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
-				return 0;
-			}
-		}
+		if (fetch_fast(dec, after_fup))
+			return 0;
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
@@ -1571,6 +1598,11 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		if (lookup_block(dec, &b) < 0)
 			return 0;
 	}
+	/* The walk goes on to one of b's successors: fetch both while b is
+	 * handled (on a walk that never repeats, a block is rarely in L1).
+	 */
+	__builtin_prefetch(atomic_load_explicit(&b->succ[0], memory_order_relaxed));
+	__builtin_prefetch(atomic_load_explicit(&b->succ[1], memory_order_relaxed));
 	if (runs && dec->tnt_n && dec->memo_try && !dec->rec) {
 		uint64_t key = vmpt_tnt_key(dec->tnt_bits, dec->tnt_n);
 		struct vmpt_run *run = vmpt_tnt_memo_find(dec->memo, b, key);
@@ -1582,8 +1614,10 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		dec->rec = vmpt_tnt_memo_start(dec->memo, b, key);
 		dec->memo_try = 0;
 	}
-	switch (b->iclass) {
-	case VMPT_IC_JCC:
+	/* Most blocks end in a conditional jump: tested before the jump
+	 * table of the rest.
+	 */
+	if (b->iclass == VMPT_IC_JCC) {
 		if (!dec->tnt_n)
 			return 0;
 		dec->tnt_n--;
@@ -1592,7 +1626,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		cyc = vmpt_cycles_point(&dec->cyc);
 		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
 		dec->ip = taken ? b->target : b->next_ip;
-		break;
+	} else switch (b->iclass) {
 	case VMPT_IC_CALL:
 	case VMPT_IC_JMP:
 		/* A loop reading no trace: walk() reports it. */
@@ -1793,6 +1827,15 @@ static inline int on_hot_path(const struct vmpt_flow *dec)
 	       dec->enabled && !dec->stopping;
 }
 
+/* The walk needs the next packet and nothing else is due: step() would
+ * only read it (fetch).
+ */
+static inline int wants_packet(const struct vmpt_flow *dec)
+{
+	return dec->qh == dec->qn && !dec->play && !dec->tnt_n && !dec->have_pkt &&
+	       dec->synced && dec->enabled && !dec->stopping;
+}
+
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n)
 {
@@ -1817,8 +1860,26 @@ int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **it
 	 * saw the one before it is the same only while the time has not
 	 * changed since the last item handed out.
 	 */
-	if (b[0].kind == VMPT_FLOW_BLOCK && dec->have_last) {
-		while (k < FLOW_BATCH && b[k - 1].time == dec->last_time && on_hot_path(dec)) {
+	if (b[0].kind == VMPT_FLOW_BLOCK && dec->have_last && dec->qh == dec->qn &&
+	    !dec->play && dec->enabled && !dec->stopping) {
+		/* Of on_hot_path's test walk_fast changes only the bits and
+		 * the packet (a run to play ends the batch), step() all.
+		 */
+		while (k < FLOW_BATCH && b[k - 1].time == dec->last_time) {
+			/* Out of bits: the next packet read here, not in
+			 * another call (what it queues ends the batch; an
+			 * error, the end included, comes again from step()
+			 * in the next call).
+			 */
+			if (!dec->tnt_n && !(dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) {
+				if (!wants_packet(dec))
+					break;
+				/* step() on the hot path, inline for a TNT-8 or TIP */
+				dec->rec = NULL;	/* as next_item */
+				dec->block_time = dec->time.tsc;
+				if (!fetch_fast(dec, 0) && (step(dec) < 0 || !on_hot_path(dec)))
+					break;
+			}
 			ret = walk_fast(dec, &b[k], 1);
 			if (ret != 1) {
 				if (!ret)

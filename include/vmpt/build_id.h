@@ -27,6 +27,12 @@ int vmpt_build_id_of_buffer(const uint8_t *data, size_t size, char hex[41]);
  */
 int vmpt_build_id_equal(const char *a, const char *b);
 
+/* perf's build-id cache directory ($PERF_BUILDID_DIR, else ~/.debug)
+ * into buf: 0, or -VMPT_ERR_NOT_FOUND (neither set) / -VMPT_ERR_INVAL
+ * (too long for size).
+ */
+int vmpt_build_id_cache_dir(char *buf, size_t size);
+
 /* This process's vdso, the ELF image the kernel mapped for it (the one
  * every 64-bit process of this kernel gets): 0, or -VMPT_ERR_NOT_FOUND.
  */

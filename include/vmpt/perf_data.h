@@ -37,6 +37,7 @@ enum vmpt_perf_user_record {
 	VMPT_PERF_RECORD_HEADER_FEATURE = 80,
 	VMPT_PERF_RECORD_COMPRESSED = 81,
 	VMPT_PERF_RECORD_FINISHED_INIT = 82,
+	VMPT_PERF_RECORD_COMPRESSED2 = 83,	/* newer perf: the data's size first */
 };
 
 /* Feature sections (bits of the file header's feature bitmap). */
@@ -165,6 +166,8 @@ struct vmpt_perf_event {
 	uint16_t size;
 	uint64_t offset;	/* offset of the record header in its file */
 	unsigned part;		/* its file: 0 the perf.data, N data.(N-1) */
+	int compressed;		/* from the COMPRESSED record at offset, */
+	uint64_t zpos;		/* at zpos of its file's decompressed stream */
 	const uint8_t *raw;	/* the size bytes of the record */
 	const struct vmpt_perf_attr *attr;	/* the event it belongs to, or NULL */
 	struct vmpt_perf_sample_id sid;		/* present == 0 when none */
@@ -283,6 +286,7 @@ struct vmpt_perf_data {
 	struct vmpt_file *parts;
 	size_t nr_parts;
 	const struct vmpt_file *cur_file;	/* the walk's file, for errors */
+	struct vmpt_perf_zstd *zstd;	/* perf record -z: the decompressed records */
 };
 
 /* Open and check a perf.data: header, attrs, ids, feature sections (pipe
@@ -322,15 +326,26 @@ struct vmpt_perf_cursor {
 	uint64_t pos, end;
 	unsigned part;		/* 0: the data section; N: parts[N - 1] */
 	size_t attrs_seen;	/* HEADER_ATTR records passed (pipe mode) */
+	/* In the records a COMPRESSED record holds (perf record -z): at zpos
+	 * of the decompressed stream, up to zend (0: not in one).
+	 */
+	const uint8_t *zstream;
+	uint64_t zlen, zpos, zend, zrecord;
 };
 
 void vmpt_perf_cursor_init(const struct vmpt_perf_data *pd,
 			   struct vmpt_perf_cursor *cur);
+/* A cursor whose next record is the one read before as ev (its offset,
+ * part, compressed and zpos): 0, or a negative vmpt_err.
+ */
+int vmpt_perf_cursor_at(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
+			const struct vmpt_perf_event *ev);
 
 /* Parse the next record.  Returns 1 with ev filled, 0 at the end, or a
  * negative vmpt_err (pd->errmsg names the offset).  The AUXTRACE data is
- * stepped over.  A COMPRESSED record (perf record -z) is an
- * -VMPT_ERR_UNSUPPORTED error: its records would be lost otherwise.
+ * stepped over.  The records of a COMPRESSED record (perf record -z)
+ * come in its place, each with the COMPRESSED record's offset and
+ * ev->compressed set.
  */
 int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
 		   struct vmpt_perf_event *ev);

@@ -13,6 +13,7 @@
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
 #include "vmpt/perf_data.h"
+#include "vmpt/task_recs.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,17 +35,6 @@ struct vmpt_session_buffer {
 	 * when opened); n 0: none.
 	 */
 	struct vmpt_tsc_patches tsc_patches;
-};
-
-/* A sideband fact: from time on, `tid` (of `pid`) is called comm, or
- * (switch list) runs on cpu.
- */
-struct vmpt_session_task_rec {
-	uint64_t time;		/* perf time, ns */
-	int cpu, pid, tid;
-	int ptid;		/* fork: the parent thread */
-	const char *comm;	/* comm list only */
-	uint64_t seq;		/* record order: ties in time keep it */
 };
 
 /* An executable mapping (MMAP/MMAP2) as recorded, and where its code
@@ -96,11 +86,11 @@ struct vmpt_session {
 	struct vmpt_perf_time_conv tc;
 	struct vmpt_session_buffer *bufs;
 	size_t n_bufs;
-	struct vmpt_session_task_rec *comms;	/* sorted by tid, then time */
+	struct vmpt_task_rec *comms;	/* sorted by tid, then time */
 	size_t n_comms;
-	struct vmpt_session_task_rec *switches;	/* sorted by cpu, then time */
+	struct vmpt_task_rec *switches;	/* sorted by cpu, then time */
 	size_t n_switches;
-	struct vmpt_session_task_rec *forks;	/* sorted by time */
+	struct vmpt_task_rec *forks;	/* sorted by time */
 	size_t n_forks;
 	struct vmpt_session_proc *procs;	/* sorted by pid */
 	size_t n_procs;

@@ -1,7 +1,8 @@
 #!/bin/sh
 # perf.data as this machine's perf 6.1 writes it (recorded at test time
 # with software events: no Intel PT here), file, pipe and threaded
-# directory form: vmpt reads every record, attr and feature as perf does.
+# directory form, perf record -z: vmpt reads every record, attr and feature
+# as perf does.
 set -eu
 . "$SRCDIR/perfdata/tests/perf-lib.sh"
 
@@ -92,4 +93,13 @@ perf_records "$T/threads.D" | sort >"$T/a"
 vmpt_records "$T/threads.data" | sort >"$T/b"
 diff -u "$T/a" "$T/b" || fail "records differ from perf's (perf record --threads)"
 grep -q 'PERF_RECORD_SAMPLE' "$T/b" || fail "no samples read from the data.N files"
-echo "ok: perf 6.1 recordings read as perf reads them"
+# ---- perf record -z: the records in COMPRESSED records (zstd) ----
+record -z -o "$T/z.data" >/dev/null || fail "perf record -z"
+quiet_perf z script -D -i "$T/z.data"
+perf report -i "$T/z.data" --header-only 2>/dev/null | grep -q '^# compressed : Zstd' ||
+	fail "perf record -z wrote no HEADER_COMPRESSED"
+perf_records "$T/out" | sort >"$T/a"
+vmpt_records "$T/z.data" | sort >"$T/b"
+diff -u "$T/a" "$T/b" || fail "records differ from perf's (perf record -z)"
+grep -q 'PERF_RECORD_SAMPLE' "$T/b" || fail "no samples read from the COMPRESSED records"
+echo "ok: perf 6.1 recordings read as perf reads them (file, pipe, --threads, -z)"

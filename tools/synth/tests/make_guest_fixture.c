@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* make-guest-fixture OUT KSTART KLEN: a small guest sideband as vmpt guest collects it
+/* make-guest-fixture OUT KSTART KLEN [SPREAD]: a small guest sideband as vmpt guest collects it
  * (docs/guest.md), made by hand: two guest CPUs, TIME_CONV (a 3.2 GHz
  * TSC), the kernel's text at KSTART (KLEN bytes) as perf record
  * synthesizes it, processes from /proc at time 0 (init, sh, a kworker), then sh
  * forks ls (busybox, static) and bash (PIE, with libc and a second
  * thread), and cpu-wide context switches move them, the kworker and the
  * idle task over both CPUs.  The test puts the binaries under root/ and a
- * kernel in kcore_dir/.
+ * kernel in kcore_dir/.  SPREAD (default 1) multiplies the workload's
+ * times: the vCPUs then sleep for long spans (no trace, no MTC) while
+ * their guest CPUs are idle.
  */
 #include "vmpt/error.h"
 #include "vmpt/perf_data.h"
@@ -17,6 +19,7 @@
 #include <sys/mman.h>
 
 #define T0 10000000ull		/* guest perf time of the workload (ns) */
+#define AT(ns) (T0 + (ns) * spread)
 
 /* the first error stays */
 #define TRY(x) do { if (!ret) ret = (x); } while (0)
@@ -131,14 +134,16 @@ int main(int argc, char **argv)
 	};
 	int ret;
 
-	uint64_t kstart, klen;
+	uint64_t kstart, klen, spread = 1;
 
-	if (argc != 4) {
-		fprintf(stderr, "usage: make-guest-fixture OUT KSTART KLEN\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: make-guest-fixture OUT KSTART KLEN [SPREAD]\n");
 		return 2;
 	}
 	kstart = strtoull(argv[2], NULL, 0);
 	klen = strtoull(argv[3], NULL, 0);
+	if (argc == 5)
+		spread = strtoull(argv[4], NULL, 0);
 	vmpt_perf_sideband_attr(&attr);
 	attr.exclude_kernel = attr.exclude_user = 0;
 	ret = vmpt_perf_writer_open(&w, argv[1], NULL);
@@ -154,28 +159,28 @@ int main(int argc, char **argv)
 	TRY(mmap2(100, BUSYBOX, 0));
 	TRY(comm(50, 50, "kworker/0:1", 0, 0));
 	/* the workload */
-	TRY(fork_(200, 200, 100, 100, T0));
-	TRY(comm(200, 200, "ls", 1, T0 + 1000));
-	TRY(mmap2(200, BUSYBOX, T0 + 1500));
-	TRY(fork_(201, 201, 100, 100, T0 + 2000));
-	TRY(comm(201, 201, "bash", 1, T0 + 3000));
-	TRY(mmap2(201, BASH, T0 + 3500));
-	TRY(mmap2(201, LIBC, T0 + 3600));
-	TRY(fork_(201, 202, 201, 201, T0 + 3700));
-	TRY(comm(201, 202, "bash-job", 0, T0 + 3800));
+	TRY(fork_(200, 200, 100, 100, AT(0)));
+	TRY(comm(200, 200, "ls", 1, AT(1000)));
+	TRY(mmap2(200, BUSYBOX, AT(1500)));
+	TRY(fork_(201, 201, 100, 100, AT(2000)));
+	TRY(comm(201, 201, "bash", 1, AT(3000)));
+	TRY(mmap2(201, BASH, AT(3500)));
+	TRY(mmap2(201, LIBC, AT(3600)));
+	TRY(fork_(201, 202, 201, 201, AT(3700)));
+	TRY(comm(201, 202, "bash-job", 0, AT(3800)));
 	/* who runs where */
-	TRY(sw(1, T0 + 4000, 0, 0, 201, 201));
-	TRY(sw(0, T0 + 5000, 0, 0, 200, 200));
-	TRY(sw(1, T0 + 50000, 201, 201, 201, 202));
-	TRY(sw(0, T0 + 60000, 200, 200, 50, 50));
-	TRY(sw(0, T0 + 80000, 50, 50, 0, 0));
-	TRY(sw(1, T0 + 90000, 201, 202, 0, 0));
-	TRY(sw(1, T0 + 100000, 0, 0, 100, 100));
-	TRY(sw(0, T0 + 120000, 0, 0, 201, 201));
-	TRY(sw(1, T0 + 150000, 100, 100, 200, 200));
-	TRY(sw(1, T0 + 190000, 200, 200, 0, 0));
-	TRY(sw(0, T0 + 200000, 201, 201, 200, 200));
-	TRY(sw(0, T0 + 260000, 200, 200, 0, 0));
+	TRY(sw(1, AT(4000), 0, 0, 201, 201));
+	TRY(sw(0, AT(5000), 0, 0, 200, 200));
+	TRY(sw(1, AT(50000), 201, 201, 201, 202));
+	TRY(sw(0, AT(60000), 200, 200, 50, 50));
+	TRY(sw(0, AT(80000), 50, 50, 0, 0));
+	TRY(sw(1, AT(90000), 201, 202, 0, 0));
+	TRY(sw(1, AT(100000), 0, 0, 100, 100));
+	TRY(sw(0, AT(120000), 0, 0, 201, 201));
+	TRY(sw(1, AT(150000), 100, 100, 200, 200));
+	TRY(sw(1, AT(190000), 200, 200, 0, 0));
+	TRY(sw(0, AT(200000), 201, 201, 200, 200));
+	TRY(sw(0, AT(260000), 200, 200, 0, 0));
 	TRY(vmpt_perf_write_finished_round(w));
 	if (w) {
 		int cret = vmpt_perf_writer_close(w);

@@ -78,12 +78,13 @@ perf_guest_pipeline() {
 	GUEST_ROOT=$p/rec/guest/root
 }
 
-# make_guest_fixture DIR: the guest's side as vmpt guest collects it
+# make_guest_fixture DIR [SPREAD]: the guest's side as vmpt guest collects it
 # (docs/guest.md) in DIR/guest, made by hand (make-guest-fixture: two guest
 # CPUs, processes forked and exec'd, cpu-wide switches moving them, a
 # kworker and the idle task); host binaries as its root/, the
 # guest-kernel model as its kcore and kallsyms.  Needs GUEST_KERNEL and
 # MAKE_GUEST_FIXTURE; sets GK_START and GK_END (hex, the kernel text).
+# SPREAD multiplies the workload's times (long idle spans).
 make_guest_fixture() {
 	local g=$1/guest here
 	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -99,7 +100,7 @@ make_guest_fixture() {
 	{ echo "$GK_START T _text"; echo "$GK_START T _stext"
 	  nm "$GUEST_KERNEL" | awk '$2 ~ /^[tT]$/'; echo "$GK_END T _etext"; } > "$g/kcore_dir/kallsyms"
 	: > "$g/kcore_dir/modules"
-	"$MAKE_GUEST_FIXTURE" "$g/perf.data" "0x$GK_START" "$((0x$GK_END - 0x$GK_START))" ||
+	"$MAKE_GUEST_FIXTURE" "$g/perf.data" "0x$GK_START" "$((0x$GK_END - 0x$GK_START))" ${2:-} ||
 		fail "make-guest-fixture"
 }
 

@@ -10,7 +10,8 @@
 #   that time, with its comm and the mapping that holds it;
 # - vmpt script -i REC decodes the truth's every instruction with its
 #   guest task, symbol and dso by itself (guest/ as vmpt record --guest
-#   saves it, KVM's TSC offsets in REC/kvm-tsc);
+#   saves it), with the TSC offsets it learns from the trace (the truth's,
+#   every sample agreeing) and with KVM's in REC/kvm-tsc;
 # - perf's own guest pipeline (man perf-intel-pt, TRACING VIRTUAL MACHINES)
 #   shows every instruction, host and guest, with the truth's task,
 #   address, symbol and dso.  perf needs what vmpt-agent's sideband lacks
@@ -79,22 +80,33 @@ done
 grep -q "	\[vdso\]	" r.gtruth || echo "note: no vdso code ran"
 echo "$n guest instructions of the real guest's tasks, as its sideband says"
 
-# vmpt script follows it all by itself, with the TSC offsets vmpt record
-# saves on a KVM host (REC/kvm-tsc; the trace's few guest TSC samples are
-# not enough for the correlator here)
+# vmpt script follows it all by itself: first with the TSC offsets from
+# the trace alone (the vCPU threads sleep while their guest CPUs idle: no
+# MTC for milliseconds, the CTC's count wraps), then with those vmpt
+# record saves on a KVM host (REC/kvm-tsc), which take another path
+vmpt_script_truth() {
+	start=$(date +%s%N)
+	"$VMPT" script -i r.perf.data --itrace=i0nse -F machine_pid,vcpu,comm,tid,ip,sym,dso \
+		> vmpt.out 2> vmpt.err || { cat vmpt.err; fail "vmpt script ($1)"; }
+	ms=$((($(date +%s%N) - start) / 1000000))
+	res=$(python3 "$HERE/check_perf_guest.py" r.gtruth vmpt.out 4242 "$G/root") ||
+		fail "vmpt script ($1) against the truth: $res"
+	[ "$(wc -l < vmpt.out)" = "$(wc -l < r.gtruth)" ] ||
+		fail "vmpt script ($1): $(wc -l < vmpt.out) lines, $(wc -l < r.gtruth) instructions in the truth"
+	echo "vmpt script -i REC ($1): all $(wc -l < r.gtruth) instructions of the truth, each" \
+		"with its guest task, symbol and dso ($ms ms)"
+}
+vmpt_script_truth "offsets from the trace"
+for v in 0x1c0 0x1c3; do
+	grep -qE "^vmpt script: VMCS $v TSC offset $POFF \(from the trace, ([0-9]+) of \1 samples agree\)$" \
+		vmpt.err || fail "vmpt script: VMCS $v: not the truth's offset $POFF: $(cat vmpt.err)"
+done
+[ "$(wc -l < vmpt.err)" = 2 ] || fail "vmpt script: more than the offsets on stderr: $(cat vmpt.err)"
+sed 's/^/  /' vmpt.err
 for v in 0 1; do
 	echo "vm 4242-11 vcpu $v tsc-offset $((OFF))"
 done > r.perf.data/kvm-tsc
-start=$(date +%s%N)
-"$VMPT" script -i r.perf.data --itrace=i0nse -F machine_pid,vcpu,comm,tid,ip,sym,dso \
-	> vmpt.out 2> vmpt.err || { cat vmpt.err; fail "vmpt script"; }
-ms=$((($(date +%s%N) - start) / 1000000))
-res=$(python3 "$HERE/check_perf_guest.py" r.gtruth vmpt.out 4242 "$G/root") ||
-	fail "vmpt script against the truth: $res"
-[ "$(wc -l < vmpt.out)" = "$(wc -l < r.gtruth)" ] ||
-	fail "vmpt script: $(wc -l < vmpt.out) lines, $(wc -l < r.gtruth) instructions in the truth"
-echo "vmpt script -i REC: all $(wc -l < r.gtruth) instructions of the truth, each with its" \
-	"guest task, symbol and dso ($ms ms)"
+vmpt_script_truth "KVM's offsets"
 
 # perf's pipeline, on what perf can read
 ks=$(awk '$3 == "_text" { print $1 }' "$G/kcore_dir/kallsyms")
