@@ -43,7 +43,7 @@ static int64_t ctc_ticks(const struct vmpt_tsc_learn *l, int64_t ctc)
 /* Jitter of the CTC's estimate: one tick when TSC:CTC is no integer. */
 static uint64_t tolerance(const struct vmpt_tsc_learn *l)
 {
-	return l->ratio_n % l->ratio_d ? 1 : 0;
+	return l->ratio_d && l->ratio_n % l->ratio_d ? 1 : 0;
 }
 
 uint64_t vmpt_tsc_to_host(const struct vmpt_tsc_scale *s, uint64_t g, uint64_t near)

@@ -575,8 +575,8 @@ static int join_bytes(const struct vmpt_corr_buffer *bufs, const size_t *idx, si
 		want += bufs[idx[j]].size;
 	if (want - size > JOIN_MARGIN)
 		want = size + JOIN_MARGIN;
-	if (want > *cap) {
-		uint8_t *w = realloc(*work, want);
+	if (want > *cap || !*work) {	/* empty buffers: still a piece */
+		uint8_t *w = realloc(*work, want ? want : 1);
 
 		if (!w)
 			return -VMPT_ERR_NOMEM;

@@ -8,8 +8,11 @@
 # (made here, not committed) run first.  Any crash, leak, timeout or
 # sanitizer report makes it exit non-zero and leaves the input in
 # $BUILD/fuzz-artifacts/TARGET/.
-#   usage: [RUNS=N] fuzz/run.sh [SECONDS [BUILD_DIR [TARGET...]]]
+#   usage: [RUNS=N] [SEED=S] fuzz/run.sh [SECONDS [BUILD_DIR [TARGET...]]]
 # RUNS: stop each target after N executions (or SECONDS, the first).
+# SEED: libFuzzer's random seed (0, the default: a new one each run);
+# make check's brief runs take 1, so what they try is the same sequence on
+# every machine (a slower one tries less of it), not a new one each time.
 #   targets: packet perf-data perf-forms flow pack session correlate
 #   (default: all)
 set -eu
@@ -145,6 +148,15 @@ regressions() {
 		printf '\004\000\000\002\202\002\202\002\202\002\202\002\202\002\202\002\202\002\202' > "$2/cyc-overflow"
 		printf '\031\000\000\000\066\000\000\000\002\003\031\000' >> "$2/cyc-overflow"
 		printf '\377\377\377\377\377\377\377\017\321\074' >> "$2/cyc-overflow";;
+	correlate)
+		# TSC_CTC_D 0 with N 2, a guest TSC in a PSB+ (PIP with NR,
+		# VMCS): the learning divided by D (SIGFPE).
+		printf '\003\003\002\000\000\000\000\000\000\000\000\000BUF:\000\000' > "$2/ctc-d0"
+		printf '\002\202\002\202\002\202\002\202\002\202\002\202\002\202\002\202' >> "$2/ctc-d0"
+		printf '\002\103\001\020\000\000\000\000\002\310\034\000\000\000\000' >> "$2/ctc-d0"
+		printf '\031\000\000\000\000\000\020\000\002\043' >> "$2/ctc-d0"
+		# Two empty buffers of one queue: memcpy from NULL.
+		printf '#\003\000:\000BUF:::\000BUF:' > "$2/empty-buffers";;
 	esac
 }
 
@@ -185,7 +197,7 @@ for t in $targets; do
 	# shellcheck disable=SC2086
 	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-		"$build/fuzz/fuzz-$t" -max_total_time="$secs" -runs="${RUNS:--1}" \
+		"$build/fuzz/fuzz-$t" -max_total_time="$secs" -runs="${RUNS:--1}" -seed="${SEED:-0}" \
 		-max_len=$max_len -timeout=10 \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
 		$dict "$corpus" 2>"$build/fuzz-$t.log"; then

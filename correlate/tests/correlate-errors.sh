@@ -67,6 +67,24 @@ done
 grep -q "^vmpt script: [1-9][0-9]* guest TSC packet(s) left as they are: nomtc.perf.data: offset $off: MTC packets must have been enabled for VM Time Correlation$" err ||
 	fail "vmpt script on nomtc: $(cat err)"
 
+# TSC_CTC_D 0 with N not (a recording may say so; perf then takes no
+# ratio): no TSC is related to the CTC, nothing learned, no crash (the
+# learning divided by it: SIGFPE, found by fuzz-correlate).
+python3 -c 'import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+off, size = struct.unpack_from("<QQ", b, 40)
+end = off + size
+while off < end:
+    typ, _, n = struct.unpack_from("<IHH", b, off)
+    if typ == 70:
+        struct.pack_into("<Q", b, off + 16 + 13 * 8, 0)
+    off += n + (struct.unpack_from("<Q", b, off + 8)[0] if typ == 71 else 0)
+open(sys.argv[2], "wb").write(b)' rec.data d0.data
+"$VMPT" correlate --dry-run -i d0.data > out 2> err || fail "TSC_CTC_D 0: $(cat err)"
+[ "$(head -1 out)" = "# d0.data: 0 segment(s), 0 guest TSC packet(s), 0 to rewrite" ] ||
+	fail "TSC_CTC_D 0: $(cat out)"
+"$VMPT" script -i d0.data > /dev/null 2> err || fail "script, TSC_CTC_D 0: $(cat err)"
+
 # perf's grammar and in-place rules, in perf's words.
 fails "vmpt correlate: Failed to parse VM Time Correlation options" rec.data \
 	-i rec.data --vm-time-correlation="dry-run 0x100:foo"
