@@ -1707,6 +1707,15 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 	return 1;
 }
 
+/* The walk needs the next packet and nothing else is due: step() would
+ * only read it (fetch).
+ */
+static inline int wants_packet(const struct vmpt_flow *dec)
+{
+	return dec->qh == dec->qn && !dec->play && !dec->tnt_n && !dec->have_pkt &&
+	       dec->synced && dec->enabled && !dec->stopping;
+}
+
 /* The next item into *item; with runs, TNT runs are recorded, and one
  * ready to play back returns 1 instead (nothing filled).  Played one item
  * per call a run would cost more than the walk.  Inlined in both callers
@@ -1733,6 +1742,12 @@ next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int runs)
 				continue;	/* a run to play */
 		}
 		dec->rec = NULL;	/* the walk leaves the hot path */
+		/* step() reading a TNT-8 or TIP, inline */
+		if (wants_packet(dec)) {
+			dec->block_time = dec->time.tsc;
+			if (fetch_fast(dec, 0))
+				continue;
+		}
 		dec->direct = item;
 		ret = step(dec);
 		if (!dec->direct)
@@ -1825,15 +1840,6 @@ static inline int on_hot_path(const struct vmpt_flow *dec)
 	return dec->qh == dec->qn && !dec->play &&
 	       (dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
 	       dec->enabled && !dec->stopping;
-}
-
-/* The walk needs the next packet and nothing else is due: step() would
- * only read it (fetch).
- */
-static inline int wants_packet(const struct vmpt_flow *dec)
-{
-	return dec->qh == dec->qn && !dec->play && !dec->tnt_n && !dec->have_pkt &&
-	       dec->synced && dec->enabled && !dec->stopping;
 }
 
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
