@@ -1510,21 +1510,32 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
 {
 	struct vmpt_run *r = dec->play;
+	struct vmpt_flow_item *it = r->item;
+	const struct vmpt_run_step *st = r->step;
 	uint32_t last = r->nsteps - 1;
+	/* Nothing is read during a run: the offset, the time and the cycle
+	 * state are those of the packet whose bits it takes, kept in locals
+	 * (the items' stores could alias the decoder's fields).
+	 */
+	uint64_t t = dec->block_time, off = dec->pkt_off, tsc = dec->time.tsc;
+	uint8_t est = dec->cyc.est;
+	unsigned tnt_n = dec->tnt_n;
 
 	for (uint32_t i = 0; i <= last; i++) {
-		r->item[i].cyc = 0;
-		if (r->step[i].bit) {
-			dec->tnt_n--;
-			dec->block_time = dec->time.tsc;
-			r->item[i].cyc = vmpt_cycles_point(&dec->cyc);
+		it[i].cyc = 0;
+		if (st[i].bit) {
+			tnt_n--;
+			t = tsc;
+			it[i].cyc = vmpt_cycles_point(&dec->cyc);
 		}
-		r->item[i].cyc_est = dec->cyc.est;
-		if (r->step[i].push)
-			push_ret(dec, r->step[i].block);
-		r->item[i].time = dec->block_time;
-		r->item[i].offset = dec->pkt_off;
+		it[i].cyc_est = est;
+		if (st[i].push)
+			push_ret(dec, st[i].block);
+		it[i].time = t;
+		it[i].offset = off;
 	}
+	dec->tnt_n = tnt_n;
+	dec->block_time = t;
 	progressed(dec);	/* a run ends with a bit */
 	dec->ip = r->item[last].to;
 	dec->prev = r->step[last].block;
@@ -1707,6 +1718,15 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 	return 1;
 }
 
+/* The walk needs the next packet and nothing else is due: step() would
+ * only read it (fetch).
+ */
+static inline int wants_packet(const struct vmpt_flow *dec)
+{
+	return dec->qh == dec->qn && !dec->play && !dec->tnt_n && !dec->have_pkt &&
+	       dec->synced && dec->enabled && !dec->stopping;
+}
+
 /* The next item into *item; with runs, TNT runs are recorded, and one
  * ready to play back returns 1 instead (nothing filled).  Played one item
  * per call a run would cost more than the walk.  Inlined in both callers
@@ -1733,6 +1753,12 @@ next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int runs)
 				continue;	/* a run to play */
 		}
 		dec->rec = NULL;	/* the walk leaves the hot path */
+		/* step() reading a TNT-8 or TIP, inline */
+		if (wants_packet(dec)) {
+			dec->block_time = dec->time.tsc;
+			if (fetch_fast(dec, 0))
+				continue;
+		}
 		dec->direct = item;
 		ret = step(dec);
 		if (!dec->direct)
@@ -1825,15 +1851,6 @@ static inline int on_hot_path(const struct vmpt_flow *dec)
 	return dec->qh == dec->qn && !dec->play &&
 	       (dec->tnt_n || (dec->have_pkt && dec->pkt.type == VMPT_PKT_TIP)) &&
 	       dec->enabled && !dec->stopping;
-}
-
-/* The walk needs the next packet and nothing else is due: step() would
- * only read it (fetch).
- */
-static inline int wants_packet(const struct vmpt_flow *dec)
-{
-	return dec->qh == dec->qn && !dec->play && !dec->tnt_n && !dec->have_pkt &&
-	       dec->synced && dec->enabled && !dec->stopping;
 }
 
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
