@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Parallel decoding of one trace (vmpt/jobs.h): the trace is cut at PSBs
- * into pieces of about 128 KiB (at least 4 per thread); worker threads,
+ * into pieces of about 32 KiB (at least 4 per thread); worker threads,
  * each with its own decoder and one block cache for all, decode pieces
  * ahead of the reader into item arrays; the reader takes them in trace
  * order and mends each seam so that the items are one decoder's:
@@ -30,8 +30,17 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-#define PIECE_BYTES (128u << 10)
+/* A piece's items (88 bytes, ~3 per trace byte on dense traces) stay
+ * until the piece after it is decoded too: 2 x jobs + 1 pieces of
+ * 32 KiB hold ~10 MB each.
+ */
+#define PIECE_BYTES (32u << 10)
+#define SPARE_MAX 8
+/* cfg.release: the PSB scan drops the trace every RELEASE_STEP bytes. */
+#define RELEASE_STEP (8u << 20)
 
 struct piece {
 	uint64_t start, stop;		/* trace offsets of its PSBs (stop 0: the end) */
@@ -72,6 +81,15 @@ struct vmpt_jobs {
 	int nw;
 	struct vmpt_flow *redo;		/* the reader's, for pieces decoded again */
 	struct vmpt_flow_carry fresh;	/* a new decoder's state */
+	/* Item arrays of pieces handed on, for the next pieces: their
+	 * pages are touched once, not faulted in again for every piece.
+	 */
+	struct spare {
+		struct vmpt_flow_item *items;
+		size_t cap;
+	} spare[SPARE_MAX];
+	size_t n_spare;
+	uint64_t released;		/* trace offset the pages before are dropped */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int quit;
@@ -97,6 +115,23 @@ static uint64_t trace_size(const struct vmpt_flow_config *cfg)
 	return size;
 }
 
+/* cfg.release: drop the pages of trace offsets [*from, to) that no
+ * piece still reads (whole pages; *from moves on to to).
+ */
+static void release_trace(const struct vmpt_flow_config *cfg, uint64_t *from, uint64_t to)
+{
+	const uint8_t *base = cfg->n_parts ? cfg->parts[0].begin : cfg->begin;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)(base + *from) + page - 1) & ~(page - 1);
+	uintptr_t b = (uintptr_t)(base + to) & ~(page - 1);
+
+	if (!cfg->release || cfg->n_parts > 1 || to <= *from)
+		return;
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+	*from = to;
+}
+
 /* The TSC in the PSB+ at offset off (0: none), the time a piece starts at. */
 static uint64_t psb_tsc(const struct vmpt_flow_config *cfg, uint64_t off)
 {
@@ -119,11 +154,14 @@ static uint64_t psb_tsc(const struct vmpt_flow_config *cfg, uint64_t off)
 static int psb_offsets(const struct vmpt_flow_config *cfg, uint64_t **offsets, size_t *n)
 {
 	struct vmpt_pkt_decoder pd;
-	uint64_t *o = NULL;
+	uint64_t *o = NULL, released = 0;
 	size_t cnt = 0, cap = 0;
 
 	trace_init(&pd, cfg);
 	while (vmpt_pkt_sync_forward(&pd) == 0) {
+		/* The scan reads the whole trace: keep none of it. */
+		if (vmpt_pkt_offset(&pd) - released > RELEASE_STEP)
+			release_trace(cfg, &released, vmpt_pkt_offset(&pd));
 		if (cnt == cap) {
 			uint64_t *t;
 
@@ -240,6 +278,10 @@ static void *work(void *arg)
 		if (j->quit)
 			break;
 		p = &j->p[j->next++];
+		if (j->n_spare) {
+			p->items = j->spare[--j->n_spare].items;
+			p->cap = j->spare[j->n_spare].cap;
+		}
 		pthread_mutex_unlock(&j->lock);
 		decode_piece(j, w->dec, p, NULL, 0);
 		pthread_mutex_lock(&j->lock);
@@ -462,7 +504,14 @@ int vmpt_jobs_next_items(struct vmpt_jobs *j, const struct vmpt_flow_item **item
 		struct piece *p = &j->p[j->cur];
 
 		if (j->handed) {
-			free(p->items);
+			/* Its trace is read no more (but for the PSB+ the
+			 * next piece starts with).
+			 */
+			release_trace(&j->cfg, &j->released, p->stop);
+			if (p->items && j->n_spare < SPARE_MAX)
+				j->spare[j->n_spare++] = (struct spare){ p->items, p->cap };
+			else
+				free(p->items);
 			p->items = NULL;
 			j->cur++;
 			j->handed = 0;
@@ -506,6 +555,8 @@ void vmpt_jobs_free(struct vmpt_jobs *j)
 		vmpt_flow_free(j->w[k].dec);
 	}
 	vmpt_flow_free(j->redo);
+	for (size_t i = 0; i < j->n_spare; i++)
+		free(j->spare[i].items);
 	for (size_t i = 0; i < j->np; i++) {
 		free(j->p[i].items);
 		free(j->p[i].sizes);
