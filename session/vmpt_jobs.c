@@ -20,7 +20,8 @@
  *   (vmpt_flow_carry): after the PSB+, or before it when the piece before
  *   had lost sync there.
  *
- * The host address space follows the sideband as for one decoder: set
+ * The host and guest address spaces follow the sideband as for one
+ * decoder: set
  * after each new item time, and at a piece's start as at its PSB+'s TSC.
  */
 #include "vmpt/jobs.h"
@@ -204,17 +205,35 @@ static int append(struct piece *p, const struct vmpt_flow_item *it, size_t n)
 	return 0;
 }
 
-/* A piece starts in the host address space of its PSB+'s time (tsc). */
-static uint64_t set_space(struct vmpt_jobs *j, struct vmpt_flow *dec, const struct piece *p,
-			  uint64_t *tsc)
-{
-	uint64_t space = 0;
+/* The address spaces a decoder is in (host, guest). */
+struct spaces {
+	uint64_t host, guest;
+};
 
+/* Set the spaces of time tsc on dec when they changed from *cur. */
+static void spaces_at(struct vmpt_jobs *j, struct vmpt_flow *dec, uint64_t tsc,
+		      struct spaces *cur)
+{
+	struct spaces s = { 0, 0 };
+
+	s.host = j->space_at(j->ctx, tsc, &s.guest);
+	if (s.host != cur->host)
+		vmpt_flow_set_host_space(dec, s.host);
+	if (s.guest != cur->guest)
+		vmpt_flow_set_guest_space(dec, s.guest);
+	*cur = s;
+}
+
+/* A piece starts in the address spaces of its PSB+'s time (tsc). */
+static void set_space(struct vmpt_jobs *j, struct vmpt_flow *dec, const struct piece *p,
+		      uint64_t *tsc, struct spaces *cur)
+{
 	*tsc = 0;
+	*cur = (struct spaces){ 0, 0 };
+	vmpt_flow_set_host_space(dec, 0);
+	vmpt_flow_set_guest_space(dec, 0);
 	if (j->space_at && p->start)
-		space = j->space_at(j->ctx, *tsc = psb_tsc(&j->cfg, p->start));
-	vmpt_flow_set_host_space(dec, space);
-	return space;
+		spaces_at(j, dec, *tsc = psb_tsc(&j->cfg, p->start), cur);
 }
 
 /* Decode piece p with dec, from a new decoder's state or, with over,
@@ -224,7 +243,8 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 			 const struct vmpt_flow_carry *over, int at_sync)
 {
 	const struct vmpt_flow_item *it;
-	uint64_t space, last_time;
+	struct spaces space;
+	uint64_t last_time;
 	int at_psb = !p->start;
 	size_t n;
 	int ret;
@@ -233,7 +253,7 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 	vmpt_flow_sync_at(dec, p->start, p->stop);
 	vmpt_flow_carry_set(dec, over && at_sync ? over : &j->fresh);
 	p->start_carry = j->fresh;
-	space = set_space(j, dec, p, &last_time);
+	set_space(j, dec, p, &last_time, &space);
 	while ((ret = vmpt_flow_next_items(dec, &it, &n)) == 0) {
 		if (append(p, it, n) < 0) {
 			ret = -VMPT_ERR_NOMEM;
@@ -249,14 +269,10 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 				vmpt_flow_carry_set(dec, over);
 		}
 		for (size_t i = 0; j->space_at && i < n; i++) {
-			uint64_t s;
-
 			if (it[i].time == last_time && (i || p->n > n))
 				continue;
 			last_time = it[i].time;
-			s = j->space_at(j->ctx, last_time);
-			if (s != space)
-				vmpt_flow_set_host_space(dec, space = s);
+			spaces_at(j, dec, last_time, &space);
 		}
 	}
 	p->enabled = vmpt_flow_enabled(dec);
@@ -314,6 +330,7 @@ static int redo_psb_plus(struct vmpt_jobs *j, const struct piece *a, struct piec
 	const struct vmpt_flow_item *it;
 	struct vmpt_flow_carry after;
 	struct piece pre = { 0 };
+	struct spaces space;
 	size_t n, psb;
 	uint64_t tsc;
 	int same = 0;
@@ -324,7 +341,7 @@ static int redo_psb_plus(struct vmpt_jobs *j, const struct piece *a, struct piec
 		return 0;
 	vmpt_flow_sync_at(j->redo, b->start, b->stop);
 	vmpt_flow_carry_set(j->redo, &a->end_carry);
-	set_space(j, j->redo, b, &tsc);
+	set_space(j, j->redo, b, &tsc, &space);
 	while (vmpt_flow_next_items(j->redo, &it, &n) == 0 && it->kind == VMPT_FLOW_EVENT &&
 	       append(&pre, it, n) == 0) {
 		if (is_event(it, VMPT_EV_PSB)) {
