@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Parallel decoding of one trace (vmpt/jobs.h): the trace is cut at PSBs
- * into pieces of about 128 KiB (at least 4 per thread); worker threads,
+ * into pieces of about 32 KiB (at least 4 per thread); worker threads,
  * each with its own decoder and one block cache for all, decode pieces
  * ahead of the reader into item arrays; the reader takes them in trace
  * order and mends each seam so that the items are one decoder's:
@@ -20,7 +20,8 @@
  *   (vmpt_flow_carry): after the PSB+, or before it when the piece before
  *   had lost sync there.
  *
- * The host address space follows the sideband as for one decoder: set
+ * The host and guest address spaces follow the sideband as for one
+ * decoder: set
  * after each new item time, and at a piece's start as at its PSB+'s TSC.
  */
 #include "vmpt/jobs.h"
@@ -30,8 +31,17 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-#define PIECE_BYTES (128u << 10)
+/* A piece's items (88 bytes, ~3 per trace byte on dense traces) stay
+ * until the piece after it is decoded too: 2 x jobs + 1 pieces of
+ * 32 KiB hold ~10 MB each.
+ */
+#define PIECE_BYTES (32u << 10)
+#define SPARE_MAX 8
+/* cfg.release: the PSB scan drops the trace every RELEASE_STEP bytes. */
+#define RELEASE_STEP (8u << 20)
 
 struct piece {
 	uint64_t start, stop;		/* trace offsets of its PSBs (stop 0: the end) */
@@ -72,6 +82,15 @@ struct vmpt_jobs {
 	int nw;
 	struct vmpt_flow *redo;		/* the reader's, for pieces decoded again */
 	struct vmpt_flow_carry fresh;	/* a new decoder's state */
+	/* Item arrays of pieces handed on, for the next pieces: their
+	 * pages are touched once, not faulted in again for every piece.
+	 */
+	struct spare {
+		struct vmpt_flow_item *items;
+		size_t cap;
+	} spare[SPARE_MAX];
+	size_t n_spare;
+	uint64_t released;		/* trace offset the pages before are dropped */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int quit;
@@ -97,6 +116,23 @@ static uint64_t trace_size(const struct vmpt_flow_config *cfg)
 	return size;
 }
 
+/* cfg.release: drop the pages of trace offsets [*from, to) that no
+ * piece still reads (whole pages; *from moves on to to).
+ */
+static void release_trace(const struct vmpt_flow_config *cfg, uint64_t *from, uint64_t to)
+{
+	const uint8_t *base = cfg->n_parts ? cfg->parts[0].begin : cfg->begin;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)(base + *from) + page - 1) & ~(page - 1);
+	uintptr_t b = (uintptr_t)(base + to) & ~(page - 1);
+
+	if (!cfg->release || cfg->n_parts > 1 || to <= *from)
+		return;
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+	*from = to;
+}
+
 /* The TSC in the PSB+ at offset off (0: none), the time a piece starts at. */
 static uint64_t psb_tsc(const struct vmpt_flow_config *cfg, uint64_t off)
 {
@@ -119,11 +155,14 @@ static uint64_t psb_tsc(const struct vmpt_flow_config *cfg, uint64_t off)
 static int psb_offsets(const struct vmpt_flow_config *cfg, uint64_t **offsets, size_t *n)
 {
 	struct vmpt_pkt_decoder pd;
-	uint64_t *o = NULL;
+	uint64_t *o = NULL, released = 0;
 	size_t cnt = 0, cap = 0;
 
 	trace_init(&pd, cfg);
 	while (vmpt_pkt_sync_forward(&pd) == 0) {
+		/* The scan reads the whole trace: keep none of it. */
+		if (vmpt_pkt_offset(&pd) - released > RELEASE_STEP)
+			release_trace(cfg, &released, vmpt_pkt_offset(&pd));
 		if (cnt == cap) {
 			uint64_t *t;
 
@@ -166,17 +205,35 @@ static int append(struct piece *p, const struct vmpt_flow_item *it, size_t n)
 	return 0;
 }
 
-/* A piece starts in the host address space of its PSB+'s time (tsc). */
-static uint64_t set_space(struct vmpt_jobs *j, struct vmpt_flow *dec, const struct piece *p,
-			  uint64_t *tsc)
-{
-	uint64_t space = 0;
+/* The address spaces a decoder is in (host, guest). */
+struct spaces {
+	uint64_t host, guest;
+};
 
+/* Set the spaces of time tsc on dec when they changed from *cur. */
+static void spaces_at(struct vmpt_jobs *j, struct vmpt_flow *dec, uint64_t tsc,
+		      struct spaces *cur)
+{
+	struct spaces s = { 0, 0 };
+
+	s.host = j->space_at(j->ctx, tsc, &s.guest);
+	if (s.host != cur->host)
+		vmpt_flow_set_host_space(dec, s.host);
+	if (s.guest != cur->guest)
+		vmpt_flow_set_guest_space(dec, s.guest);
+	*cur = s;
+}
+
+/* A piece starts in the address spaces of its PSB+'s time (tsc). */
+static void set_space(struct vmpt_jobs *j, struct vmpt_flow *dec, const struct piece *p,
+		      uint64_t *tsc, struct spaces *cur)
+{
 	*tsc = 0;
+	*cur = (struct spaces){ 0, 0 };
+	vmpt_flow_set_host_space(dec, 0);
+	vmpt_flow_set_guest_space(dec, 0);
 	if (j->space_at && p->start)
-		space = j->space_at(j->ctx, *tsc = psb_tsc(&j->cfg, p->start));
-	vmpt_flow_set_host_space(dec, space);
-	return space;
+		spaces_at(j, dec, *tsc = psb_tsc(&j->cfg, p->start), cur);
 }
 
 /* Decode piece p with dec, from a new decoder's state or, with over,
@@ -186,7 +243,8 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 			 const struct vmpt_flow_carry *over, int at_sync)
 {
 	const struct vmpt_flow_item *it;
-	uint64_t space, last_time;
+	struct spaces space;
+	uint64_t last_time;
 	int at_psb = !p->start;
 	size_t n;
 	int ret;
@@ -195,7 +253,7 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 	vmpt_flow_sync_at(dec, p->start, p->stop);
 	vmpt_flow_carry_set(dec, over && at_sync ? over : &j->fresh);
 	p->start_carry = j->fresh;
-	space = set_space(j, dec, p, &last_time);
+	set_space(j, dec, p, &last_time, &space);
 	while ((ret = vmpt_flow_next_items(dec, &it, &n)) == 0) {
 		if (append(p, it, n) < 0) {
 			ret = -VMPT_ERR_NOMEM;
@@ -211,14 +269,10 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 				vmpt_flow_carry_set(dec, over);
 		}
 		for (size_t i = 0; j->space_at && i < n; i++) {
-			uint64_t s;
-
 			if (it[i].time == last_time && (i || p->n > n))
 				continue;
 			last_time = it[i].time;
-			s = j->space_at(j->ctx, last_time);
-			if (s != space)
-				vmpt_flow_set_host_space(dec, space = s);
+			spaces_at(j, dec, last_time, &space);
 		}
 	}
 	p->enabled = vmpt_flow_enabled(dec);
@@ -240,6 +294,10 @@ static void *work(void *arg)
 		if (j->quit)
 			break;
 		p = &j->p[j->next++];
+		if (j->n_spare) {
+			p->items = j->spare[--j->n_spare].items;
+			p->cap = j->spare[j->n_spare].cap;
+		}
 		pthread_mutex_unlock(&j->lock);
 		decode_piece(j, w->dec, p, NULL, 0);
 		pthread_mutex_lock(&j->lock);
@@ -272,6 +330,7 @@ static int redo_psb_plus(struct vmpt_jobs *j, const struct piece *a, struct piec
 	const struct vmpt_flow_item *it;
 	struct vmpt_flow_carry after;
 	struct piece pre = { 0 };
+	struct spaces space;
 	size_t n, psb;
 	uint64_t tsc;
 	int same = 0;
@@ -282,7 +341,7 @@ static int redo_psb_plus(struct vmpt_jobs *j, const struct piece *a, struct piec
 		return 0;
 	vmpt_flow_sync_at(j->redo, b->start, b->stop);
 	vmpt_flow_carry_set(j->redo, &a->end_carry);
-	set_space(j, j->redo, b, &tsc);
+	set_space(j, j->redo, b, &tsc, &space);
 	while (vmpt_flow_next_items(j->redo, &it, &n) == 0 && it->kind == VMPT_FLOW_EVENT &&
 	       append(&pre, it, n) == 0) {
 		if (is_event(it, VMPT_EV_PSB)) {
@@ -462,7 +521,14 @@ int vmpt_jobs_next_items(struct vmpt_jobs *j, const struct vmpt_flow_item **item
 		struct piece *p = &j->p[j->cur];
 
 		if (j->handed) {
-			free(p->items);
+			/* Its trace is read no more (but for the PSB+ the
+			 * next piece starts with).
+			 */
+			release_trace(&j->cfg, &j->released, p->stop);
+			if (p->items && j->n_spare < SPARE_MAX)
+				j->spare[j->n_spare++] = (struct spare){ p->items, p->cap };
+			else
+				free(p->items);
 			p->items = NULL;
 			j->cur++;
 			j->handed = 0;
@@ -506,6 +572,8 @@ void vmpt_jobs_free(struct vmpt_jobs *j)
 		vmpt_flow_free(j->w[k].dec);
 	}
 	vmpt_flow_free(j->redo);
+	for (size_t i = 0; i < j->n_spare; i++)
+		free(j->spare[i].items);
 	for (size_t i = 0; i < j->np; i++) {
 		free(j->p[i].items);
 		free(j->p[i].sizes);

@@ -94,10 +94,10 @@ static void queue_task(struct decode *d, struct queue *q, uint64_t t)
 		vmpt_flow_set_guest_space(q->dec, q->task.guest_space);
 }
 
-/* The host address space at a TSC, for the threads of q->jobs: what
- * queue_task gives one decoder.
+/* The host and guest address spaces at a TSC, for the threads of
+ * q->jobs: what queue_task gives one decoder.
  */
-static uint64_t queue_space(void *ctx, uint64_t tsc)
+static uint64_t queue_space(void *ctx, uint64_t tsc, uint64_t *guest_space)
 {
 	const struct queue *q = ctx;
 	struct vmpt_flow_item it = { .time = tsc };
@@ -105,6 +105,7 @@ static uint64_t queue_space(void *ctx, uint64_t tsc)
 	uint64_t until;
 
 	vmpt_session_task_until(q->s, q->run_buf, item_time(q->s, &it), &task, &until);
+	*guest_space = task.guest_space;
 	return task.space;
 }
 
@@ -267,8 +268,7 @@ static int queue_fill(struct decode *d, struct queue *q)
 			vmpt_jobs_free(q->jobs);
 			q->jobs = NULL;
 			/* Cycle counts (IPC) go on over the buffers: one decoder. */
-			/* The guest's tasks are followed by one decoder. */
-			if (!d->ops->serial && !s->guest && vmpt_jobs_worth(&cfg, d->jobs)) {
+			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
 				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
 				if (!q->jobs)
 					return -VMPT_ERR_NOMEM;

@@ -60,6 +60,13 @@ for cfg in "1" "2 --cyc" "3 --noretcomp --guest-slice 1000"; do
 	grep -q "^vmpt script: VMCS 0x1c0 TSC offset $POFF (from the trace" v.err ||
 		fail "vmpt script ($cfg): no offset found: $(cat v.err)"
 	insns=$((insns + $(wc -l < g.gtruth)))
+	# -j: pieces cut at PSBs follow the guest's tasks as one decoder
+	for j in 2 3; do
+		"$VMPT" script -j $j -i g.perf.data --itrace=i0nse \
+			-F machine_pid,vcpu,comm,tid,ip,sym,dso > vj.ins 2>/dev/null ||
+			fail "vmpt script -j $j ($cfg)"
+		cmp -s v.ins vj.ins || fail "-j $j ($cfg) differs: $(diff v.ins vj.ins | sed -n 2,3p)"
+	done
 
 	# perf's pipeline, line for line
 	p=$(perf_guest_inject g.perf.data fix/guest/perf.data "$POFF" 4242)
@@ -107,6 +114,6 @@ grep -q "^ *:4244  4244 .*(/lib/x86_64-linux-gnu/libc.so.6)" none.out ||
 	fail "--no-guest-tasks: $(grep -m1 libc none.out)"
 grep -q "VM:\|guest.kernel" none.out && fail "--no-guest-tasks: guest tasks shown"
 echo "vmpt script followed the guest's tasks on 3 recordings: $insns instructions =" \
-	"the truth (task, address, symbol, dso); $lines lines of perf's pipeline" \
+	"the truth (task, address, symbol, dso), -j 2 and 3 the same; $lines lines of perf's pipeline" \
 	"(--itrace=i0ns and be) equal per vCPU and as a whole ($order placed apart" \
 	"within a microsecond)"

@@ -18,10 +18,11 @@ extern "C" {
 #endif
 
 /* Which host address space runs at a TSC (vmpt_flow_set_host_space's
- * argument; sideband context switches say it).  Called from the decoding
- * threads: it must only read.
+ * argument; sideband context switches say it), and in *guest_space the
+ * guest's (vmpt_flow_set_guest_space's, from the guest's own sideband; 0
+ * when none).  Called from the decoding threads: it must only read.
  */
-typedef uint64_t (*vmpt_space_fn)(void *ctx, uint64_t tsc);
+typedef uint64_t (*vmpt_space_fn)(void *ctx, uint64_t tsc, uint64_t *guest_space);
 
 struct vmpt_jobs;
 
