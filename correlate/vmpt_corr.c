@@ -279,7 +279,9 @@ static int run_perf(struct vmpt_corr *c, int patches)
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		const struct vmpt_tsc_queue *q = &c->queues[order[i]];
 
-		ret = vmpt_tsc_perf_queue(&c->perf, c->perf_recs->r + q->perf_from,
+		/* No records at all: r is NULL (no offset from it). */
+		ret = vmpt_tsc_perf_queue(&c->perf, c->perf_recs->n ?
+					  c->perf_recs->r + q->perf_from : c->perf_recs->r,
 					  q->perf_to - q->perf_from, c->bufs, q->bufs, q->n_bufs,
 					  q->sync, !c->cfg.not_consecutive,
 					  patches ? add_patch : NULL, c);

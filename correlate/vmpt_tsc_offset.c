@@ -114,7 +114,8 @@ static int whole_wraps(const struct vmpt_tsc_learn *l, const struct anchor *a,
 
 	if ((int64_t)res <= 0 || !span)
 		return 0;
-	w.ctc_pos += (int64_t)((res + span / 2) / span) << 16;
+	/* Shifted unsigned: a wild gap must not overflow a signed shift. */
+	w.ctc_pos += (int64_t)(((res + span / 2) / span) << 16);
 	return host - expect(l, a, &w) + tol <= 2 * tol;
 }
 

@@ -2,7 +2,10 @@
 /* Scratch files and a memory sink for the libFuzzer targets (fuzz_util.h). */
 #include "fuzz_util.h"
 
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <ftw.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,16 +41,45 @@ static void remove_scratch(void)
 		fuzz_remove(scratch);
 }
 
+/* libFuzzer often leaves by _Exit (a crash, a timeout, the end of its
+ * time), so atexit is not enough: the directories of processes gone are
+ * removed by the next one.
+ */
+static void remove_stale(const char *base)
+{
+	struct dirent *e;
+	DIR *d = opendir(base);
+
+	while (d && (e = readdir(d))) {
+		char path[512];
+		long pid;
+		char *end;
+
+		if (strncmp(e->d_name, "vmpt-fuzz-", 10))
+			continue;
+		pid = strtol(e->d_name + 10, &end, 10);
+		if (*end || pid <= 0 || !(kill((pid_t)pid, 0) < 0 && errno == ESRCH))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", base, e->d_name);
+		fuzz_remove(path);
+	}
+	if (d)
+		closedir(d);
+}
+
 const char *fuzz_scratch(void)
 {
 	struct stat st;
 	char cache[300];
+	const char *base;
 
 	if (scratch[0])
 		return scratch;
-	snprintf(scratch, sizeof(scratch), "%s/vmpt-fuzz-XXXXXX",
-		 stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp");
-	if (!mkdtemp(scratch)) {
+	base = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
+	remove_stale(base);
+	snprintf(scratch, sizeof(scratch), "%s/vmpt-fuzz-%ld", base, (long)getpid());
+	fuzz_remove(scratch);
+	if (mkdir(scratch, 0700) < 0) {
 		scratch[0] = 0;
 		return NULL;
 	}

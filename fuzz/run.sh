@@ -156,7 +156,16 @@ regressions() {
 		printf '\002\103\001\020\000\000\000\000\002\310\034\000\000\000\000' >> "$2/ctc-d0"
 		printf '\031\000\000\000\000\000\020\000\002\043' >> "$2/ctc-d0"
 		# Two empty buffers of one queue: memcpy from NULL.
-		printf '#\003\000:\000BUF:::\000BUF:' > "$2/empty-buffers";;
+		printf '#\003\000:\000BUF:::\000BUF:' > "$2/empty-buffers"
+		# perf's pass over a buffer that is one PSB: no records, a
+		# NULL array offset.
+		printf '\023\000BU\263B\000\0000`\000\002' > "$2/no-records"
+		printf '\002\202\002\202\002\202\002\202\002\202\002\202\002\202\002\202' >> "$2/no-records"
+		# A wild TSC-to-CTC gap: a signed shift overflowed (whole_wraps).
+		printf '\003\003\124\000\011\000\002\202\055\260\000\002\002\202\002\202' > "$2/wild-gap"
+		printf '\002\202\002\202\002\202\002\202\002\202\002\202\031\241\322\313' >> "$2/wild-gap"
+		printf '\000\000\006\000\002\163\356\002\000\024\000\031\031\031\031\031' >> "$2/wild-gap"
+		printf '\031\031\031\002\163\000\140\000\000\000' >> "$2/wild-gap";;
 	esac
 }
 
