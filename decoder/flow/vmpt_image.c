@@ -1027,12 +1027,22 @@ int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
 	return add_elf_segments(img, NULL, path, &pl, 1, asid, NULL, NULL, NULL);
 }
 
+/* By address, then as listed (held in size while sorting). */
+static int cmp_sym_listed(const void *a, const void *b)
+{
+	const struct vmpt_symbol *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
 /* kallsyms lines: "ffffffff81000000 T _stext [module]". */
 static int read_kallsyms(struct vmpt_image *img, const char *dir,
 			 struct vmpt_symbol **out, size_t *n_out)
 {
 	struct vmpt_symbol *syms = NULL;
-	size_t n = 0, cap = 0;
+	size_t n = 0, k = 0, cap = 0;
 	char line[512];
 	int fd = vmpt_path_open(dir, "kallsyms");
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
@@ -1064,7 +1074,7 @@ static int read_kallsyms(struct vmpt_image *img, const char *dir,
 			syms = s;
 		}
 		syms[n].addr = addr;
-		syms[n].size = 0;
+		syms[n].size = n;	/* the line, until sorted */
 		syms[n].binding = type == 't' ? STB_LOCAL : type == 'T' ? STB_GLOBAL : STB_WEAK;
 		syms[n].name = own_str(img, name);
 		if (!syms[n].name) {
@@ -1077,13 +1087,20 @@ static int read_kallsyms(struct vmpt_image *img, const char *dir,
 	fclose(f);
 	if (own(img, syms ? syms : malloc(1)) < 0)
 		return -VMPT_ERR_NOMEM;
-	qsort(syms, n, sizeof(*syms), cmp_sym);
-	/* kallsyms has no sizes: a symbol ends where the next begins. */
+	qsort(syms, n, sizeof(*syms), cmp_sym_listed);
+	/* Of aliases (a module's init_module and its init function) perf
+	 * keeps the last listed: only it gets a size (symbols__fixup_end)
+	 * and symbols__fixup_duplicate prefers one with a size. */
 	for (size_t i = 0; i < n; i++)
-		syms[i].size = i + 1 < n && syms[i + 1].addr > syms[i].addr ?
-			       syms[i + 1].addr - syms[i].addr : 1;
+		if (k && syms[k - 1].addr == syms[i].addr)
+			syms[k - 1] = syms[i];
+		else
+			syms[k++] = syms[i];
+	/* kallsyms has no sizes: a symbol ends where the next begins. */
+	for (size_t i = 0; i < k; i++)
+		syms[i].size = i + 1 < k ? syms[i + 1].addr - syms[i].addr : 1;
 	*out = syms;
-	*n_out = n;
+	*n_out = k;
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "vmpt/error.h"
 #include "vmpt/image.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 static char unzip[4096], unzip_pc[4096], unzip_addr[4096];
@@ -161,6 +163,79 @@ static void test_asids(void **state)
 	vmpt_image_free(img);
 }
 
+/* A kcore_dir of one page of module code at 0xffffffffc0001000 and its
+ * kallsyms, module_exit's alias listed after the function. */
+static void write_kcore_dir(const char *dir)
+{
+	static uint8_t core[0x2000];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)core;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(core + sizeof(*eh));
+	char path[4096];
+	FILE *f;
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_CORE;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	ph->p_type = PT_LOAD;
+	ph->p_flags = PF_R | PF_W | PF_X;
+	ph->p_offset = 0x1000;
+	ph->p_vaddr = 0xffffffffc0001000ull;
+	ph->p_filesz = ph->p_memsz = 0x1000;
+	snprintf(path, sizeof(path), "%s/kcore", dir);
+	assert_non_null(f = fopen(path, "wb"));
+	assert_int_equal(fwrite(core, 1, sizeof(core), f), sizeof(core));
+	assert_int_equal(fclose(f), 0);
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	assert_non_null(f = fopen(path, "w"));
+	fputs("ffffffffc0001000 t e1000_init_module\t[e1000]\n"
+	      "ffffffffc0001040 t e1000_exit_module\t[e1000]\n"
+	      "ffffffffc0001080 t e1000_probe\t[e1000]\n"
+	      "ffffffffc0001000 T init_module\t[e1000]\n"
+	      "ffffffffc0001040 T cleanup_module\t[e1000]\n", f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Of aliases perf names the last listed in kallsyms, at its first byte
+ * as anywhere inside (it alone gets a size). */
+static void test_kallsyms_aliases(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	const struct vmpt_section *s;
+	const struct vmpt_symbol *sym;
+	uint64_t from, to;
+	char dir[] = "/tmp/vmpt-kcore-XXXXXX", path[4096];
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	write_kcore_dir(dir);
+	assert_int_equal(vmpt_image_add_kcore_dir(img, dir, &any), 0);
+	assert_non_null(s = vmpt_image_find(img, &any, 0xffffffffc0001040ull));
+	assert_int_equal(s->n_syms, 3);
+	sym = vmpt_section_symbol_span(s, 0xffffffffc0001040ull, &from, &to);
+	assert_string_equal(sym->name, "cleanup_module");
+	assert_int_equal(from, 0xffffffffc0001040ull);
+	assert_int_equal(to, 0xffffffffc0001080ull);
+	assert_string_equal(vmpt_section_symbol_span(s, 0xffffffffc000107full,
+						     &from, &to)->name, "cleanup_module");
+	assert_string_equal(vmpt_section_symbol_span(s, 0xffffffffc0001000ull,
+						     &from, &to)->name, "init_module");
+	vmpt_image_free(img);
+	snprintf(path, sizeof(path), "%s/kcore", dir);
+	assert_int_equal(unlink(path), 0);
+	snprintf(path, sizeof(path), "%s/kallsyms", dir);
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(int argc, char **argv)
 {
 	const char *shared = getenv("SHARED");
@@ -169,6 +244,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_elf_base_and_symbols),
 		cmocka_unit_test(test_raw_read_across_sections),
 		cmocka_unit_test(test_asids),
+		cmocka_unit_test(test_kallsyms_aliases),
 	};
 
 	(void)argc;
