@@ -473,6 +473,19 @@ static int parse_kernel_record(struct vmpt_perf_data *pd, struct vmpt_perf_event
 			ev->sw.next_prev_tid = pd_u32(b + 4);
 		}
 		return 0;
+	case PERF_RECORD_TEXT_POKE:
+		if ((len = parse_trailer(pd, ev, 12)) < 0)
+			return len;
+		ev->text_poke.addr = pd_u64(b);
+		ev->text_poke.old_len = pd_u16(b + 8);
+		ev->text_poke.new_len = pd_u16(b + 10);
+		if ((unsigned)len - 12 < (unsigned)ev->text_poke.old_len + ev->text_poke.new_len)
+			return pd_error(pd, ev->offset, VMPT_ERR_FORMAT,
+					"TEXT_POKE record size %u too small for its %u old and %u new bytes",
+					ev->size, ev->text_poke.old_len, ev->text_poke.new_len);
+		ev->text_poke.old_bytes = b + 12;
+		ev->text_poke.new_bytes = b + 12 + ev->text_poke.old_len;
+		return 0;
 	default:
 		len = parse_trailer(pd, ev, 0);
 		return len < 0 ? len : 0;

@@ -463,6 +463,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
+	struct session_pokes pokes = { 0 };
 	char kdir[4096];
 	int ret, tasks = 0;
 
@@ -526,6 +527,8 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 		} else {
 			ret = sideband(s, &ev);
 		}
+		if (ret == 0)
+			ret = session_pokes_see(&pokes, &ev);
 		/* An error a decoder reported before (perf inject keeps
 		 * them): among the records at its time.
 		 */
@@ -546,10 +549,14 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 			break;
 	}
 	if (ret < 0) {
+		free(pokes.ev);
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s",
 			 s->pd.errmsg[0] ? s->pd.errmsg : vmpt_strerror(ret));
 		return ret;
 	}
+	ret = session_pokes_apply(s, &pokes);
+	if (ret < 0)
+		return ret;
 	for (size_t i = 0; s->have_info && i < s->pd.nr_attrs; i++)
 		if (s->pd.attrs[i].attr.type == s->info.priv[VMPT_INTEL_PT_PMU_TYPE])
 			s->intel_pt = &s->pd.attrs[i].attr;

@@ -39,4 +39,17 @@ int session_guest_open(struct vmpt_session *s, const char *dir);
 void session_guest_task(const struct vmpt_session *s, struct vmpt_task *t, uint64_t time,
 			uint64_t *until);
 
+/* vmpt_session_poke.c: the TEXT_POKE records and when tracing started,
+ * seen in the walk of the records (see: 0 or -VMPT_ERR_NOMEM), then
+ * applied to the image (0, or a negative vmpt_err with errmsg set).
+ */
+struct session_pokes {
+	struct vmpt_perf_event *ev;
+	size_t n, cap;
+	uint64_t start;
+	int have_start;
+};
+int session_pokes_see(struct session_pokes *p, const struct vmpt_perf_event *ev);
+int session_pokes_apply(struct vmpt_session *s, struct session_pokes *p);
+
 #endif

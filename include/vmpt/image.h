@@ -195,6 +195,16 @@ const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
 int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,
 		    uint64_t vaddr, uint8_t *buf, size_t size);
 
+/* Write size bytes at vaddr into the code of asid, as the kernel's
+ * text_poke changed them (perf's TEXT_POKE records): the sections
+ * covering vaddr there see the new bytes (a mapped file's pages become
+ * private copies; the file is not written).  The bytes must all be
+ * covered: -VMPT_ERR_NO_IMAGE (nothing written) otherwise.  Call before
+ * decoding: decoders cache what they read.
+ */
+int vmpt_image_patch(struct vmpt_image *img, const struct vmpt_asid *asid,
+		     uint64_t vaddr, const uint8_t *bytes, size_t size);
+
 /* The file sec's bytes were read from (NULL: a buffer's copy). */
 struct vmpt_file;
 const struct vmpt_file *vmpt_image_section_file(const struct vmpt_image *img,

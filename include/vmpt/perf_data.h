@@ -193,6 +193,13 @@ struct vmpt_perf_event {
 		struct { uint64_t aux_offset, aux_size, flags; } aux;
 		struct { uint64_t id, lost; } lost;
 		struct { uint64_t lost; } lost_samples;
+		/* TEXT_POKE: kernel code at addr changed from old_len bytes to
+		 * new_len bytes (both within the record). */
+		struct {
+			uint64_t addr;
+			uint16_t old_len, new_len;
+			const uint8_t *old_bytes, *new_bytes;
+		} text_poke;
 		/* SAMPLE: the fields sample_type has (others 0; period is the
 		 * attr's sample_period when not sampled, as perf reports it). */
 		struct { uint64_t ip, addr, period; } sample;
