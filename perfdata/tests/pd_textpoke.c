@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* pd-textpoke IN OUT ADDR OLDHEX NEWHEX [cut]: a copy of a file-mode
+/* pd-textpoke IN OUT ADDR OLDHEX NEWHEX [cut|late]: a copy of a file-mode
  * perf.data with a TEXT_POKE record (kernel code at ADDR changed from the
  * bytes OLDHEX to NEWHEX, cpumode kernel) first in its data section, its
  * sample_id trailer (time included) copied from the ITRACE_START record,
  * so perf takes it as recorded when tracing started.  The feature sections and
  * the AUXTRACE index follow the moved data.  cut: the record's old_len
- * says 64 bytes more than it holds (a crafted file).  Prints the record's
+ * says 64 bytes more than it holds (a crafted file); late: the trailer of
+ * the last record, a poke while tracing.  Prints the record's
  * offset.
  */
 #include "vmpt/perf_data.h"
@@ -33,9 +34,10 @@ static size_t unhex(const char *s, uint8_t *out, size_t max)
 }
 
 /* The sample_id trailer of the first ITRACE_START (tracing starts: the
- * kernel's maps are known by then), else of the first record with one.
+ * kernel's maps are known by then), else of the first record with one;
+ * late: of the last record with one.
  */
-static size_t find_trailer(const char *path, uint8_t *out)
+static size_t find_trailer(const char *path, uint8_t *out, int late)
 {
 	struct vmpt_perf_data pd;
 	struct vmpt_perf_cursor cur;
@@ -49,11 +51,11 @@ static size_t find_trailer(const char *path, uint8_t *out)
 		if (ev.type >= 64 || ev.type == PERF_RECORD_SAMPLE || !ev.attr ||
 		    !(ev.sid.present & PERF_SAMPLE_TIME))
 			continue;
-		if (n && ev.type != PERF_RECORD_ITRACE_START)
+		if (n && ev.type != PERF_RECORD_ITRACE_START && !late)
 			continue;
 		n = vmpt_perf_sample_id_size(&ev.attr->attr);
 		memcpy(out, ev.raw + ev.size - n, n);
-		if (ev.type == PERF_RECORD_ITRACE_START)
+		if (ev.type == PERF_RECORD_ITRACE_START && !late)
 			break;
 	}
 	vmpt_perf_close(&pd);
@@ -71,7 +73,9 @@ int main(int argc, char **argv)
 
 	if (argc < 6)
 		return 2;
-	tsize = find_trailer(argv[1], trailer);
+	const char *mode = argc > 6 ? argv[6] : "";
+
+	tsize = find_trailer(argv[1], trailer, !strcmp(mode, "late"));
 	n_old = unhex(argv[4], bytes, 64);
 	n_new = unhex(argv[5], bytes + n_old, 64);
 	f = fopen(argv[1], "rb");
@@ -85,7 +89,7 @@ int main(int argc, char **argv)
 
 	body = (24 + n_old + n_new + 7) & ~(size_t)7;
 	size = (uint16_t)(body + tsize);
-	old_len = (uint16_t)(n_old + (argc > 6 && !strcmp(argv[6], "cut") ? 64 : 0));
+	old_len = (uint16_t)(n_old + (!strcmp(mode, "cut") ? 64 : 0));
 	new_len = (uint16_t)n_new;
 	rec[0] = PERF_RECORD_TEXT_POKE;
 	rec[4] = PERF_RECORD_MISC_KERNEL;

@@ -34,6 +34,9 @@ perf_insns poked.perf.data --vmlinux old.vmlinux > perf.i
 compare "perf with the poke" want.i perf.i
 vmpt_insns poked.perf.data > vmpt.i
 compare "vmpt with the poke" want.i vmpt.i
+"$VMPT" script -j 2 -i poked.perf.data --itrace=i0nse -F ip --vmlinux old.vmlinux 2>&1 |
+	awk '{print $1}' > vmpt-j2.i
+compare "vmpt -j 2 with the poke" want.i vmpt-j2.i
 
 # Without the record both decode the NOP and lose the trace.
 perf_insns uk.perf.data --vmlinux old.vmlinux > perf0.i
@@ -44,6 +47,16 @@ err=$("$VMPT" script -i uk.perf.data --itrace=i0nse -F ip --vmlinux old.vmlinux 
 	grep -m1 'trace error')
 [ "$err" = " instruction trace error type 1 time 56.371445868 cpu -1 pid 4242 tid 4242 ip 0xffffffff81000028 offset 0x4b6 code 6: Trace doesn't match instruction" ] ||
 	fail "vmpt's first error without the poke: $err"
+
+# A poke while tracing (at the last AUX record's time) is not applied:
+# said once, with -j 2 too.
+"$PD_TEXTPOKE" uk.perf.data late.perf.data $ADDR $OLD "$NEW" late > /dev/null
+for j in 1 2; do
+	warn=$("$VMPT" script -j $j -i late.perf.data --vmlinux old.vmlinux 2>&1 >/dev/null |
+		grep TEXT_POKE)
+	[ "$warn" = "vmpt: warning: 1 TEXT_POKE record during the trace not applied (the first at 0xffffffff81000022, time 56.371456439): the kernel code is decoded as it was when tracing started" ] ||
+		fail "late TEXT_POKE -j $j: $warn"
+done
 
 # old_len claiming 64 bytes more than the record holds.
 "$PD_TEXTPOKE" uk.perf.data cut.perf.data $ADDR $OLD "$NEW" cut > /dev/null
