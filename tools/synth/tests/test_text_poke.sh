@@ -48,6 +48,13 @@ err=$("$VMPT" script -i uk.perf.data --itrace=i0nse -F ip --vmlinux old.vmlinux 
 [ "$err" = " instruction trace error type 1 time 56.371445868 cpu -1 pid 4242 tid 4242 ip 0xffffffff81000028 offset 0x4b6 code 6: Trace doesn't match instruction" ] ||
 	fail "vmpt's first error without the poke: $err"
 
+# A guest's poke (guest kernel cpumode, as perf inject merges it): perf
+# 6.1 ignores it ("unsupported cpumode"), so does vmpt.
+cp poked.perf.data gk.perf.data
+printf '\x05' | dd of=gk.perf.data bs=1 seek=$((0x198 + 4)) conv=notrunc status=none
+perf_insns gk.perf.data --vmlinux old.vmlinux | cmp -s want.i - && fail "perf applied a guest's poke"
+vmpt_insns gk.perf.data | cmp -s vmpt0.i - || fail "vmpt applied a guest's poke"
+
 # A poke while tracing (at the last AUX record's time) is not applied:
 # said once, with -j 2 too.
 "$PD_TEXTPOKE" uk.perf.data late.perf.data $ADDR $OLD "$NEW" late > /dev/null
