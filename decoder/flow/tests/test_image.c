@@ -126,6 +126,51 @@ static void test_raw_read_across_sections(void **state)
 	vmpt_image_free(img);
 }
 
+/* vmpt_image_patch (TEXT_POKE): across sections, all or nothing, and a
+ * mapped file's copy changed, not the file.
+ */
+static void test_patch(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
+	uint8_t a[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, b[4] = { 9, 10, 11, 12 };
+	uint8_t buf[16], file[64];
+	char path[] = "/tmp/vmpt-test-patch-XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f;
+
+	(void)state;
+	assert_true(fd >= 0);
+	for (int i = 0; i < 64; i++)
+		file[i] = (uint8_t)i;
+	assert_int_equal(write(fd, file, 64), 64);
+	close(fd);
+	assert_int_equal(vmpt_image_add_buffer(img, a, 8, 0x1000, "a", &any), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, b, 4, 0x1008, "b", &any), 0);
+	assert_int_equal(vmpt_image_patch(img, &any, 0x1006, (const uint8_t *)"\xe8\x19\x01\x00", 4), 0);
+	assert_int_equal(vmpt_image_read(img, &any, 0x1004, buf, 8), 8);
+	assert_memory_equal(buf, "\x05\x06\xe8\x19\x01\x00\x0b\x0c", 8);
+	/* Past the end: nothing written. */
+	assert_int_equal(vmpt_image_patch(img, &any, 0x100b, (const uint8_t *)"\x90\x90", 2),
+			 -VMPT_ERR_NO_IMAGE);
+	assert_int_equal(vmpt_image_read(img, &any, 0x100b, buf, 1), 1);
+	assert_int_equal(buf[0], 0x0c);
+	assert_int_equal(vmpt_image_patch(img, &any, 0x1000, buf, 0), -VMPT_ERR_INVAL);
+	/* A mapped file (read-only, MAP_PRIVATE): the image sees the bytes. */
+	assert_int_equal(vmpt_image_add_raw(img, path, 0, 0, 0x8000, &any), 0);
+	assert_int_equal(vmpt_image_patch(img, &any, 0x8010, (const uint8_t *)"\xcc\xcc", 2), 0);
+	assert_int_equal(vmpt_image_read(img, &any, 0x800f, buf, 4), 4);
+	assert_memory_equal(buf, "\x0f\xcc\xcc\x12", 4);
+	f = fopen(path, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(buf, 1, 16, f), 16);
+	assert_int_equal(fread(buf, 1, 2, f), 2);
+	fclose(f);
+	assert_memory_equal(buf, "\x10\x11", 2);
+	unlink(path);
+	vmpt_image_free(img);
+}
+
 static void test_asids(void **state)
 {
 	struct vmpt_image *img = vmpt_image_new();
@@ -243,6 +288,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_pagecache_matches_elf),
 		cmocka_unit_test(test_elf_base_and_symbols),
 		cmocka_unit_test(test_raw_read_across_sections),
+		cmocka_unit_test(test_patch),
 		cmocka_unit_test(test_asids),
 		cmocka_unit_test(test_kallsyms_aliases),
 	};
