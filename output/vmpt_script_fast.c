@@ -42,6 +42,20 @@ static int finish(struct vmpt_consumer *c, char *p)
 	return (int)(c->len - start);
 }
 
+/* -F ip's line, " %16lx\n". */
+static inline void ip_line(struct vmpt_consumer *c, uint64_t ip)
+{
+	char *p;
+
+	if (c->len > SCRIPT_OUT_CAP - 32)
+		script_out_flush(c);
+	p = c->buf + c->len;
+	p[0] = ' ';
+	script_hex16_at(p + 1, ip);
+	p[17] = '\n';
+	c->len += 18;
+}
+
 /* e's text for fields f (sym, dso), made once: 0, or -1 when too long. */
 static int sym_text(struct vmpt_consumer *c, struct sym_seen *e, unsigned f,
 		    int guest)
@@ -121,8 +135,13 @@ int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, ui
 		     uint64_t addr, int guest)
 {
 	unsigned f = c->o->f.set[VMPT_OUT_HW];
-	char *p = line_start(c);
+	char *p;
 
+	if (f == VMPT_F_IP) {	/* the common case first */
+		ip_line(c, ip);
+		return 18;
+	}
+	p = line_start(c);
 	if (f & VMPT_F_ADDR) {
 		script_hex16_at(p, addr);
 		p += 16;
@@ -143,27 +162,20 @@ int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, ui
 }
 
 uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			 const uint8_t *isize, uint64_t ip, uint32_t n, int guest)
+			 const uint8_t *isize, uint64_t *ip, uint32_t n, int guest)
 {
+	uint64_t at = *ip;
 	uint32_t i = 0;
 
 	if (c->o->f.set[VMPT_OUT_HW] == VMPT_F_IP) {
 		/* -F ip: " %16lx\n" each. */
-		for (; i < n; ip += isize[i], i++) {
-			char *p;
-
-			if (c->len > SCRIPT_OUT_CAP - 32)
-				script_out_flush(c);
-			p = c->buf + c->len;
-			p[0] = ' ';
-			script_hex16_at(p + 1, ip);
-			p[17] = '\n';
-			c->len += 18;
-		}
-		return n;
+		for (; i < n; at += isize[i], i++)
+			ip_line(c, at);
+	} else {
+		for (; i < n && script_fast_insn(c, sec, at, 0, guest) >= 0; at += isize[i], i++)
+			;
 	}
-	for (; i < n && script_fast_insn(c, sec, ip, 0, guest) >= 0; ip += isize[i], i++)
-		;
+	*ip = at;
 	return i;
 }
 

@@ -253,11 +253,11 @@ int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, ui
 int script_fast_branch(struct vmpt_consumer *c, const struct vmpt_section *sec,
 		       uint64_t from, int from_guest, uint64_t to, int to_guest);
 void script_fast_held(struct vmpt_consumer *c);
-/* The lines of n instructions in a row from ip (their sizes isize), none
- * at a branch (no addr): how many were written.
+/* The lines of n instructions in a row from *ip (their sizes isize),
+ * none at a branch (no addr): how many were written, *ip moved past them.
  */
 uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			 const uint8_t *isize, uint64_t ip, uint32_t n, int guest);
+			 const uint8_t *isize, uint64_t *ip, uint32_t n, int guest);
 
 /* vmpt_script_srcline.c: perf's srcline text for ip in sec, "file:line"
  * or "dso[addr]" (its length; 0: none), and the stream's DWARF freed.

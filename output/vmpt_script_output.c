@@ -453,13 +453,11 @@ static void fast_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 
 	/* Every instruction: the ones before the block's last in a row. */
 	if (period == 1 && b->ninsn > 1) {
-		i = script_fast_run(c, b->sec, b->isize, ip, b->ninsn - 1, c->nr);
+		i = script_fast_run(c, b->sec, b->isize, &ip, b->ninsn - 1, c->nr);
 		if (i) {
 			script_state_time(c, c->insn_time);
 			c->last_insn_cnt = c->insns + i;
 			c->stats.synthesized += i;
-			for (uint32_t k = 0; k < i; k++)
-				ip += b->isize[k];
 		}
 	}
 	for (; i < b->ninsn; ip += b->isize[i], i++) {
