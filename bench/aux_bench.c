@@ -101,7 +101,8 @@ static int sink(void *ctx, uint64_t offset, const void *a, size_t alen,
 }
 
 /* One run at rate MB/s; returns the bytes lost, or -1 on a write error. */
-static int64_t run(const char *path, uint64_t area, uint64_t total, double rate)
+static int64_t run(const char *path, uint64_t area, uint64_t slice, uint64_t total,
+		   double rate)
 {
 	struct sim s = { .size = area, .total = total, .rate = rate };
 	struct vmpt_aux_area a = { 0 };
@@ -120,6 +121,7 @@ static int64_t run(const char *path, uint64_t area, uint64_t total, double rate)
 	a.pc = &s.pc;
 	a.base = s.area;
 	a.size = area;
+	a.slice = slice;
 	pthread_create(&th, NULL, producer, &s);
 	for (;;) {
 		int done = atomic_load(&s.done);
@@ -181,6 +183,29 @@ static double write_rate(const char *path, uint64_t total)
 	return (double)total / t / 1e6;
 }
 
+/* The highest loss-free rate in MB/s, to 2% of the limit; -1: a write
+ * error. */
+static double bisect(const char *path, uint64_t area, uint64_t slice, uint64_t total,
+		     double limit)
+{
+	double lo = 0, hi = limit * 1.5;
+
+	while (hi - lo > limit * 0.02) {
+		double mid = (lo + hi) / 2;
+		int64_t lost = run(path, area, slice, total, mid * 1e6);
+
+		if (lost < 0) {
+			fprintf(stderr, "aux-bench: %s: write error\n", path);
+			return -1;
+		}
+		if (lost)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return lo;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -206,26 +231,24 @@ int main(int argc, char **argv)
 	printf("memcpy %.0f MB/s\n", memcpy_rate(total));
 	for (int i = optind; i < argc; i++) {
 		const char *path = argv[i];
-		double limit = write_rate(path, total), lo = 0, hi = limit * 1.5;
+		double limit = write_rate(path, total);
 
-		/* Bisect the highest loss-free rate, to 2% of the limit. */
-		while (hi - lo > limit * 0.02) {
-			double mid = (lo + hi) / 2;
-			int64_t lost = run(path, area, total, mid * 1e6);
+		/* vmpt record's slices (an eighth of the area), then the
+		 * whole half area in one write, as perf record does */
+		for (uint64_t slice = area / 8;; slice = 0) {
+			double lo = bisect(path, area, slice, total, limit);
 
-			if (lost < 0) {
-				fprintf(stderr, "aux-bench: %s: write error\n", path);
+			if (lo < 0)
 				return 1;
-			}
-			if (lost)
-				hi = mid;
-			else
-				lo = mid;
+			printf("%s: write() %.0f MB/s; the AUX consumer kept up to %.0f MB/s "
+			       "with no loss (%.0f%% of write()), %llu KiB area, %s\n",
+			       path, limit, lo, 100 * lo / limit,
+			       (unsigned long long)(area >> 10),
+			       slice ? "released in eighths" : "released whole");
+			if (!slice)
+				break;
 		}
 		unlink(path);
-		printf("%s: write() %.0f MB/s; the AUX consumer kept up to %.0f MB/s "
-		       "with no loss (%.0f%% of write()), %llu KiB area\n",
-		       path, limit, lo, 100 * lo / limit, (unsigned long long)(area >> 10));
 	}
 	return 0;
 }

@@ -7,7 +7,7 @@
 #include "progress.h"
 #include "script_filter.h"
 #include "script_images.h"
-#include "vmpt/correlate.h"
+#include "script_session.h"
 #include "vmpt/error.h"
 #include "vmpt/export.h"
 #include "vmpt/image.h"
@@ -77,14 +77,11 @@ static int export_perf_data(const char *path, struct vmpt_image *img, struct vmp
 	struct vmpt_session s;
 	struct progress pg;
 	char err[600];
-	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
+	int ret = script_session_open(&s, "vmpt export", path, img, &so, op->guest_code,
+				      NULL), status = 1;
 
-	if (ret == 0 && op->guest_code)
-		ret = vmpt_session_add_guest_code(&s);
-	if (ret < 0) {
-		fprintf(stderr, "vmpt export: %s\n", s.errmsg);
+	if (ret < 0)
 		goto out;
-	}
 	if (!s.n_bufs) {
 		fprintf(stderr, "vmpt export: no Intel PT data in %s\n", path);
 		goto out;

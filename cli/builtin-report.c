@@ -7,7 +7,7 @@
 #include "progress.h"
 #include "script_filter.h"
 #include "script_images.h"
-#include "vmpt/correlate.h"
+#include "script_session.h"
 #include "vmpt/error.h"
 #include "vmpt/image.h"
 #include "vmpt/report.h"
@@ -50,16 +50,11 @@ static int report_perf_data(const char *path, struct vmpt_image *img,
 	struct vmpt_session s;
 	struct progress pg;
 	uint64_t *from = NULL, *to = NULL;
-	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
+	int ret = script_session_open(&s, "vmpt report", path, img, &so, guest_code, NULL),
+	    status = 1;
 
-	if (ret == 0 && s.corr)
-		vmpt_corr_summary(s.corr, stderr, "vmpt report");
-	if (ret == 0 && guest_code)
-		ret = vmpt_session_add_guest_code(&s);
-	if (ret < 0) {
-		fprintf(stderr, "vmpt report: %s\n", s.errmsg);
+	if (ret < 0)
 		goto out;
-	}
 	if (!s.n_bufs) {
 		fprintf(stderr, "vmpt report: no Intel PT data in %s\n", path);
 		goto out;

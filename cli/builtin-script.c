@@ -7,7 +7,7 @@
 #include "progress.h"
 #include "script_images.h"
 #include "script_filter.h"
-#include "vmpt/correlate.h"
+#include "script_session.h"
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
@@ -24,20 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Does the file hold an Intel PT stream (a PSB) but no perf.data? */
-static int raw_trace(const char *path)
-{
-	struct vmpt_file f;
-	int found;
-
-	if (vmpt_file_map(&f, path) < 0)
-		return 0;
-	found = !vmpt_perf_is_perf_data(f.data, f.size) &&
-		f.size && vmpt_pkt_find_psb(f.data, f.data + f.size);
-	vmpt_file_unmap(&f);
-	return found;
-}
 
 /* At the end on stderr, as perf's warning, with what vmpt knows more:
  * what was decoded, errors by cause, trace skipped, binaries missing.
@@ -119,18 +105,11 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	char err[512];
 	struct vmpt_session_opts so = { .symfs = sf->symfs, .warn = stderr,
 					.no_guest_tasks = sf->no_guest_tasks };
-	int ret = vmpt_session_open_opts(&s, path, img, &so), status = 1;
+	int ret = script_session_open(&s, "vmpt script", path, img, &so, op->guest_code,
+				      ": a raw Intel PT trace? (did you mean --pt?)"), status = 1;
 
-	if (ret == 0 && s.corr)
-		vmpt_corr_summary(s.corr, stderr, "vmpt script");
-	if (ret == 0 && op->guest_code)
-		ret = vmpt_session_add_guest_code(&s);
-	if (ret < 0) {
-		fprintf(stderr, "vmpt script: %s%s\n", s.errmsg,
-			ret == -VMPT_ERR_FORMAT && raw_trace(path) ?
-			": a raw Intel PT trace? (did you mean --pt?)" : "");
+	if (ret < 0)
 		goto out;
-	}
 	if (!s.n_bufs && !op->show_task && !op->show_mmap && !op->show_switch &&
 	    !op->show_lost) {
 		fprintf(stderr, "vmpt script: no Intel PT data in %s; it holds %zu sideband "

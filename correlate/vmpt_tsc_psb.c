@@ -16,21 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int push(struct vmpt_tsc_recs *o, const struct vmpt_tsc_rec *r)
-{
-	if (o->n == o->cap) {
-		size_t cap = o->cap ? 2 * o->cap : 1024;
-		struct vmpt_tsc_rec *p = realloc(o->r, cap * sizeof(*p));
-
-		if (!p)
-			return -VMPT_ERR_NOMEM;
-		o->r = p;
-		o->cap = cap;
-	}
-	o->r[o->n++] = *r;
-	return 0;
-}
-
 /* The PSB+ after the PSB at p (p + 16 on): its TSC record in *r.  1: one
  * with a TSC; 0: none; -1: a PSB+ without PSBEND, or a bad packet in it.
  */
@@ -123,7 +108,7 @@ static int emit(struct placer *pl, struct vmpt_tsc_rec r)
 		r.ctc_pos = pl->pos;
 	}
 	r.stretch = pl->have ? pl->stretch : ++pl->out->stretches;
-	return push(pl->out, &r);
+	return vmpt_tsc_recs_push(pl->out, &r);
 }
 
 /* Bytes [from, to) of the buffer walked packet by packet (the packet
@@ -173,7 +158,7 @@ static int walk(struct placer *pl, uint64_t from, uint64_t to, int joins)
 		r.off += from;
 		r.stretch = mapped;
 		r.ctc_pos += shift;
-		if (push(pl->out, &r) < 0) {
+		if (vmpt_tsc_recs_push(pl->out, &r) < 0) {
 			vmpt_tsc_recs_free(&w);
 			return -VMPT_ERR_NOMEM;
 		}

@@ -50,10 +50,8 @@ struct scan {
 	long pending;
 };
 
-static int push(struct scan *s, const struct vmpt_tsc_rec *r)
+int vmpt_tsc_recs_push(struct vmpt_tsc_recs *o, const struct vmpt_tsc_rec *r)
 {
-	struct vmpt_tsc_recs *o = s->out;
-
 	if (o->n == o->cap) {
 		size_t cap = o->cap ? 2 * o->cap : 1024;
 		struct vmpt_tsc_rec *p = realloc(o->r, cap * sizeof(*p));
@@ -168,7 +166,7 @@ static int on_tma(struct scan *s, uint64_t off, uint16_t ctc, uint16_t fc)
 	r.tma_ctc = ctc;
 	r.tma_fc = fc;
 	r.ctc_pos = pos;
-	return push(s, &r);
+	return vmpt_tsc_recs_push(s->out, &r);
 }
 
 /* perf's intel_pt_vm_psb_lookahead_cb over the PSB+ after p. */
@@ -316,7 +314,7 @@ static int on_tsc(struct scan *s, const uint8_t *p, int n, unsigned ctx, uint64_
 		r.flags |= VMPT_REC_MTC;
 	r.flags |= (s->pge ? VMPT_REC_PGE : 0) | (s->cont ? VMPT_REC_CONT : 0) |
 		   (s->same_buf ? VMPT_REC_SAME_BUF : 0);
-	ret = push(s, &r);
+	ret = vmpt_tsc_recs_push(s->out, &r);
 	if (ret < 0)
 		return ret;
 	s->pending = (long)s->out->n - 1;

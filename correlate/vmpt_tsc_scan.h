@@ -91,6 +91,8 @@ int vmpt_tsc_scan_queue(struct vmpt_tsc_recs *out, const struct vmpt_tsc_scan_cf
 			const struct vmpt_corr_buffer *bufs, const size_t *idx, size_t n,
 			int consecutive, size_t *sync);
 
+/* Append r: 0 or -VMPT_ERR_NOMEM. */
+int vmpt_tsc_recs_push(struct vmpt_tsc_recs *o, const struct vmpt_tsc_rec *r);
 void vmpt_tsc_recs_free(struct vmpt_tsc_recs *r);
 
 #endif

@@ -20,18 +20,26 @@ static void store_release(__u64 *p, uint64_t v)
 int64_t vmpt_aux_read(struct vmpt_aux_area *a, vmpt_aux_sink sink, void *ctx)
 {
 	uint64_t head = load_acquire(&a->pc->aux_head);
-	uint64_t tail = a->pc->aux_tail;
-	if (head == tail)
-		return 0;
+	uint64_t tail = a->pc->aux_tail, from = tail;
+
 	if (head - tail > a->size)
 		return -VMPT_ERR_OVERFLOW;	/* the kernel never does this */
-	uint64_t len = head - tail;
-	uint64_t start = tail & (a->size - 1);
-	uint64_t first = len < a->size - start ? len : a->size - start;
-	if (sink(ctx, tail, a->base + start, first, a->base, len - first))
-		return -VMPT_ERR_IO;
-	store_release(&a->pc->aux_tail, head);
-	return (int64_t)len;
+	/* Slice by slice, each released before the next is written: the
+	 * hardware gets space back while a long write goes on. */
+	while (tail != head) {
+		uint64_t len = head - tail;
+
+		if (a->slice && len > a->slice)
+			len = a->slice;
+		uint64_t start = tail & (a->size - 1);
+		uint64_t first = len < a->size - start ? len : a->size - start;
+
+		if (sink(ctx, tail, a->base + start, first, a->base, len - first))
+			return -VMPT_ERR_IO;
+		tail += len;
+		store_release(&a->pc->aux_tail, tail);
+	}
+	return (int64_t)(tail - from);
 }
 
 int64_t vmpt_aux_snapshot(struct vmpt_aux_area *a, vmpt_aux_sink sink, void *ctx)

@@ -231,6 +231,7 @@ static int map_open_aux(struct rec *r, struct rec_map *m)
 	m->aux.pc = pc;
 	m->aux.base = m->aux_base;
 	m->aux.size = m->aux_len;
+	m->aux.slice = m->aux_len / 8;
 
 	m->sb_fd = sys_perf_event_open(&r->sb_attr, m->tid, m->cpu, -1,
 				       PERF_FLAG_FD_CLOEXEC);

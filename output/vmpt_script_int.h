@@ -13,6 +13,7 @@
 #include "vmpt/srcline.h"
 
 #include <capstone/capstone.h>
+#include <emmintrin.h>
 #include <pthread.h>
 
 #define SCRIPT_OUT_CAP (1u << 16)
@@ -22,6 +23,11 @@
 #define GUEST_SAMPLE (1 << 30)
 #define ITRACE_CHAIN_MAX 1024		/* perf's largest g size */
 #define ITRACE_BRANCHES_MAX 1024	/* and l size */
+/* The fast lines (script_fast_*): a symbol's text kept up to this, the
+ * room a line takes at most.
+ */
+#define SYM_TEXT_MAX 480
+#define FAST_LINE_MAX (2 * SYM_TEXT_MAX + 96)
 
 /* A binary missing here (its mapping named by the sideband) and the
  * decoding errors inside it.
@@ -91,6 +97,13 @@ struct vmpt_consumer {
 		const struct vmpt_symbol *sym;
 		uint64_t from, to;	/* addresses with this answer */
 		size_t name_len, dso_len;
+		/* Its text in the fast lines: " name" then " (dso)" as the
+		 * fields text_f (0: none yet) want them, in machine
+		 * text_guest of task text_mpid (a guest kernel's dso name).
+		 */
+		unsigned text_f, name_part, text_len;
+		int text_guest, text_mpid;
+		char text[SYM_TEXT_MAX];
 	} seen[4];
 	unsigned seen_next;
 	/* Instruction samples: every Nth, or time periods as perf counts
@@ -130,7 +143,16 @@ struct vmpt_consumer {
 		int on;
 		struct script_sample smp;
 		uint64_t cyc, tot, prev_cnt;
+		/* A fast line (smp has its ip, flags, time only): the text. */
+		int fast;
+		unsigned text_len;
+		char text[FAST_LINE_MAX];
 	} held;
+	/* Samples print without struct script_sample (script_fast_*):
+	 * nothing between them and the line (no filter, stack, skip or
+	 * sample_fn) and no field but ip, addr, sym, symoff, dso.
+	 */
+	int fast;
 	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
 	/* perf 6.1 prints a PWRE of its own (after HLT) with the payload
 	 * of the last one bound to an MWAIT (its state's pwre_payload).
@@ -161,6 +183,33 @@ struct vmpt_consumer {
 };
 
 /* vmpt_script_line.c: layout. */
+/* "%16lx", the way perf prints addresses, without printf, at p (16
+ * bytes): the 16 nibbles spread into bytes and made digits at once
+ * (SSE2, which every x86-64 has), then the leading zeros made spaces but
+ * the last digit.
+ */
+static inline void script_hex16_at(char *p, uint64_t v)
+{
+	/* 16 bytes of 0xff then 16 of 0: a mask of the first n bytes. */
+	static const uint8_t lead_mask[32] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+	};
+	unsigned lead = v ? (unsigned)__builtin_clzll(v) / 4 : 15;
+	__m128i x = _mm_cvtsi64_si128((long long)__builtin_bswap64(v));
+	__m128i low4 = _mm_set1_epi8(0x0f);
+	__m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low4),
+					_mm_and_si128(x, low4));
+	__m128i letter = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)),
+				       _mm_set1_epi8('a' - '0' - 10));
+	__m128i digits = _mm_add_epi8(_mm_add_epi8(nib, _mm_set1_epi8('0')), letter);
+	__m128i mask = _mm_loadu_si128((const __m128i *)(lead_mask + 16 - lead));
+
+	_mm_storeu_si128((__m128i *)p, _mm_or_si128(_mm_andnot_si128(mask, digits),
+						    _mm_and_si128(mask, _mm_set1_epi8(' '))));
+}
+
+
 void script_out_flush(struct vmpt_consumer *c);
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp);
 /* The same with a callchain (g), a branch stack (l) and the call depth
@@ -181,6 +230,34 @@ void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf
 const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest);
 /* perf's "%-15s%4s"-style name of sample flags (perf_sample__sprintf_flags). */
 void script_flags_name(uint32_t flags, char *buf, size_t size);
+
+/* The fast lines (c->fast): an instruction sample, of machine guest
+ * (its code sec, NULL: looked up), addr its branch's target (0: none);
+ * a branch sample from `from` (its code sec) to `to`.  The line's
+ * length, or -1 when it needs the general path (nothing written then).
+ * script_fast_held: the held sample's text (held.fast) is delivered.
+ */
+/* The symbol at ip in sec (not NULL), from the ones seen last if it is
+ * one of them; sym NULL: none there.
+ */
+struct sym_seen *script_sym_at(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			       uint64_t ip);
+/* The dso perf names for an address: its code's, else the mapping's
+ * (a binary missing here), else [unknown].
+ */
+const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			    uint64_t addr, int guest, size_t *len);
+int script_fast_ok(const struct vmpt_script *s);
+int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		     uint64_t addr, int guest);
+int script_fast_branch(struct vmpt_consumer *c, const struct vmpt_section *sec,
+		       uint64_t from, int from_guest, uint64_t to, int to_guest);
+void script_fast_held(struct vmpt_consumer *c);
+/* The lines of n instructions in a row from *ip (their sizes isize),
+ * none at a branch (no addr): how many were written, *ip moved past them.
+ */
+uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			 const uint8_t *isize, uint64_t *ip, uint32_t n, int guest);
 
 /* vmpt_script_srcline.c: perf's srcline text for ip in sec, "file:line"
  * or "dso[addr]" (its length; 0: none), and the stream's DWARF freed.

@@ -9,7 +9,6 @@
 #include "vmpt_script_int.h"
 #include "vmpt/error.h"
 
-#include <emmintrin.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -117,32 +116,11 @@ static void out_hex(struct vmpt_consumer *c, uint64_t v)
 	out_mem(c, tmp + sizeof(tmp) - n, n);
 }
 
-/* "%16lx", the way perf prints addresses, without printf: the 16 nibbles
- * spread into bytes and made digits at once (SSE2, which every x86-64
- * has), then the leading zeros made spaces but the last digit.
- */
 static inline void out_hex16(struct vmpt_consumer *c, uint64_t v)
 {
-	/* 16 bytes of 0xff then 16 of 0: a mask of the first n bytes. */
-	static const uint8_t lead_mask[32] = {
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-		0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-	};
-	unsigned lead = v ? (unsigned)__builtin_clzll(v) / 4 : 15;
-	__m128i x = _mm_cvtsi64_si128((long long)__builtin_bswap64(v));
-	__m128i low4 = _mm_set1_epi8(0x0f);
-	__m128i nib = _mm_unpacklo_epi8(_mm_and_si128(_mm_srli_epi16(x, 4), low4),
-					_mm_and_si128(x, low4));
-	__m128i letter = _mm_and_si128(_mm_cmpgt_epi8(nib, _mm_set1_epi8(9)),
-				       _mm_set1_epi8('a' - '0' - 10));
-	__m128i digits = _mm_add_epi8(_mm_add_epi8(nib, _mm_set1_epi8('0')), letter);
-	__m128i mask = _mm_loadu_si128((const __m128i *)(lead_mask + 16 - lead));
-
 	if (c->len > SCRIPT_OUT_CAP - 32)
 		script_out_flush(c);
-	_mm_storeu_si128((__m128i *)(c->buf + c->len),
-			 _mm_or_si128(_mm_andnot_si128(mask, digits),
-				      _mm_and_si128(mask, _mm_set1_epi8(' '))));
+	script_hex16_at(c->buf + c->len, v);
 	c->len += 16;
 }
 
@@ -250,18 +228,12 @@ const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, i
 	return vmpt_image_find(c->o->image, &space, addr);
 }
 
-/* The symbol at ip in sec (sym NULL: none there, or no sec), from the
- * ones seen last if it is one of them.
- */
-static const struct sym_seen *sym_at(struct vmpt_consumer *c,
-				     const struct vmpt_section *sec, uint64_t ip)
+struct sym_seen *script_sym_at(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			       uint64_t ip)
 {
 	const size_t n = sizeof(c->seen) / sizeof(c->seen[0]);
-	static const struct sym_seen none;
 	struct sym_seen *e;
 
-	if (!sec)
-		return &none;
 	for (size_t i = 0; i < n; i++) {
 		e = &c->seen[i];
 		if (e->sec == sec && ip - e->from < e->to - e->from)
@@ -269,16 +241,23 @@ static const struct sym_seen *sym_at(struct vmpt_consumer *c,
 	}
 	e = &c->seen[c->seen_next++ % n];
 	e->sec = sec;
+	e->text_f = 0;
 	e->sym = vmpt_section_symbol_span(sec, ip, &e->from, &e->to);
 	e->name_len = e->sym ? strlen(e->sym->name) : 0;
 	e->dso_len = strlen(sec->name);
 	return e;
 }
 
-/* The dso perf names for an address: its code's, else the mapping's
- * (a binary missing here), else [unknown].
- */
-static const char *dso_name(struct vmpt_consumer *c, const struct vmpt_section *sec,
+/* The symbol at ip in sec (sym NULL: none there, or no sec). */
+static const struct sym_seen *sym_at(struct vmpt_consumer *c,
+				     const struct vmpt_section *sec, uint64_t ip)
+{
+	static const struct sym_seen none;
+
+	return sec ? script_sym_at(c, sec, ip) : &none;
+}
+
+const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			    uint64_t addr, int guest, size_t *len)
 {
 	struct vmpt_map_ref map;
@@ -352,7 +331,7 @@ static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
 	}
 	if (f & VMPT_F_DSO) {
 		size_t len;
-		const char *name = dso_name(c, sec, ip, guest, &len);
+		const char *name = script_dso_name(c, sec, ip, guest, &len);
 
 		out_mem(c, " (", 2);
 		print_dso(c, name, len);
@@ -471,7 +450,7 @@ static void print_callindent(struct vmpt_consumer *c, unsigned f,
 	}
 	if ((f & VMPT_F_DSO) && !(f & (VMPT_F_IP | VMPT_F_ADDR))) {
 		size_t dlen;
-		const char *dso = dso_name(c, smp->sec, smp->ip, smp->guest, &dlen);
+		const char *dso = script_dso_name(c, smp->sec, smp->ip, smp->guest, &dlen);
 
 		out_char(c, '(');
 		print_dso(c, dso, dlen);
@@ -572,7 +551,7 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 			else
 				out_mem(c, "[unknown]", 9);
 			if (f & VMPT_F_DSO) {
-				dso = dso_name(c, from, br[i].from, guest, &len);
+				dso = script_dso_name(c, from, br[i].from, guest, &len);
 				outf(c, "(%s)", dso);
 			}
 			out_char(c, '/');
@@ -582,14 +561,14 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 			else
 				out_mem(c, "[unknown]", 9);
 			if (f & VMPT_F_DSO) {
-				dso = dso_name(c, to, br[i].to, guest, &len);
+				dso = script_dso_name(c, to, br[i].to, guest, &len);
 				outf(c, "(%s)", dso);
 			}
 		} else {
 			outf(c, " 0x%" PRIx64, br[i].from);
 			if (f & VMPT_F_DSO) {
 				size_t len;
-				const char *dso = dso_name(c, script_find(c, br[i].from, guest),
+				const char *dso = script_dso_name(c, script_find(c, br[i].from, guest),
 							   br[i].from, guest, &len);
 
 				outf(c, "(%s)", dso);
@@ -597,7 +576,7 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 			outf(c, "/0x%" PRIx64, br[i].to);
 			if (f & VMPT_F_DSO) {
 				size_t len;
-				const char *dso = dso_name(c, script_find(c, br[i].to, guest),
+				const char *dso = script_dso_name(c, script_find(c, br[i].to, guest),
 							   br[i].to, guest, &len);
 
 				outf(c, "(%s)", dso);

@@ -277,6 +277,12 @@ void script_branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 		c->stats.errors[VMPT_ERR_NOMEM]++;
 	if (!it->branches || branch_filtered(c, flags) || script_skipped(c))
 		return;
+	if (c->fast && (from_guest == to_guest || !from || !to) &&
+	    script_fast_branch(c, from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL,
+			       from, from_guest, to, to_guest) >= 0) {
+		c->stats.synthesized++;
+		return;
+	}
 	/* The sample once it is made, without its synth text (a branch
 	 * has none): zeroing that would cost as much as the rest.
 	 */
@@ -418,7 +424,12 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 		return;
 	smp.period = tot - c->last_insn_cnt;
 	if (ip == b->end_ip && !b->taken && b->iclass != VMPT_IC_OTHER) {
-		c->held = (struct held_sample){ 1, smp, cyc, tot, c->last_insn_cnt };
+		c->held.on = 1;
+		c->held.fast = 0;
+		c->held.smp = smp;
+		c->held.cyc = cyc;
+		c->held.tot = tot;
+		c->held.prev_cnt = c->last_insn_cnt;
 		c->last_insn_cnt = tot;
 		return;
 	}
@@ -428,6 +439,75 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	c->last_insn_cnt = tot;
 	fill_ipc(c, &smp, cyc, tot, &c->in_cyc, &c->in_insns);
 	script_deliver(c, &smp);
+}
+
+/* The instruction samples of block b on the fast path (c->fast, a
+ * sample every period instructions): what insn_sample does, with the line made
+ * straight away (or its text held, as insn_sample holds the sample).
+ */
+static void fast_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
+		       uint64_t period)
+{
+	uint64_t ip = b->ip;
+	uint32_t i = 0;
+
+	/* Every instruction: the ones before the block's last in a row. */
+	if (period == 1 && b->ninsn > 1) {
+		i = script_fast_run(c, b->sec, b->isize, &ip, b->ninsn - 1, c->nr);
+		if (i) {
+			script_state_time(c, c->insn_time);
+			c->last_insn_cnt = c->insns + i;
+			c->stats.synthesized += i;
+		}
+	}
+	for (; i < b->ninsn; ip += b->isize[i], i++) {
+		int last = i + 1 == b->ninsn, at_end = ip == b->end_ip;
+		uint64_t time, addr = at_end && b->taken ? b->to : 0;
+		struct held_sample *h;
+		int n;
+
+		if (++c->since < period)
+			continue;
+		c->since = 0;
+		if (last && b->cyc_est && b->cyc)
+			c->est_cyc = b->cyc;
+		/* The sample's time as insn_sample's: it moves perf's
+		 * state time, which later samples show.
+		 */
+		if (last && b->taken)
+			time = branch_time(c, b->end_ip, b->to, decided_by_trace(b) ?
+					   b->time : c->insn_time);
+		else if (last && b->iclass == VMPT_IC_JCC)
+			time = script_state_time(c, b->time);
+		else
+			time = script_state_time(c, c->insn_time);
+		if (!(at_end && !b->taken && b->iclass != VMPT_IC_OTHER)) {
+			if (script_fast_insn(c, b->sec, ip, addr, c->nr) < 0) {
+				insn_sample(c, b, i, ip, last ? b->cyc : 0);
+				continue;
+			}
+			c->last_insn_cnt = c->insns + i + 1;
+			c->stats.synthesized++;
+			continue;
+		}
+		/* Held as insn_sample holds it: its line's text aside. */
+		h = &c->held;
+		n = script_fast_insn(c, b->sec, ip, addr, c->nr);
+		if (n < 0) {
+			insn_sample(c, b, i, ip, last ? b->cyc : 0);
+			continue;
+		}
+		c->len -= (size_t)n;
+		memcpy(h->text, c->buf + c->len, (size_t)n);
+		h->text_len = (unsigned)n;
+		h->on = 1;
+		h->fast = 1;
+		h->smp.ip = ip;
+		h->smp.time = time;
+		h->smp.flags = script_insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
+		h->prev_cnt = c->last_insn_cnt;
+		c->last_insn_cnt = c->insns + i + 1;
+	}
 }
 
 /* The next item came: the held sample is perf's unless that item is an
@@ -449,6 +529,10 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 	if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_DISABLED &&
 	    (h->smp.flags & PF_TRACE_END))
 		h->smp.time = script_state_time(c, next->time);
+	if (h->fast) {
+		script_fast_held(c);
+		return;
+	}
 	if (script_skipped(c)) {
 		c->last_insn_cnt = h->prev_cnt;
 		return;
@@ -458,6 +542,46 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 }
 
 
+
+/* The instruction samples of block b (every one with every). */
+static void sampled_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b, int every)
+{
+	const struct vmpt_itrace *it = &c->o->it;
+	uint64_t ip = b->ip;
+
+	for (uint32_t i = 0; i < b->ninsn; i++) {
+		int take;
+
+		if (every) {
+			take = 1;
+		} else if (script_time_period(c)) {
+			if (!c->p_left)
+				c->p_left = period_next(c);
+			c->p_cnt++;
+			take = --c->p_left == 0;
+			if (take)
+				period_sampled(c);
+		} else {
+			take = ++c->since >= (it->period ? it->period : 1);
+		}
+		if (take) {
+			int last = i + 1 == b->ninsn;
+			uint64_t cyc = last ? b->cyc : 0;
+
+			/* Estimating: the count of the last IPC point,
+			 * at the last instruction the block's own.
+			 */
+			if (b->cyc_est) {
+				if (last && b->cyc)
+					c->est_cyc = b->cyc;
+				cyc = c->est_cyc;
+			}
+			c->since = 0;
+			insn_sample(c, b, i, ip, cyc);
+		}
+		ip += b->isize[i];
+	}
+}
 
 static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 {
@@ -477,7 +601,6 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	c->have_block = 1;
 	c->stats.insns += b->ninsn;
 	if (it->insns) {
-		uint64_t ip = b->ip;
 		int every = script_time_period(c) &&
 			    (!c->p_ticks || it->timeless || !b->time);
 
@@ -487,38 +610,10 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		}
 		/* perf's walk stops at every branch and counts anew. */
 		c->p_left = 0;
-		for (uint32_t i = 0; i < b->ninsn; i++) {
-			int take;
-
-			if (every) {
-				take = 1;
-			} else if (script_time_period(c)) {
-				if (!c->p_left)
-					c->p_left = period_next(c);
-				c->p_cnt++;
-				take = --c->p_left == 0;
-				if (take)
-					period_sampled(c);
-			} else {
-				take = ++c->since >= (it->period ? it->period : 1);
-			}
-			if (take) {
-				int last = i + 1 == b->ninsn;
-				uint64_t cyc = last ? b->cyc : 0;
-
-				/* Estimating: the count of the last IPC point,
-				 * at the last instruction the block's own.
-				 */
-				if (b->cyc_est) {
-					if (last && b->cyc)
-						c->est_cyc = b->cyc;
-					cyc = c->est_cyc;
-				}
-				c->since = 0;
-				insn_sample(c, b, i, ip, cyc);
-			}
-			ip += b->isize[i];
-		}
+		if (c->fast && (every || !script_time_period(c)))
+			fast_insns(c, b, every ? 1 : it->period ? it->period : 1);
+		else
+			sampled_insns(c, b, every);
 	}
 	c->insns += b->ninsn;
 	if (est_point)

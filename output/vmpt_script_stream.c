@@ -200,6 +200,7 @@ static struct vmpt_consumer *stream_open(void *ctx, FILE *f)
 	c->task = (struct vmpt_task){ .cpu = -1, .pid = -1, .tid = -1 };
 	c->cbr_seen = ~0u;
 	c->err_offset = -1;
+	c->fast = script_fast_ok(s);
 	if (script_time_period(c) && o->it.insns && o->it.period) {
 		/* perf: the period in TSC ticks, rounded down to a power of
 		 * two (raw traces: the period is in ticks already).

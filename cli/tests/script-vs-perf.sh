@@ -55,6 +55,11 @@ same() {
 MODES=("" --itrace=b --itrace=cr --itrace=i0ns --itrace=i0nsg --itrace=bxwpe
        "--itrace=bxwpe -F+flags" --call-trace --call-ret-trace "-F+flags,+insnlen --itrace=i0ns"
        "--itrace=i0ns -F+addr")
+# The lines of output/vmpt_script_fast.c (no field but ip, addr, sym,
+# symoff, dso): every instruction, every Nth, branches, errors among them.
+FAST=("--itrace=i0ns -F ip" "--itrace=b -F ip,addr" "--itrace=b -F ip,addr,sym,dso"
+      "--itrace=i0nse -F ip,sym,symoff,dso" "--itrace=b -F ip,sym,symoff" "--itrace=be -F addr,dso"
+      "--itrace=i3i -F ip,addr,dso" "--itrace=b -F ip")
 
 # The hase recordings, their binaries where the MMAPs say.
 for p in /home/joerg/git/hase /home/joerg/git/angr/hase; do
@@ -65,7 +70,7 @@ for p in /home/joerg/git/hase /home/joerg/git/angr/hase; do
 done
 for f in "$H"/loopy/loopy-20180404T162955.perf "$H"/control_flow/control_flow-20180404T163033.perf \
 	 "$H"/loopy/loopy-201805.perf.data; do
-	same "$(basename "$f")" "-i $f --symfs $tmp/symfs" "${MODES[@]}"
+	same "$(basename "$f")" "-i $f --symfs $tmp/symfs" "${MODES[@]}" "${FAST[@]}"
 done
 # control_flow-201805 runs into 0x60 (PUSHA, invalid in 64-bit mode):
 # perf's x86 decoder takes it for a 1-byte instruction, vmpt's reports a
@@ -95,9 +100,10 @@ done
 	--host-kernel "$D/guest-kernel" -o "$tmp/uk"
 same user "-i $tmp/u.perf.data" "${MODES[@]}" --itrace=i100ns --itrace=i5 --itrace=i5ns \
 	--itrace=i1us --itrace=i1000i --itrace=i10000t "--itrace=i0ns -F+ipc" \
-	"--itrace=bl -F+brstacksym" --itrace=i0nss100 "--itrace=bg4" --insn-trace --ns
+	"--itrace=bl -F+brstacksym" --itrace=i0nss100 "--itrace=bg4" --insn-trace --ns \
+	"${FAST[@]}"
 same user+kernel "-i $tmp/uk.perf.data --vmlinux $D/guest-kernel" "${MODES[@]}" \
-	"--itrace=i0nsg8" "--itrace=bl4 -F+brstack"
+	"--itrace=i0nsg8" "--itrace=bl4 -F+brstack" "${FAST[@]}"
 
 # Per-cpu: four processes on two CPUs, one switched in after another.
 T0=$((0x2a00000000))

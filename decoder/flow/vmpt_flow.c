@@ -1779,6 +1779,7 @@ struct carry {
 	struct vmpt_time time;
 	uint64_t cr3, vmcs, machine;
 	uint8_t have_nr, nr, have_vmcs, mode;
+	uint8_t no_cyc;		/* the config's: the cycle count never matters */
 };
 _Static_assert(sizeof(struct carry) <= sizeof(struct vmpt_flow_carry),
 	       "vmpt_flow_carry too small");
@@ -1798,6 +1799,7 @@ void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c)
 	k.nr = dec->nr;
 	k.have_vmcs = dec->have_vmcs;
 	k.mode = dec->mode;
+	k.no_cyc = dec->cfg.no_cyc;
 	memcpy(c, &k, sizeof(k));
 }
 
@@ -1821,9 +1823,31 @@ void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
 	update_asid(dec);
 }
 
+/* Without CYC packets the count's base (set at a CBR that changes the
+ * ratio, which a fresh decoder's first CBR always does) never reaches a
+ * time: a piece need not be decoded again for it.
+ */
+static void forget_cycles(struct carry *k)
+{
+	if (!k->no_cyc)
+		return;
+	k->time.base = 0;
+	k->time.cyc = 0;
+	k->time.have_base = 0;
+	k->time.have_calc = 0;
+	k->time.calib_pending = 0;
+	k->time.calc_ratio = 0;
+}
+
 int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b)
 {
-	return !memcmp(a, b, sizeof(*a));
+	struct carry x, y;
+
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	forget_cycles(&x);
+	forget_cycles(&y);
+	return !memcmp(&x, &y, sizeof(x));
 }
 
 int vmpt_flow_enabled(const struct vmpt_flow *dec)

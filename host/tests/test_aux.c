@@ -266,6 +266,39 @@ static void test_sink_failure_keeps_data(void **state)
 	sim_free(&s);
 }
 
+/* Fails on its second call, after checking the first slice was released
+ * before it was asked for. */
+static int second_call_fails(void *ctx, uint64_t offset, const void *a, size_t alen,
+			     const void *b, size_t blen)
+{
+	struct sim *s = ctx;
+
+	if (offset == 0)
+		return sink(ctx, offset, a, alen, b, blen);
+	assert_int_equal(s->pc.aux_tail, offset);
+	return -1;
+}
+
+static void test_slices(void **state)
+{
+	(void)state;
+	struct sim s;
+	sim_init(&s, 64, 256);
+	struct vmpt_aux_area a = { .pc = &s.pc, .base = s.aux, .size = s.aux_size,
+				   .slice = 16 };
+	produce(&s, 40);
+	/* 40 bytes in slices of 16: the second fails, the first is freed */
+	assert_int_equal(vmpt_aux_read(&a, second_call_fails, &s), -VMPT_ERR_IO);
+	assert_int_equal(s.pc.aux_tail, 16);
+	produce(&s, 30);
+	/* 54 bytes, wrapping at 64: 16 + 16 (8 + 8 across the end) + 16 + 6 */
+	assert_int_equal(vmpt_aux_read(&a, sink, &s), 54);
+	assert_int_equal(s.pc.aux_tail, 70);
+	check_stream(&s, 0, 70);
+	assert_int_equal(s.bad_offset, 0);
+	sim_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -273,6 +306,7 @@ int main(void)
 		cmocka_unit_test(test_lost_and_bad_records),
 		cmocka_unit_test(test_snapshot),
 		cmocka_unit_test(test_sink_failure_keeps_data),
+		cmocka_unit_test(test_slices),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

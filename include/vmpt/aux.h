@@ -19,6 +19,7 @@ struct vmpt_aux_area {
 	struct perf_event_mmap_page *pc;	/* aux_head / aux_tail */
 	const uint8_t *base;			/* aux_size bytes */
 	uint64_t size;				/* a power of two */
+	uint64_t slice;		/* full-trace mode: most bytes per sink call (0: all) */
 	/* Snapshot mode: the kernel keeps aux_head inside the buffer and never
 	 * waits for aux_tail; these remember what was taken before. */
 	uint64_t snap_prev_head;
@@ -33,9 +34,10 @@ struct vmpt_aux_area {
 typedef int (*vmpt_aux_sink)(void *ctx, uint64_t offset, const void *a,
 			     size_t alen, const void *b, size_t blen);
 
-/* Full-trace mode: hand [aux_tail, aux_head) to sink, then advance aux_tail
- * so the kernel may reuse the space.  Returns the byte count or a negative
- * vmpt_err (sink failures give -VMPT_ERR_IO; aux_tail is then not moved).
+/* Full-trace mode: hand [aux_tail, aux_head) to sink, in slices of at most
+ * a->slice bytes, advancing aux_tail after each so the kernel may reuse the
+ * space.  Returns the byte count or a negative vmpt_err (sink failures give
+ * -VMPT_ERR_IO; aux_tail then stays after the last slice written).
  */
 int64_t vmpt_aux_read(struct vmpt_aux_area *a, vmpt_aux_sink sink, void *ctx);
 

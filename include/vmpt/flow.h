@@ -205,6 +205,10 @@ struct vmpt_flow_config {
 	 * for the packet right after it); 0: none, or no CYC.
 	 */
 	uint8_t cyc_thresh;
+	/* The recording says it has no CYC packets (cyc=0 in its config): a
+	 * -j seam then ignores the cycle count's state.  0: it may have.
+	 */
+	uint8_t no_cyc;
 	/* Stop at this offset (for segment-parallel decoding); 0: end. */
 	uint64_t stop_offset;
 	/* After a decoding error (trace and code disagree, no code, an

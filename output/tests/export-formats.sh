@@ -12,6 +12,7 @@
 # - folded: "frames count" lines; --weight samples counts the branch
 #   samples vmpt script prints; a guest's stacks go through the host's
 #   VM entry and [guest];
+# - the TSC offsets used for a VM recording, first on stderr;
 # - --max-depth, --time; bad arguments and output errors, with their
 #   messages and exit status.
 # usage: export-formats.sh VMPT_SYNTH
@@ -147,4 +148,14 @@ expect 1 "vmpt export: bad-name: the database name: letters, digits and '_' only
 check "folded to a full disk: status 1, the error" \
 	'[ $? -eq 1 ] && grep -q "writing the output: No space left on device" err'
 check "folded to a full disk: no summary" '! grep -q "samples," err'
+
+# A VM with a guest TSC offset: which one was used comes first, as vmpt
+# script says it.
+"$SYNTH" -q --vm --host-kernel "$D/vmx-kernel" --guest-elf "$D/guest-kernel" \
+	--guest-start start_kernel --branches 3000 --guest-period 500 --psb-period 1024 \
+	--seed 1 --vcpus 2 -o off
+# shellcheck disable=SC2086
+"$VMPT" export chrome -i off.perf.data $VMARGS -o off.json 2> off.err
+check "the TSC offset used: $(head -1 off.err)" \
+	'[ "$(head -1 off.err)" = "vmpt export: VMCS 0x1c0 TSC offset 0xfffffff000000000 (from the trace, 1 of 1 samples agree)" ]'
 exit $fail

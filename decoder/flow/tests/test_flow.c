@@ -3,7 +3,8 @@
  * and event lists for each trace rule (TNT, TIP, return compression, FUP
  * async branches, TIP.PGD binding, OVF, MODE.Exec, PTW, TSC, errors with
  * resync, cycle counts for IPC; Event Trace's CFE and EVD, power events,
- * events bound to a FUP while tracing is off or without their FUP).
+ * events bound to a FUP while tracing is off or without their FUP; the
+ * state a -j seam compares).
  */
 #include "vmpt/error.h"
 #include "vmpt/flow.h"
@@ -544,6 +545,78 @@ static void test_cycles_huge(void **state)
 	assert_string_equal(out, "psb 0 t36000000 \nenabled 1000 t36000000 \n");
 }
 
+/* PSB, TSC, TMA, CBR 20, PSBEND, tracing off. */
+static void timed_psb(struct trace *t, uint64_t tsc)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_TSC };
+
+	put(t, psb());
+	p.tsc = tsc;
+	put(t, p);
+	p = (struct vmpt_packet){ .type = VMPT_PKT_TMA };
+	p.tma.ctc = 0x100;
+	p.tma.fc = 2;
+	put(t, p);
+	p = (struct vmpt_packet){ .type = VMPT_PKT_CBR };
+	p.cbr = 20;
+	put(t, p);
+	put(t, psbend());
+}
+
+/* The state a decoder is in at the PSB item of the PSB at offset from
+ * (0: its first), decoding from start with cfg (stop: that PSB ends it).
+ */
+static void carry_at(struct vmpt_flow_config *cfg, uint64_t start, uint64_t stop,
+		     int nth_psb, struct vmpt_flow_carry *c)
+{
+	struct vmpt_flow *dec = vmpt_flow_new(cfg);
+	struct vmpt_flow_item it;
+	int psbs = 0;
+
+	assert_non_null(dec);
+	assert_int_equal(vmpt_flow_sync_at(dec, start, stop), 0);
+	while (vmpt_flow_next(dec, &it) == 0)
+		if (it.kind == VMPT_FLOW_EVENT && it.ev == VMPT_EV_PSB && ++psbs == nth_psb)
+			break;
+	assert_int_equal(psbs, nth_psb);
+	vmpt_flow_carry_get(dec, c);
+	vmpt_flow_free(dec);
+}
+
+/* A -j seam: the piece before reads the next PSB+ with the CBR it had
+ * (the cycle count's base stays), a new decoder starts the count there.
+ * Only CYC packets read that base: without them (the config says so)
+ * the states are the same and the piece after stands.
+ */
+static void test_seam_carry(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_flow_carry before, after;
+	struct trace t = { 0 };
+	size_t second;
+
+	(void)state;
+	timed_psb(&t, 0x100000);
+	second = t.len;
+	timed_psb(&t, 0x200000);
+	cfg.begin = t.buf;
+	cfg.end = t.buf + t.len;
+	cfg.image = img;
+	cfg.tsc_ctc_ratio_n = 2;
+	cfg.tsc_ctc_ratio_d = 1;
+	cfg.mtc_period = 3;
+	cfg.max_nonturbo_ratio = 20;
+	carry_at(&cfg, 0, 0, 2, &before);
+	carry_at(&cfg, second, 0, 1, &after);
+	assert_false(vmpt_flow_carry_equal(&before, &after));
+	cfg.no_cyc = 1;
+	carry_at(&cfg, 0, 0, 2, &before);
+	carry_at(&cfg, second, 0, 1, &after);
+	assert_true(vmpt_flow_carry_equal(&before, &after));
+	vmpt_image_free(img);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -555,6 +628,7 @@ int main(void)
 		cmocka_unit_test(test_bad_instruction),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_cycles_huge),
+		cmocka_unit_test(test_seam_carry),
 		cmocka_unit_test(test_event_trace),
 		cmocka_unit_test(test_power),
 		cmocka_unit_test(test_ptw_bound),
