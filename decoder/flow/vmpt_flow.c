@@ -1506,44 +1506,41 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 
 /* The run played back: its items, given their time, offset and cycle
  * count in place, and the state the walk would have after the last.
+ * Nothing is read during a run: the offset and the time are those of
+ * the packet whose bits it takes (the time of the block before until
+ * the first bit), the same for every item; only the first bit can take
+ * a new cycle count.
  */
 static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
 {
 	struct vmpt_run *r = dec->play;
 	struct vmpt_flow_item *it = r->item;
-	const struct vmpt_run_step *st = r->step;
-	uint32_t last = r->nsteps - 1;
-	/* Nothing is read during a run: the offset, the time and the cycle
-	 * state are those of the packet whose bits it takes, kept in locals
-	 * (the items' stores could alias the decoder's fields).
-	 */
-	uint64_t t = dec->block_time, off = dec->pkt_off, tsc = dec->time.tsc;
+	uint32_t last = r->nsteps - 1, first_bit = r->first_bit;
+	uint64_t before = dec->block_time, off = dec->pkt_off, tsc = dec->time.tsc;
 	uint8_t est = dec->cyc.est;
-	unsigned tnt_n = dec->tnt_n;
 
-	for (uint32_t i = 0; i <= last; i++) {
-		it[i].cyc = 0;
-		if (st[i].bit) {
-			tnt_n--;
-			t = tsc;
-			it[i].cyc = vmpt_cycles_point(&dec->cyc);
-		}
-		it[i].cyc_est = est;
-		if (st[i].push)
-			push_ret(dec, st[i].block);
-		it[i].time = t;
-		it[i].offset = off;
+	for (struct vmpt_flow_item *p = it, *end = it + last + 1; p != end; p++) {
+		p->time = tsc;
+		p->offset = off;
+		p->cyc_est = est;
 	}
-	dec->tnt_n = tnt_n;
-	dec->block_time = t;
+	for (uint32_t i = 0; i < first_bit; i++)
+		it[i].time = before;
+	it[first_bit].cyc = vmpt_cycles_point(&dec->cyc);
+	if (r->pushes)
+		for (uint32_t i = 0; i <= last; i++)
+			if (r->step[i].push)
+				push_ret(dec, r->step[i].block);
+	dec->tnt_n -= r->nbits;
+	dec->block_time = tsc;
 	progressed(dec);	/* a run ends with a bit */
-	dec->ip = r->item[last].to;
+	dec->ip = it[last].to;
 	dec->prev = r->step[last].block;
-	dec->prev_slot = r->item[last].taken;
+	dec->prev_slot = it[last].taken;
 	dec->play = NULL;
 	dec->memo_try = 1;
 	*n = r->nsteps;
-	return r->item;
+	return it;
 }
 
 /* Append the block just walked to the run being recorded; keep the run
@@ -1569,9 +1566,13 @@ static void record_step(struct vmpt_flow *dec, struct vmpt_block *b,
 		return;
 	}
 	r->item[r->nsteps] = *it;
+	r->item[r->nsteps].cyc = 0;
 	s->block = b;
 	s->bit = b->iclass == VMPT_IC_JCC;
 	s->push = b->iclass == VMPT_IC_CALL && !b->zero_call;
+	if (s->bit && !r->nbits++)
+		r->first_bit = r->nsteps;
+	r->pushes += s->push;
 	r->nsteps++;
 	r->ninsn += b->ninsn;
 	if (s->bit && (!dec->tnt_n || r->nsteps == VMPT_RUN_MAX)) {

@@ -115,6 +115,8 @@ struct vmpt_run *vmpt_tnt_memo_start(struct vmpt_tnt_memo *m,
 	m->scratch->key = key;
 	m->scratch->nsteps = 0;
 	m->scratch->ninsn = 0;
+	m->scratch->nbits = 0;
+	m->scratch->pushes = 0;
 	return m->scratch;
 }
 

@@ -27,13 +27,17 @@ struct vmpt_run_step {
 
 /* The items are contiguous so that a run is handed out as one array
  * (vmpt_flow_next_items); their time, offset and cycle count are set at
- * playback.
+ * playback (the count is 0 but at the first bit, the only place a count
+ * can be new).
  */
 struct vmpt_run {
 	const struct vmpt_block *first;
 	uint64_t key;			/* vmpt_tnt_key() of the bits pending */
 	uint32_t nsteps;
 	uint32_t ninsn;			/* of all steps */
+	uint32_t nbits;			/* steps that take a TNT bit (>= 1, the last) */
+	uint32_t first_bit;		/* the first of them */
+	uint32_t pushes;		/* steps that push a return address */
 	struct vmpt_run_step *step;	/* nsteps, after the items */
 	struct vmpt_flow_item item[];
 };
