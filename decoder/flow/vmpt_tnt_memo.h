@@ -22,7 +22,8 @@
  * (only PADs between them), are kept as a chain of this many packets and
  * played back as one run: a loop's packets come back in the same order.
  */
-#define VMPT_CHAIN_PKTS 4
+#define VMPT_CHAIN_PKTS 6
+_Static_assert(9 * VMPT_CHAIN_PKTS <= 63, "a chain's key holds 9 bits a packet");
 
 struct vmpt_run_step {
 	struct vmpt_block *block;
