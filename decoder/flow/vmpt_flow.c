@@ -167,7 +167,8 @@ struct vmpt_flow {
 	/* A run may start here: new TNT bits, or the last run ended. */
 	uint8_t memo_try;
 	/* Runs played back to back so far (a chain in the making): the
-	 * chain's key, and where the last one's packet ended.
+	 * chain's key, and where the last one's packet ended (in which
+	 * bytes: a part, or the seam at that offset).
 	 */
 	struct vmpt_run *chain_run[VMPT_CHAIN_PKTS];
 	unsigned chain_n;
@@ -178,6 +179,7 @@ struct vmpt_flow {
 	uint32_t chain_plays, chain_hits, chain_rest;
 	uint64_t chain_key;
 	const uint8_t *chain_begin, *chain_end;
+	uint64_t chain_base;
 	/* The chain found to play: the offsets of its packets after the
 	 * first, the last one's bits, and where it ends.
 	 */
@@ -1542,12 +1544,16 @@ static void chain_grow(struct vmpt_flow *dec, struct vmpt_run *r)
 		dec->chain_n = 0;
 		return;
 	}
+	/* In the same bytes, a few PADs at most after the last one's end
+	 * (tnt - p wraps when before it).
+	 */
+	if (dec->chain_n && (dec->chain_begin != dec->pd.begin ||
+			     dec->chain_base != dec->pd.base || (size_t)(tnt - p) > 16))
+		dec->chain_n = 0;
 	if (dec->chain_n) {
 		uint32_t e = vmpt_pkt_fast_table[*tnt];
 
-		/* A few PADs at most between (tnt - p wraps when before). */
-		if ((size_t)(tnt - p) > 16 || dec->chain_begin != dec->pd.begin ||
-		    (uint16_t)e != VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0) ||
+		if ((uint16_t)e != VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0) ||
 		    ((e >> 16) & 0xff) != n || r->first->sec != dec->chain_sec)
 			dec->chain_n = 0;
 		while (dec->chain_n && p < tnt)
@@ -1561,6 +1567,7 @@ static void chain_grow(struct vmpt_flow *dec, struct vmpt_run *r)
 	dec->chain_key = vmpt_chain_key_add(dec->chain_key, dec->chain_n, dec->tnt_bits, n);
 	dec->chain_run[dec->chain_n++] = r;
 	dec->chain_begin = dec->pd.begin;
+	dec->chain_base = dec->pd.base;
 	dec->chain_end = dec->pd.pos;
 	if (dec->chain_n == VMPT_CHAIN_PKTS) {
 		vmpt_tnt_memo_chain(dec->memo, dec->chain_run, dec->chain_n, dec->chain_key);
