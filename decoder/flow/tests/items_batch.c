@@ -21,23 +21,13 @@
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
 #include "vmpt/packet.h"
+#include "same_item.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int same_item(const struct vmpt_flow_item *a, const struct vmpt_flow_item *b)
-{
-	if (a->kind != b->kind || a->mode != b->mode || a->iclass != b->iclass ||
-	    a->taken != b->taken || a->ev != b->ev || a->ip_valid != b->ip_valid ||
-	    a->nr != b->nr || a->err != b->err || a->ninsn != b->ninsn ||
-	    a->sec != b->sec || a->ip != b->ip || a->end_ip != b->end_ip ||
-	    a->to != b->to || a->payload != b->payload || a->offset != b->offset ||
-	    a->time != b->time || a->cyc != b->cyc || a->cyc_est != b->cyc_est)
-		return 0;
-	return a->kind != VMPT_FLOW_BLOCK || !memcmp(a->isize, b->isize, a->ninsn);
-}
 
 /* Copy the packets of in to out with CYC and TSC packets interleaved;
  * returns the size written.  What does not decode is copied as it is.
