@@ -16,186 +16,13 @@
 #include "vmpt_cycles.h"
 #include "vmpt_evd_store.h"
 #include "vmpt_time.h"
+#include "vmpt_flow_int.h"
 #include "vmpt_tnt_memo.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#define STACK_DEPTH 64		/* the return stack libipt and the CPU keep */
-/* Instructions walked without consuming trace: a loop of direct jumps
- * that never ends means the trace and the code disagree.
- */
-#define MAX_WALK (1u << 22)
-/* Chains are not made for CHAIN_REST plays after a window of CHAIN_WINDOW
- * plays with fewer than an eighth of chains played back.
- */
-#define CHAIN_WINDOW 4096
-#define CHAIN_REST (8 * CHAIN_WINDOW)
-/* perf's intel-pt.max-loops default: direct branches in a row that read
- * no trace before the walk is called a never-ending loop.
- */
-#define MAX_LOOPS 100000
-
-/* config.release: trace dropped every RELEASE_STEP bytes read, up to
- * RELEASE_KEEP bytes behind the packet being read.
- */
-#define RELEASE_STEP (8u << 20)
-#define RELEASE_KEEP (64u << 10)
-
-/* Blocks walked into one vmpt_flow_next_items batch at most. */
-#define FLOW_BATCH 64
-
-enum want { W_TNT, W_TIP, W_PGD, W_FUP };
-enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
-
-/* Events bound to the IP of the next FUP (perf's set_fup_*): a FUP with
- * any of them is theirs, no TIP follows (but after a TSX abort). */
-enum fup_bound {
-	FUP_CFE = 1 << 0,	/* a CFE with the IP bit */
-	FUP_MWAIT = 1 << 1,	/* MWAIT: the FUP of its EXSTOP */
-	FUP_PWRE = 1 << 2,	/* a PWRE after an MWAIT */
-	FUP_EXSTOP = 1 << 3,	/* EXSTOP with the IP bit */
-	FUP_TSX = 1 << 4,	/* MODE.TSX */
-	FUP_PTW = 1 << 5,	/* PTW with the IP bit */
-	/* A PSB+ read while tracing is on: perf walks to its FUP first (the
-	 * direct branches on the way are samples before the psb's).
-	 */
-	FUP_PSB = 1 << 6,
-};
-
-/* EVD packets before one CFE (perf's INTEL_PT_MAX_EVDS: one per type). */
-#define MAX_EVDS 64
-
-/* Where a call returns to, and the call's block: its fall-through link
- * (never taken by the call itself) leads to the block there, so a return
- * rarely needs the cache's hash.
- */
-struct ret_site {
-	uint64_t ip;
-	struct vmpt_block *call;
-};
-
-struct vmpt_flow {
-	struct vmpt_flow_config cfg;
-	struct vmpt_pkt_decoder pd;
-	struct vmpt_last_ip lip;
-	struct vmpt_bcache *own_cache;	/* when the config gives none */
-	struct vmpt_bdisasm *disasm;
-	struct vmpt_time time;
-	struct vmpt_cycles cyc;	/* cycle counts for IPC */
-	const struct vmpt_section *sec;	/* the last section hit */
-	/* The block walked last and which of its successors comes next. */
-	struct vmpt_block *prev;
-	unsigned prev_slot;
-	struct vmpt_asid asid;
-	uint64_t ip;
-	uint64_t tnt_bits;
-	unsigned tnt_n;
-	/* The flow packet read but not yet used (TIP, TIP.PGE/PGD, FUP, OVF). */
-	struct vmpt_packet pkt;
-	uint64_t pkt_off, pkt_ip;
-	uint8_t have_pkt, pkt_ip_valid;
-	uint8_t synced, enabled, mode, after_ovf;
-	/* perf_resync after an error: RESYNC_KEEP_IP (perf's ERR_RESYNC)
-	 * or RESYNC_NO_IP (perf's NO_IP: the last IP is gone too).
-	 */
-	uint8_t resync;
-	/* At stop_offset: walking to the next segment's first IP. */
-	uint8_t stopping;
-	/* Bound to the next branch target (MODE.Exec, PIP, VMCS). */
-	uint8_t have_pend_mode, pend_mode;
-	uint8_t have_pend_pip, pend_nr;
-	uint8_t have_pend_vmcs;
-	uint64_t pend_cr3, pend_vmcs;
-	/* What the trace said so far: nr/cr3/vmcs. */
-	uint8_t have_nr, nr, have_vmcs;
-	uint64_t cr3, vmcs;
-	/* The host process the sideband says runs (vmpt_flow_set_host_space):
-	 * host code is looked up under it instead of PIP's CR3; 0: unset.
-	 */
-	uint64_t host_space;
-	/* The same for guest code (vmpt_flow_set_guest_space): the guest
-	 * task the guest's sideband says runs; 0: PIP's CR3.
-	 */
-	uint64_t guest_space;
-	/* Events that wait for their FUP (enum fup_bound) and their
-	 * payloads; want_fup: the packet right after must be that FUP.
-	 */
-	uint8_t fup_bound, want_fup;
-	uint64_t psb_off;	/* FUP_PSB: the PSB's offset */
-	uint64_t fup_tsx, fup_ptw, fup_mwait, fup_pwre;
-	/* Event Trace: a CFE waiting for the FUP of its event's compound
-	 * packet (the IP bit clear, tracing on) or its own (FUP_CFE), with
-	 * its EVDs; the EVDs read since the last CFE.
-	 */
-	uint8_t cfe_wait;
-	uint64_t cfe_payload;
-	const struct vmpt_evd *cfe_evd;
-	unsigned cfe_n_evd, n_evd;
-	struct vmpt_evd evd[MAX_EVDS];
-	struct vmpt_evd_store *evd_store;
-	uint64_t walked;
-	/* Direct jumps and calls since trace was last read, and Brent's
-	 * cycle finding over their targets (perf's stuck_ip): the target
-	 * remembered, the period and what is left of it.
-	 */
-	struct {
-		uint32_t n, period, left;
-		uint64_t ip;
-		uint32_t insns;	/* of the block closing the loop */
-	} loop;
-	/* Blocks get perf's sample time: the time as of the flow packet
-	 * (TNT, TIP) that decided their branch; direct branches before a
-	 * new packet's first bit keep the one before.
-	 */
-	uint64_t block_time;
-	struct ret_site stack[STACK_DEPTH];
-	unsigned sp, depth;
-	struct vmpt_flow_item *q;
-	size_t qh, qn, qcap;
-	/* While vmpt_flow_next waits: where the next item goes directly. */
-	struct vmpt_flow_item *direct;
-	/* TNT runs (vmpt_flow_next_items only): the one found to play back
-	 * next, and the one being recorded, which ends as soon as the walk
-	 * leaves the hot path.
-	 */
-	struct vmpt_tnt_memo *memo;
-	struct vmpt_run *play;
-	struct vmpt_run *rec;
-	/* A run may start here: new TNT bits, or the last run ended. */
-	uint8_t memo_try;
-	/* Runs played back to back so far (a chain in the making): the
-	 * chain's key, and where the last one's packet ended (in which
-	 * bytes: a part, or the seam at that offset).
-	 */
-	struct vmpt_run *chain_run[VMPT_CHAIN_PKTS];
-	unsigned chain_n;
-	const struct vmpt_section *chain_sec;
-	/* Chains that are rarely played are not made for a while (as the
-	 * memo rests): plays and chain plays in this window, plays to rest.
-	 */
-	uint32_t chain_plays, chain_hits, chain_rest;
-	uint64_t chain_key;
-	const uint8_t *chain_begin, *chain_end;
-	uint64_t chain_base;
-	/* The chain found to play: the offsets of its packets after the
-	 * first, the last one's bits, and where it ends.
-	 */
-	uint64_t peek_off[VMPT_CHAIN_PKTS];
-	uint64_t peek_bits;
-	const uint8_t *peek_end;
-	/* What vmpt_flow_next_items hands out when it is not a run: blocks
-	 * of the hot path while their time stays that of the last item
-	 * handed out (last_time, when have_last).
-	 */
-	uint8_t have_last;
-	uint64_t last_time;
-	struct vmpt_flow_item batch[FLOW_BATCH];
-	/* config.release: the trace before this is dropped. */
-	const uint8_t *released;
-};
 
 static const char *const event_names[VMPT_EV_COUNT] = {
 	[VMPT_EV_ENABLED] = "enabled",
@@ -273,13 +100,6 @@ void vmpt_flow_free(struct vmpt_flow *dec)
 	vmpt_evd_store_free(dec->evd_store);
 	free(dec->q);
 	free(dec);
-}
-
-/* Trace was read: the walk goes on from here. */
-static inline void progressed(struct vmpt_flow *dec)
-{
-	dec->walked = 0;
-	dec->loop.n = 0;
 }
 
 /* A direct jump or call to `to` that reads no trace: -VMPT_ERR_LOOP when
@@ -1016,15 +836,6 @@ static int pgd_binds(const struct vmpt_flow *dec, const struct vmpt_block *b)
 	}
 }
 
-static void push_ret(struct vmpt_flow *dec, struct vmpt_block *call)
-{
-	dec->stack[dec->sp].ip = call->next_ip;
-	dec->stack[dec->sp].call = call;
-	dec->sp = (dec->sp + 1) % STACK_DEPTH;
-	if (dec->depth < STACK_DEPTH)
-		dec->depth++;
-}
-
 static int pop_ret(struct vmpt_flow *dec, struct ret_site *site)
 {
 	if (!dec->depth)
@@ -1530,200 +1341,6 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	return 0;
 }
 
-/* A run about to play back, after those played back to back before it:
- * the chain grows, and is kept when it has all its packets.  Back to back:
- * the run takes all the bits of a TNT-8 packet read just after the last
- * one's (PADs between), from its first, in the same section.
- */
-static void chain_grow(struct vmpt_flow *dec, struct vmpt_run *r)
-{
-	const uint8_t *tnt = dec->pd.pos - 1, *p = dec->chain_end;
-	unsigned n = dec->tnt_n;
-
-	if (r->nbits != n || n > 6) {
-		dec->chain_n = 0;
-		return;
-	}
-	/* In the same bytes, a few PADs at most after the last one's end
-	 * (tnt - p wraps when before it).
-	 */
-	if (dec->chain_n && (dec->chain_begin != dec->pd.begin ||
-			     dec->chain_base != dec->pd.base || (size_t)(tnt - p) > 16))
-		dec->chain_n = 0;
-	if (dec->chain_n) {
-		uint32_t e = vmpt_pkt_fast_table[*tnt];
-
-		if ((uint16_t)e != VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0) ||
-		    ((e >> 16) & 0xff) != n || r->first->sec != dec->chain_sec)
-			dec->chain_n = 0;
-		while (dec->chain_n && p < tnt)
-			if (*p++ != 0)
-				dec->chain_n = 0;
-	}
-	if (!dec->chain_n) {
-		dec->chain_key = 0;
-		dec->chain_sec = r->first->sec;
-	}
-	dec->chain_key = vmpt_chain_key_add(dec->chain_key, dec->chain_n, dec->tnt_bits, n);
-	dec->chain_run[dec->chain_n++] = r;
-	dec->chain_begin = dec->pd.begin;
-	dec->chain_base = dec->pd.base;
-	dec->chain_end = dec->pd.pos;
-	if (dec->chain_n == VMPT_CHAIN_PKTS) {
-		vmpt_tnt_memo_chain(dec->memo, dec->chain_run, dec->chain_n, dec->chain_key);
-		dec->chain_n = 0;
-	}
-}
-
-/* The chain from b for the bits pending and the TNT-8 packets after them,
- * or NULL; where its packets are is kept for play_run.  Only while the
- * time is that of the last item handed out: the caller sets the address
- * space by the time between calls (see vmpt_flow_next_items), and a
- * chain takes what would be several calls.
- */
-static struct vmpt_run *find_chain(struct vmpt_flow *dec, const struct vmpt_block *b)
-{
-	const uint8_t *p = dec->pd.pos, *end = dec->pd.limit;
-	uint64_t key;
-	uint32_t e = 0;
-
-	if (dec->tnt_n > 6 || dec->have_pkt || dec->pd.ctx != VMPT_CTX_NONE ||
-	    dec->want_fup || !dec->have_last || dec->last_time != dec->time.tsc ||
-	    dec->block_time != dec->time.tsc)
-		return NULL;
-	key = vmpt_chain_key_add(0, 0, dec->tnt_bits, dec->tnt_n);
-	for (unsigned k = 1; k < VMPT_CHAIN_PKTS; k++) {
-		while (p < end && (e = vmpt_pkt_fast_table[*p]) ==
-				  VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
-			p++;
-		if (p >= end || (uint16_t)e != VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0))
-			return NULL;
-		dec->peek_off[k] = dec->pd.base + (uint64_t)(p - dec->pd.begin);
-		key = vmpt_chain_key_add(key, k, e >> 24, (e >> 16) & 0xff);
-		p++;
-	}
-	dec->peek_bits = e >> 24;
-	dec->peek_end = p;
-	return vmpt_tnt_memo_find_chain(dec->memo, b, key);
-}
-
-/* The run (or chain) played back: its items, given their time, offset
- * and cycle count in place, and the state the walk would have after the
- * last.  Nothing is read during a run: the offset is that of the packet
- * whose bits a step takes, the time that of the packet (the time of the
- * block before until the first bit), the same for every packet of a
- * chain; only the first bit can take a new cycle count.
- */
-static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
-{
-	struct vmpt_run *r = dec->play;
-	struct vmpt_flow_item *it = r->item, *p = it, *end;
-	uint32_t last = r->nsteps - 1, first_bit = r->first_bit;
-	uint64_t before = dec->block_time, tsc = dec->time.tsc;
-	uint8_t est = dec->cyc.est;
-
-	if (!dec->chain_rest && ++dec->chain_plays == CHAIN_WINDOW) {
-		if (dec->chain_hits < CHAIN_WINDOW / 8) {
-			dec->chain_rest = CHAIN_REST;
-			dec->chain_n = 0;
-		}
-		dec->chain_plays = dec->chain_hits = 0;
-	}
-	if (r->npkts == 1) {
-		uint64_t off = dec->pkt_off;
-
-		if (!dec->chain_rest)
-			chain_grow(dec, r);
-		else
-			dec->chain_rest--;
-		for (end = it + last + 1; p != end; p++) {
-			p->time = tsc;
-			p->offset = off;
-			p->cyc_est = est;
-		}
-	} else {
-		dec->chain_hits++;
-		dec->chain_n = 0;
-		dec->peek_off[0] = dec->pkt_off;
-		for (uint32_t k = 0; k < r->npkts; k++) {
-			uint64_t off = dec->peek_off[k];
-
-			end = it + (k + 1 < r->npkts ? r->seg[k + 1] : last + 1);
-			for (; p != end; p++) {
-				p->time = tsc;
-				p->offset = off;
-				p->cyc_est = est;
-			}
-		}
-	}
-	for (uint32_t i = 0; i < first_bit; i++)
-		it[i].time = before;
-	it[first_bit].cyc = vmpt_cycles_point(&dec->cyc);
-	if (r->pushes)
-		for (uint32_t i = 0; i <= last; i++)
-			if (r->step[i].push)
-				push_ret(dec, r->step[i].block);
-	if (r->npkts == 1) {
-		dec->tnt_n -= r->nbits;
-	} else {
-		/* The packets after the first, read (as fetch_fast would). */
-		dec->pd.pos = dec->peek_end;
-		dec->pkt_off = dec->peek_off[r->npkts - 1];
-		dec->tnt_bits = dec->peek_bits;
-		dec->tnt_n = 0;
-	}
-	dec->block_time = tsc;
-	progressed(dec);	/* a run ends with a bit */
-	dec->ip = it[last].to;
-	dec->prev = r->step[last].block;
-	dec->prev_slot = it[last].taken;
-	dec->play = NULL;
-	dec->memo_try = 1;
-	*n = r->nsteps;
-	return it;
-}
-
-/* Append the block just walked to the run being recorded; keep the run
- * when it took the last bit (or is full), drop it when the walk went
- * somewhere a run cannot follow (a return, another section).
- */
-static void record_step(struct vmpt_flow *dec, struct vmpt_block *b,
-			const struct vmpt_flow_item *it)
-{
-	struct vmpt_run *r = dec->rec;
-	struct vmpt_run_step *s = &r->step[r->nsteps];
-
-	switch (b->iclass) {
-	case VMPT_IC_OTHER:
-	case VMPT_IC_JCC:
-	case VMPT_IC_JMP:
-	case VMPT_IC_CALL:
-		if (b->sec == r->first->sec)
-			break;
-		/* fall through */
-	default:
-		dec->rec = NULL;
-		return;
-	}
-	r->item[r->nsteps] = *it;
-	r->item[r->nsteps].cyc = 0;
-	s->block = b;
-	s->bit = b->iclass == VMPT_IC_JCC;
-	s->push = b->iclass == VMPT_IC_CALL && !b->zero_call;
-	if (s->bit && !r->nbits++)
-		r->first_bit = r->nsteps;
-	r->pushes += s->push;
-	r->nsteps++;
-	r->ninsn += b->ninsn;
-	if (s->bit && (!dec->tnt_n || r->nsteps == VMPT_RUN_MAX)) {
-		vmpt_tnt_memo_commit(dec->memo);
-		dec->rec = NULL;
-		dec->memo_try = 1;
-	} else if (r->nsteps == VMPT_RUN_MAX) {
-		dec->rec = NULL;
-	}
-}
-
 /* The hot path: tracing on, nothing queued, and the way out of the next
  * block is a TNT bit, a TIP or no trace at all.  The block goes straight
  * into the caller's item, with what walk() and leave_block() would do
@@ -1760,7 +1377,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		struct vmpt_run *run = vmpt_tnt_memo_find(dec->memo, b, key), *chain;
 
 		if (run && run->chain_head && run->nbits == dec->tnt_n &&
-		    (chain = find_chain(dec, b)))
+		    (chain = vmpt_flow_find_chain(dec, b)))
 			run = chain;
 		if (run && dec->walked + run->ninsn <= MAX_WALK) {
 			dec->play = run;
@@ -1858,7 +1475,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		dec->prev_slot = taken;
 	}
 	if (dec->rec)
-		record_step(dec, b, it);
+		vmpt_flow_record_step(dec, b, it);
 	return 1;
 }
 
@@ -2034,7 +1651,7 @@ int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **it
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
-		*items = play_run(dec, n);
+		*items = vmpt_flow_play_run(dec, n);
 		dec->last_time = (*items)[*n - 1].time;
 		dec->have_last = 1;
 		return 0;

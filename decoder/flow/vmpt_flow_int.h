@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: MIT */
+/* The flow decoder's state, shared by its files: vmpt_flow.c (the walk and
+ * the packets) and vmpt_flow_runs.c (TNT runs and chains played back).
+ * Internal to the flow decoder.
+ */
+#ifndef VMPT_FLOW_INT_H
+#define VMPT_FLOW_INT_H
+
+#include "vmpt/flow.h"
+#include "vmpt/packet.h"
+#include "vmpt_block_cache.h"
+#include "vmpt_cycles.h"
+#include "vmpt_evd_store.h"
+#include "vmpt_time.h"
+#include "vmpt_tnt_memo.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STACK_DEPTH 64		/* the return stack libipt and the CPU keep */
+/* Instructions walked without consuming trace: a loop of direct jumps
+ * that never ends means the trace and the code disagree.
+ */
+#define MAX_WALK (1u << 22)
+/* perf's intel-pt.max-loops default: direct branches in a row that read
+ * no trace before the walk is called a never-ending loop.
+ */
+#define MAX_LOOPS 100000
+
+/* config.release: trace dropped every RELEASE_STEP bytes read, up to
+ * RELEASE_KEEP bytes behind the packet being read.
+ */
+#define RELEASE_STEP (8u << 20)
+#define RELEASE_KEEP (64u << 10)
+
+/* Blocks walked into one vmpt_flow_next_items batch at most. */
+#define FLOW_BATCH 64
+
+enum want { W_TNT, W_TIP, W_PGD, W_FUP };
+enum { RESYNC_KEEP_IP = 1, RESYNC_NO_IP };
+
+/* Events bound to the IP of the next FUP (perf's set_fup_*): a FUP with
+ * any of them is theirs, no TIP follows (but after a TSX abort). */
+enum fup_bound {
+	FUP_CFE = 1 << 0,	/* a CFE with the IP bit */
+	FUP_MWAIT = 1 << 1,	/* MWAIT: the FUP of its EXSTOP */
+	FUP_PWRE = 1 << 2,	/* a PWRE after an MWAIT */
+	FUP_EXSTOP = 1 << 3,	/* EXSTOP with the IP bit */
+	FUP_TSX = 1 << 4,	/* MODE.TSX */
+	FUP_PTW = 1 << 5,	/* PTW with the IP bit */
+	/* A PSB+ read while tracing is on: perf walks to its FUP first (the
+	 * direct branches on the way are samples before the psb's).
+	 */
+	FUP_PSB = 1 << 6,
+};
+
+/* EVD packets before one CFE (perf's INTEL_PT_MAX_EVDS: one per type). */
+#define MAX_EVDS 64
+
+/* Where a call returns to, and the call's block: its fall-through link
+ * (never taken by the call itself) leads to the block there, so a return
+ * rarely needs the cache's hash.
+ */
+struct ret_site {
+	uint64_t ip;
+	struct vmpt_block *call;
+};
+
+struct vmpt_flow {
+	struct vmpt_flow_config cfg;
+	struct vmpt_pkt_decoder pd;
+	struct vmpt_last_ip lip;
+	struct vmpt_bcache *own_cache;	/* when the config gives none */
+	struct vmpt_bdisasm *disasm;
+	struct vmpt_time time;
+	struct vmpt_cycles cyc;	/* cycle counts for IPC */
+	const struct vmpt_section *sec;	/* the last section hit */
+	/* The block walked last and which of its successors comes next. */
+	struct vmpt_block *prev;
+	unsigned prev_slot;
+	struct vmpt_asid asid;
+	uint64_t ip;
+	uint64_t tnt_bits;
+	unsigned tnt_n;
+	/* The flow packet read but not yet used (TIP, TIP.PGE/PGD, FUP, OVF). */
+	struct vmpt_packet pkt;
+	uint64_t pkt_off, pkt_ip;
+	uint8_t have_pkt, pkt_ip_valid;
+	uint8_t synced, enabled, mode, after_ovf;
+	/* perf_resync after an error: RESYNC_KEEP_IP (perf's ERR_RESYNC)
+	 * or RESYNC_NO_IP (perf's NO_IP: the last IP is gone too).
+	 */
+	uint8_t resync;
+	/* At stop_offset: walking to the next segment's first IP. */
+	uint8_t stopping;
+	/* Bound to the next branch target (MODE.Exec, PIP, VMCS). */
+	uint8_t have_pend_mode, pend_mode;
+	uint8_t have_pend_pip, pend_nr;
+	uint8_t have_pend_vmcs;
+	uint64_t pend_cr3, pend_vmcs;
+	/* What the trace said so far: nr/cr3/vmcs. */
+	uint8_t have_nr, nr, have_vmcs;
+	uint64_t cr3, vmcs;
+	/* The host process the sideband says runs (vmpt_flow_set_host_space):
+	 * host code is looked up under it instead of PIP's CR3; 0: unset.
+	 */
+	uint64_t host_space;
+	/* The same for guest code (vmpt_flow_set_guest_space): the guest
+	 * task the guest's sideband says runs; 0: PIP's CR3.
+	 */
+	uint64_t guest_space;
+	/* Events that wait for their FUP (enum fup_bound) and their
+	 * payloads; want_fup: the packet right after must be that FUP.
+	 */
+	uint8_t fup_bound, want_fup;
+	uint64_t psb_off;	/* FUP_PSB: the PSB's offset */
+	uint64_t fup_tsx, fup_ptw, fup_mwait, fup_pwre;
+	/* Event Trace: a CFE waiting for the FUP of its event's compound
+	 * packet (the IP bit clear, tracing on) or its own (FUP_CFE), with
+	 * its EVDs; the EVDs read since the last CFE.
+	 */
+	uint8_t cfe_wait;
+	uint64_t cfe_payload;
+	const struct vmpt_evd *cfe_evd;
+	unsigned cfe_n_evd, n_evd;
+	struct vmpt_evd evd[MAX_EVDS];
+	struct vmpt_evd_store *evd_store;
+	uint64_t walked;
+	/* Direct jumps and calls since trace was last read, and Brent's
+	 * cycle finding over their targets (perf's stuck_ip): the target
+	 * remembered, the period and what is left of it.
+	 */
+	struct {
+		uint32_t n, period, left;
+		uint64_t ip;
+		uint32_t insns;	/* of the block closing the loop */
+	} loop;
+	/* Blocks get perf's sample time: the time as of the flow packet
+	 * (TNT, TIP) that decided their branch; direct branches before a
+	 * new packet's first bit keep the one before.
+	 */
+	uint64_t block_time;
+	struct ret_site stack[STACK_DEPTH];
+	unsigned sp, depth;
+	struct vmpt_flow_item *q;
+	size_t qh, qn, qcap;
+	/* While vmpt_flow_next waits: where the next item goes directly. */
+	struct vmpt_flow_item *direct;
+	/* TNT runs (vmpt_flow_next_items only): the one found to play back
+	 * next, and the one being recorded, which ends as soon as the walk
+	 * leaves the hot path.
+	 */
+	struct vmpt_tnt_memo *memo;
+	struct vmpt_run *play;
+	struct vmpt_run *rec;
+	/* A run may start here: new TNT bits, or the last run ended. */
+	uint8_t memo_try;
+	/* Runs played back to back so far (a chain in the making): the
+	 * chain's key, and where the last one's packet ended (in which
+	 * bytes: a part, or the seam at that offset).
+	 */
+	struct vmpt_run *chain_run[VMPT_CHAIN_PKTS];
+	unsigned chain_n;
+	const struct vmpt_section *chain_sec;
+	/* Chains that are rarely played are not made for a while (as the
+	 * memo rests): plays and chain plays in this window, plays to rest.
+	 */
+	uint32_t chain_plays, chain_hits, chain_rest;
+	uint64_t chain_key;
+	const uint8_t *chain_begin, *chain_end;
+	uint64_t chain_base;
+	/* The chain found to play: the offsets of its packets after the
+	 * first, the last one's bits, and where it ends.
+	 */
+	uint64_t peek_off[VMPT_CHAIN_PKTS];
+	uint64_t peek_bits;
+	const uint8_t *peek_end;
+	/* What vmpt_flow_next_items hands out when it is not a run: blocks
+	 * of the hot path while their time stays that of the last item
+	 * handed out (last_time, when have_last).
+	 */
+	uint8_t have_last;
+	uint64_t last_time;
+	struct vmpt_flow_item batch[FLOW_BATCH];
+	/* config.release: the trace before this is dropped. */
+	const uint8_t *released;
+};
+
+/* Trace was read: the walk goes on from here. */
+static inline void progressed(struct vmpt_flow *dec)
+{
+	dec->walked = 0;
+	dec->loop.n = 0;
+}
+
+/* A call: its return address on the return stack. */
+static inline void push_ret(struct vmpt_flow *dec, struct vmpt_block *call)
+{
+	dec->stack[dec->sp].ip = call->next_ip;
+	dec->stack[dec->sp].call = call;
+	dec->sp = (dec->sp + 1) % STACK_DEPTH;
+	if (dec->depth < STACK_DEPTH)
+		dec->depth++;
+}
+
+/* TNT runs and chains (vmpt_flow_runs.c). */
+
+/* The chain from b for the bits pending and the TNT-8 packets after them,
+ * or NULL; where its packets are is kept for vmpt_flow_play_run.
+ */
+struct vmpt_run *vmpt_flow_find_chain(struct vmpt_flow *dec, const struct vmpt_block *b);
+
+/* dec->play played back: its items (*n), the decoder left as the walk
+ * would leave it.
+ */
+const struct vmpt_flow_item *vmpt_flow_play_run(struct vmpt_flow *dec, size_t *n);
+
+/* The block just walked (its item it) into the run being recorded. */
+void vmpt_flow_record_step(struct vmpt_flow *dec, struct vmpt_block *b,
+			   const struct vmpt_flow_item *it);
+
+#endif
