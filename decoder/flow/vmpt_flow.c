@@ -1826,6 +1826,48 @@ int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flo
 	return !memcmp(a, b, sizeof(*a));
 }
 
+/* The cycle count's state, which only a CYC packet reads (and the
+ * counters, which say nothing of the trace).  A CBR sets base again only
+ * when the ratio changes, so a new decoder's base after a PSB+ is
+ * rarely the one decoder's: without this, nearly every timed piece was
+ * decoded twice.
+ */
+static void cyc_state_copy(struct vmpt_time *to, const struct vmpt_time *from)
+{
+	to->base = from->base;
+	to->cyc = from->cyc;
+	to->have_base = from->have_base;
+	to->have_calc = from->have_calc;
+	to->calc_ratio = from->calc_ratio;
+}
+
+int vmpt_flow_carry_settle(const struct vmpt_flow_carry *before,
+			   const struct vmpt_flow_carry *start, struct vmpt_flow_carry *end)
+{
+	struct carry a, b, e;
+	uint32_t start_bases;
+
+	memcpy(&a, before, sizeof(a));
+	memcpy(&b, start, sizeof(b));
+	memcpy(&e, end, sizeof(e));
+	if (e.time.n_cyc)
+		return vmpt_flow_carry_equal(before, start);
+	start_bases = b.time.n_base;
+	/* No CYC read: the cycle state decided nothing in the piece. */
+	cyc_state_copy(&b.time, &a.time);
+	b.time.n_cyc = a.time.n_cyc;
+	b.time.n_base = a.time.n_base;
+	if (memcmp(&a, &b, sizeof(a)))
+		return 0;
+	/* The one decoder's at the piece's end: the cycle state goes on
+	 * from before it unless a CBR set it again in the piece.
+	 */
+	if (e.time.n_base == start_bases)
+		cyc_state_copy(&e.time, &a.time);
+	memcpy(end, &e, sizeof(e));
+	return 1;
+}
+
 int vmpt_flow_enabled(const struct vmpt_flow *dec)
 {
 	return dec->enabled;
