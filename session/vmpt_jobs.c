@@ -94,6 +94,7 @@ struct vmpt_jobs {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	int quit;
+	size_t redone;			/* pieces decoded again at their seam */
 };
 
 /* A packet decoder over cfg's trace (a buffer, or parts). */
@@ -369,8 +370,9 @@ static int settle(struct vmpt_jobs *j, const struct piece *a, struct piece *b)
 {
 	int at_sync = !seam_psb(a, b);
 
-	if (!at_sync && vmpt_flow_carry_equal(&a->end_carry, &b->start_carry))
+	if (!at_sync && vmpt_flow_carry_settle(&a->end_carry, &b->start_carry, &b->end_carry))
 		return 0;
+	j->redone++;
 	pthread_mutex_unlock(&j->lock);
 	if (!j->redo)
 		j->redo = vmpt_flow_new(&j->cfg);

@@ -214,7 +214,6 @@ static void intel_pt_config(struct vmpt_session *s,
 	/* RTIT_CTL's CYCThresh, bits 22:19, as perf's decoder reads it. */
 	if (config & priv[VMPT_INTEL_PT_CYC_BIT])
 		cfg->cyc_thresh = (uint8_t)((config >> 19) & 0xf);
-	cfg->no_cyc = priv[VMPT_INTEL_PT_CYC_BIT] && !(config & priv[VMPT_INTEL_PT_CYC_BIT]);
 	/* perf converts Intel PT's TSC with these (TIME_CONV may refine). */
 	if (!s->have_tc && priv[VMPT_INTEL_PT_TIME_MULT]) {
 		s->tc.time_shift = priv[VMPT_INTEL_PT_TIME_SHIFT];

@@ -1540,7 +1540,6 @@ struct carry {
 	struct vmpt_time time;
 	uint64_t cr3, vmcs, machine;
 	uint8_t have_nr, nr, have_vmcs, mode;
-	uint8_t no_cyc;		/* the config's: the cycle count never matters */
 };
 _Static_assert(sizeof(struct carry) <= sizeof(struct vmpt_flow_carry),
 	       "vmpt_flow_carry too small");
@@ -1560,7 +1559,6 @@ void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c)
 	k.nr = dec->nr;
 	k.have_vmcs = dec->have_vmcs;
 	k.mode = dec->mode;
-	k.no_cyc = dec->cfg.no_cyc;
 	memcpy(c, &k, sizeof(k));
 }
 
@@ -1584,31 +1582,51 @@ void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
 	update_asid(dec);
 }
 
-/* Without CYC packets the count's base (set at a CBR that changes the
- * ratio, which a fresh decoder's first CBR always does) never reaches a
- * time: a piece need not be decoded again for it.
- */
-static void forget_cycles(struct carry *k)
-{
-	if (!k->no_cyc)
-		return;
-	k->time.base = 0;
-	k->time.cyc = 0;
-	k->time.have_base = 0;
-	k->time.have_calc = 0;
-	k->time.calib_pending = 0;
-	k->time.calc_ratio = 0;
-}
-
 int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b)
 {
-	struct carry x, y;
+	return !memcmp(a, b, sizeof(*a));
+}
 
-	memcpy(&x, a, sizeof(x));
-	memcpy(&y, b, sizeof(y));
-	forget_cycles(&x);
-	forget_cycles(&y);
-	return !memcmp(&x, &y, sizeof(x));
+/* The cycle count's state, which only a CYC packet reads (and the
+ * counters, which say nothing of the trace).  A CBR sets base again only
+ * when the ratio changes, so a new decoder's base after a PSB+ is
+ * rarely the one decoder's: without this, nearly every timed piece was
+ * decoded twice.
+ */
+static void cyc_state_copy(struct vmpt_time *to, const struct vmpt_time *from)
+{
+	to->base = from->base;
+	to->cyc = from->cyc;
+	to->have_base = from->have_base;
+	to->have_calc = from->have_calc;
+	to->calc_ratio = from->calc_ratio;
+}
+
+int vmpt_flow_carry_settle(const struct vmpt_flow_carry *before,
+			   const struct vmpt_flow_carry *start, struct vmpt_flow_carry *end)
+{
+	struct carry a, b, e;
+	uint32_t start_bases;
+
+	memcpy(&a, before, sizeof(a));
+	memcpy(&b, start, sizeof(b));
+	memcpy(&e, end, sizeof(e));
+	if (e.time.n_cyc)
+		return vmpt_flow_carry_equal(before, start);
+	start_bases = b.time.n_base;
+	/* No CYC read: the cycle state decided nothing in the piece. */
+	cyc_state_copy(&b.time, &a.time);
+	b.time.n_cyc = a.time.n_cyc;
+	b.time.n_base = a.time.n_base;
+	if (memcmp(&a, &b, sizeof(a)))
+		return 0;
+	/* The one decoder's at the piece's end: the cycle state goes on
+	 * from before it unless a CBR set it again in the piece.
+	 */
+	if (e.time.n_base == start_bases)
+		cyc_state_copy(&e.time, &a.time);
+	memcpy(end, &e, sizeof(e));
+	return 1;
 }
 
 int vmpt_flow_enabled(const struct vmpt_flow *dec)

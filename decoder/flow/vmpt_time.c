@@ -35,6 +35,7 @@ static void restart_cyc(struct vmpt_time *t, int from_mtc)
 	t->base = t->tsc;
 	t->cyc = 0;
 	t->have_base = t->tsc != 0;
+	t->n_base++;
 	t->have_calc = 0;
 	t->calib_pending = (uint8_t)from_mtc;
 }
@@ -93,6 +94,7 @@ void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 		double ratio, ticks;
 
 		t->cyc += pkt->cyc;
+		t->n_cyc++;
 		if (!t->have_base)
 			break;
 		if (t->have_calc)
@@ -118,6 +120,7 @@ void vmpt_time_update(struct vmpt_time *t, const struct vmpt_packet *pkt)
 		t->base = t->tsc;
 		t->cyc = 0;
 		t->have_base = t->tsc != 0;
+		t->n_base++;
 		break;
 	default:
 		break;

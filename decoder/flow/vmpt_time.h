@@ -34,6 +34,11 @@ struct vmpt_time {
 	double calc_ratio;
 	uint8_t last_mtc;
 	uint8_t prev_type, cur_type;	/* the packets read last (PAD aside) */
+	/* CYC packets read, and times base was set: a piece decoded apart
+	 * that reads no CYC prints the same times whatever base it had
+	 * (vmpt_flow_carry_settle).
+	 */
+	uint32_t n_cyc, n_base;
 };
 
 void vmpt_time_init(struct vmpt_time *t, uint32_t ratio_n, uint32_t ratio_d,

@@ -205,10 +205,6 @@ struct vmpt_flow_config {
 	 * for the packet right after it); 0: none, or no CYC.
 	 */
 	uint8_t cyc_thresh;
-	/* The recording says it has no CYC packets (cyc=0 in its config): a
-	 * -j seam then ignores the cycle count's state.  0: it may have.
-	 */
-	uint8_t no_cyc;
 	/* Stop at this offset (for segment-parallel decoding); 0: end. */
 	uint64_t stop_offset;
 	/* After a decoding error (trace and code disagree, no code, an
@@ -309,6 +305,13 @@ void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c)
 /* Take c over (no event: the trace says nothing new). */
 void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c);
 int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b);
+/* A piece decoded apart from start (its state after its first PSB+) to
+ * end: 1 when it decodes as it would have from before (the state the
+ * piece before left), all the state its items depend on being equal;
+ * *end is then made the one decoder's.  0: decode it again from before.
+ */
+int vmpt_flow_carry_settle(const struct vmpt_flow_carry *before,
+			   const struct vmpt_flow_carry *start, struct vmpt_flow_carry *end);
 
 /* Instruction i of a block item. */
 static inline uint64_t vmpt_block_insn_ip(const struct vmpt_flow_item *b, uint32_t i)

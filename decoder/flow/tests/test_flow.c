@@ -4,7 +4,7 @@
  * async branches, TIP.PGD binding, OVF, MODE.Exec, PTW, TSC, errors with
  * resync, cycle counts for IPC; Event Trace's CFE and EVD, power events,
  * events bound to a FUP while tracing is off or without their FUP; the
- * state a -j seam compares).
+ * state a piece decoded apart takes over at its seam).
  */
 #include "vmpt/error.h"
 #include "vmpt/flow.h"
@@ -545,76 +545,88 @@ static void test_cycles_huge(void **state)
 	assert_string_equal(out, "psb 0 t36000000 \nenabled 1000 t36000000 \n");
 }
 
-/* PSB, TSC, TMA, CBR 20, PSBEND, tracing off. */
-static void timed_psb(struct trace *t, uint64_t tsc)
-{
-	struct vmpt_packet p = { .type = VMPT_PKT_TSC };
-
-	put(t, psb());
-	p.tsc = tsc;
-	put(t, p);
-	p = (struct vmpt_packet){ .type = VMPT_PKT_TMA };
-	p.tma.ctc = 0x100;
-	p.tma.fc = 2;
-	put(t, p);
-	p = (struct vmpt_packet){ .type = VMPT_PKT_CBR };
-	p.cbr = 20;
-	put(t, p);
-	put(t, psbend());
-}
-
-/* The state a decoder is in at the PSB item of the PSB at offset from
- * (0: its first), decoding from start with cfg (stop: that PSB ends it).
+/* Decode t from offset to stop, taking over (when not NULL) after the
+ * first PSB+ as vmpt_jobs does; the state there (*start, when not NULL)
+ * and at the end.
  */
-static void carry_at(struct vmpt_flow_config *cfg, uint64_t start, uint64_t stop,
-		     int nth_psb, struct vmpt_flow_carry *c)
-{
-	struct vmpt_flow *dec = vmpt_flow_new(cfg);
-	struct vmpt_flow_item it;
-	int psbs = 0;
-
-	assert_non_null(dec);
-	assert_int_equal(vmpt_flow_sync_at(dec, start, stop), 0);
-	while (vmpt_flow_next(dec, &it) == 0)
-		if (it.kind == VMPT_FLOW_EVENT && it.ev == VMPT_EV_PSB && ++psbs == nth_psb)
-			break;
-	assert_int_equal(psbs, nth_psb);
-	vmpt_flow_carry_get(dec, c);
-	vmpt_flow_free(dec);
-}
-
-/* A -j seam: the piece before reads the next PSB+ with the CBR it had
- * (the cycle count's base stays), a new decoder starts the count there.
- * Only CYC packets read that base: without them (the config says so)
- * the states are the same and the piece after stands.
- */
-static void test_seam_carry(void **state)
+static void carry_of(const struct trace *t, uint64_t offset, uint64_t stop,
+		     const struct vmpt_flow_carry *over, struct vmpt_flow_carry *start,
+		     struct vmpt_flow_carry *end)
 {
 	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid any = vmpt_asid_any();
 	struct vmpt_flow_config cfg = { 0 };
-	struct vmpt_flow_carry before, after;
+	struct vmpt_flow_item it;
+	struct vmpt_flow *dec;
+	int psbs = 0;
+
+	assert_int_equal(vmpt_image_add_buffer(img, prog, sizeof(prog), 0x1000, "prog", &any), 0);
+	cfg.begin = t->buf;
+	cfg.end = t->buf + t->len;
+	cfg.image = img;
+	cfg.max_nonturbo_ratio = 32;
+	dec = vmpt_flow_new(&cfg);
+	assert_non_null(dec);
+	assert_int_equal(vmpt_flow_sync_at(dec, offset, stop), 0);
+	while (vmpt_flow_next(dec, &it) == 0) {
+		if (it.kind != VMPT_FLOW_EVENT || it.ev != VMPT_EV_PSB || psbs++)
+			continue;
+		if (start)
+			vmpt_flow_carry_get(dec, start);
+		if (over)
+			vmpt_flow_carry_set(dec, over);
+	}
+	vmpt_flow_carry_get(dec, end);
+	vmpt_flow_free(dec);
+	vmpt_image_free(img);
+}
+
+/* A PSB+ with the CBR of the one before leaves one decoder's cycle base
+ * where it was, a new decoder's at the PSB+'s TSC: a piece that reads no
+ * CYC decodes the same from either (not twice, as with the byte
+ * comparison), and its end state becomes the one decoder's; with a CYC
+ * it is decoded again.
+ */
+static void test_carry_settle(void **state)
+{
+	struct vmpt_packet tsc = { .type = VMPT_PKT_TSC }, cbr = { .type = VMPT_PKT_CBR };
+	struct vmpt_packet cyc = { .type = VMPT_PKT_CYC };
+	struct vmpt_flow_carry before, start, end, whole;
+	uint64_t seam[3] = { 0 };
 	struct trace t = { 0 };
-	size_t second;
 
 	(void)state;
-	timed_psb(&t, 0x100000);
-	second = t.len;
-	timed_psb(&t, 0x200000);
-	cfg.begin = t.buf;
-	cfg.end = t.buf + t.len;
-	cfg.image = img;
-	cfg.tsc_ctc_ratio_n = 2;
-	cfg.tsc_ctc_ratio_d = 1;
-	cfg.mtc_period = 3;
-	cfg.max_nonturbo_ratio = 20;
-	carry_at(&cfg, 0, 0, 2, &before);
-	carry_at(&cfg, second, 0, 1, &after);
-	assert_false(vmpt_flow_carry_equal(&before, &after));
-	cfg.no_cyc = 1;
-	carry_at(&cfg, 0, 0, 2, &before);
-	carry_at(&cfg, second, 0, 1, &after);
-	assert_true(vmpt_flow_carry_equal(&before, &after));
-	vmpt_image_free(img);
+	cbr.cbr = 16;
+	cyc.cyc = 8;
+	for (int i = 0; i < 3; i++) {
+		seam[i] = t.len;
+		put(&t, psb());
+		tsc.tsc = 1000 + 5000 * (uint64_t)i;
+		put(&t, tsc);
+		put(&t, cbr);
+		put(&t, mode(1, 0));
+		put(&t, ippkt(VMPT_PKT_FUP, 0x1000));
+		put(&t, psbend());
+		put(&t, ippkt(VMPT_PKT_TIP, 0x1008));	/* ret */
+		if (i == 2)
+			put(&t, cyc);
+		put(&t, tnt(0x0, 1));			/* je not taken */
+	}
+	/* The pieces [0, seam 1) and [seam 1, seam 2), the second also
+	 * decoded again from the first's state.
+	 */
+	carry_of(&t, 0, seam[1], NULL, NULL, &before);
+	carry_of(&t, seam[1], seam[2], NULL, &start, &end);
+	carry_of(&t, seam[1], seam[2], &before, NULL, &whole);
+	assert_false(vmpt_flow_carry_equal(&before, &start));
+	assert_true(vmpt_flow_carry_settle(&before, &start, &end));
+	assert_true(vmpt_flow_carry_equal(&end, &whole));
+
+	/* The piece [seam 2, end) reads a CYC. */
+	before = whole;
+	carry_of(&t, seam[2], 0, NULL, &start, &end);
+	assert_false(vmpt_flow_carry_equal(&before, &start));
+	assert_false(vmpt_flow_carry_settle(&before, &start, &end));
 }
 
 int main(void)
@@ -628,10 +640,10 @@ int main(void)
 		cmocka_unit_test(test_bad_instruction),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_cycles_huge),
-		cmocka_unit_test(test_seam_carry),
 		cmocka_unit_test(test_event_trace),
 		cmocka_unit_test(test_power),
 		cmocka_unit_test(test_ptw_bound),
+		cmocka_unit_test(test_carry_settle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
