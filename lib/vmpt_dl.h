@@ -39,13 +39,26 @@ const char *vmpt_dl_errmsg(const struct vmpt_dl *lib);
  * char per function numbers them: offsetof is a function's index, and a
  * function of another table does not compile.
  */
-#define VMPT_DL_SLOT_(f) char f;
-#define VMPT_DL_NAME_(f) #f,
 #define VMPT_DL_TABLE(name, FUNCS, soname, package)			\
 	struct name##_slots { FUNCS(VMPT_DL_SLOT_) };			\
+	VMPT_DL_DEFINE_(static, name, FUNCS, soname, package)
+
+/* A table the files of one concept share: declared in their header,
+ * defined in one of them.
+ */
+#define VMPT_DL_DECLARE(name, FUNCS)					\
+	struct name##_slots { FUNCS(VMPT_DL_SLOT_) };			\
+	extern void *name##_addr[sizeof(struct name##_slots)];		\
+	extern struct vmpt_dl name
+#define VMPT_DL_DEFINE(name, FUNCS, soname, package)			\
+	VMPT_DL_DEFINE_(, name, FUNCS, soname, package)
+
+#define VMPT_DL_SLOT_(f) char f;
+#define VMPT_DL_NAME_(f) #f,
+#define VMPT_DL_DEFINE_(storage, name, FUNCS, soname, package)		\
 	static const char *const name##_names[] = { FUNCS(VMPT_DL_NAME_) }; \
-	static void *name##_addr[sizeof(struct name##_slots)];		\
-	static struct vmpt_dl name = { soname, package, name##_names,	\
+	storage void *name##_addr[sizeof(struct name##_slots)];		\
+	storage struct vmpt_dl name = { soname, package, name##_names,	\
 		name##_addr, sizeof(struct name##_slots), 0, "" }
 
 /* Function f of a loaded table, with its type from the library's header. */

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Without the libraries only some commands open (libvirt, libpq; libdebuginfod
-# in symbols/tests/debuginfod.sh): vmpt starts, and those commands fail with
+# Without the libraries only some commands open (libvirt, libpq, libssh;
+# libdebuginfod in symbols/tests/debuginfod.sh): vmpt starts, and those commands fail with
 # a message naming the soname, dlerror()'s words and the Debian package,
 # never a crash.  A library is hidden by mounting /dev/null over its file in
 # a mount namespace of our own (root only).
@@ -35,7 +35,8 @@ expect() {
 file_too_short() { echo "$(path "$1"): file too short"; }
 
 # Never needed to start: loaded only by the commands that use them.
-expect "--version" 0 "" hidden "libvirt.so.0 libvirt-qemu.so.0 libpq.so.5 libdebuginfod.so.1" \
+expect "--version" 0 "" \
+	hidden "libvirt.so.0 libvirt-qemu.so.0 libpq.so.5 libdebuginfod.so.1 libssh.so.4" \
 	"$VMPT" --version
 grep -qx "vmpt $(sed -n "s/^  version : '\(.*\)',/\1/p" "$SRCDIR/meson.build")" "$tmp/out" ||
 	{ echo "FAIL --version: $(cat "$tmp/out")"; fail=1; }
@@ -56,5 +57,9 @@ hidden libvirt.so.0 "$VMPT" doctor -c qemu:///system > "$tmp/doc" 2>&1
 want="PROBLEM libvirt: cannot use libvirt.so.0 (Debian package libvirt0): $(file_too_short libvirt.so.0)"
 grep -qxF "$want" "$tmp/doc" || { echo "FAIL doctor: $(grep libvirt "$tmp/doc")"; fail=1; }
 
-[ $fail = 0 ] && echo "without libvirt, libpq or libdebuginfod: vmpt starts, the commands that need them say so"
+expect "guest check" 1 "vmpt guest: cannot use libssh.so.4 (Debian package libssh-4): \
+$(file_too_short libssh.so.4)" \
+	hidden libssh.so.4 "$VMPT" guest check ssh://127.0.0.1:1
+
+[ $fail = 0 ] && echo "without libvirt, libpq, libssh or libdebuginfod: vmpt starts, the commands that need them say so"
 exit $fail
