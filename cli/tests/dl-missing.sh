@@ -1,5 +1,5 @@
 #!/bin/bash
-# Without the libraries only some commands open (libvirt, libpq, libssh;
+# Without the libraries only some commands open (libvirt, libpq, libsqlite3, libssh;
 # libdebuginfod in symbols/tests/debuginfod.sh): vmpt starts, and those commands fail with
 # a message naming the soname, dlerror()'s words and the Debian package,
 # never a crash.  A library is hidden by mounting /dev/null over its file in
@@ -36,7 +36,8 @@ file_too_short() { echo "$(path "$1"): file too short"; }
 
 # Never needed to start: loaded only by the commands that use them.
 expect "--version" 0 "" \
-	hidden "libvirt.so.0 libvirt-qemu.so.0 libpq.so.5 libdebuginfod.so.1 libssh.so.4" \
+	hidden "libvirt.so.0 libvirt-qemu.so.0 libpq.so.5 libsqlite3.so.0 libdebuginfod.so.1 \
+		libssh.so.4" \
 	"$VMPT" --version
 grep -qx "vmpt $(sed -n "s/^  version : '\(.*\)',/\1/p" "$SRCDIR/meson.build")" "$tmp/out" ||
 	{ echo "FAIL --version: $(cat "$tmp/out")"; fail=1; }
@@ -45,6 +46,9 @@ PD=$SHARED/realtraces/perf-data-hase/loopy/loopy-20180404T162955.perf
 expect "export postgresql" 1 "vmpt export: vmpt_dl_test: connecting: cannot use libpq.so.5 \
 (Debian package libpq5): $(file_too_short libpq.so.5)" \
 	hidden libpq.so.5 "$VMPT" export postgresql -i "$PD" -o vmpt_dl_test
+expect "export sqlite" 1 "vmpt export: $tmp/e.db: opening: cannot use libsqlite3.so.0 \
+(Debian package libsqlite3-0): $(file_too_short libsqlite3.so.0)" \
+	hidden libsqlite3.so.0 "$VMPT" export sqlite -i "$PD" -o "$tmp/e.db"
 
 expect "record --domain" 1 "vmpt record: cannot use libvirt.so.0 (Debian package libvirt0): \
 $(file_too_short libvirt.so.0)" \
@@ -61,5 +65,5 @@ expect "guest check" 1 "vmpt guest: cannot use libssh.so.4 (Debian package libss
 $(file_too_short libssh.so.4)" \
 	hidden libssh.so.4 "$VMPT" guest check ssh://127.0.0.1:1
 
-[ $fail = 0 ] && echo "without libvirt, libpq, libssh or libdebuginfod: vmpt starts, the commands that need them say so"
+[ $fail = 0 ] && echo "without libvirt, libpq, libsqlite3, libssh or libdebuginfod: vmpt starts, the commands that need them say so"
 exit $fail
