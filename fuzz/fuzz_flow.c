@@ -2,16 +2,22 @@
 /* libFuzzer target for the flow decoder over an image: the input is a
  * control byte, 2 bytes of code length, the code (at 0x1000, and again
  * as a guest's) and the trace; every item is taken until the end, with
- * return compression and perf's resync chosen by the control byte.  A
- * trace that does not end (a loop of direct jumps with no packets) is a
- * libFuzzer timeout.  The walk stops after MAX_ITEMS items (blocks and
- * events): longer walks repeat what they did and only slow the fuzzer.  See docs/fuzzing.md.
+ * return compression and perf's resync chosen by the control byte.  Two
+ * decoders take it in lockstep, one walking every block
+ * (vmpt_flow_next), one playing recorded runs and chains back in batches
+ * (vmpt_flow_next_items): an item that differs aborts.  A trace that
+ * does not end (a loop of direct jumps with no packets) is a libFuzzer
+ * timeout.  The walk stops after MAX_ITEMS items (blocks and events):
+ * longer walks repeat what they did and only slow the fuzzer.  See
+ * docs/fuzzing.md.
  */
 #include "vmpt/error.h"
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
+#include "same_item.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +32,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct vmpt_flow_config cfg;
 	struct vmpt_flow_item it;
 	struct vmpt_image *img;
-	struct vmpt_flow *dec;
+	struct vmpt_flow *dec, *batch;
+	const struct vmpt_flow_item *items;
+	size_t n = 0, k = 0;
 	size_t code;
 	uint8_t *trace;
 	unsigned ctl;
@@ -62,15 +70,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg.mtc_period = (uint8_t)(ctl >> 4);
 	cfg.max_nonturbo_ratio = 32;
 	dec = vmpt_flow_new(&cfg);
-	if (dec) {
-		for (int n = 0; n < MAX_ITEMS; n++) {
-			int ret = vmpt_flow_next(dec, &it);
+	batch = vmpt_flow_new(&cfg);
+	if (dec && batch) {
+		for (int i = 0; i < MAX_ITEMS; i++, k++) {
+			int ret = vmpt_flow_next(dec, &it), bret = 0;
 
+			if (k == n) {
+				bret = vmpt_flow_next_items(batch, &items, &n);
+				k = 0;
+			}
+			if ((ret < 0) != (bret < 0) || (ret < 0 && ret != bret)) {
+				fprintf(stderr, "item %d: walked %d, batched %d\n", i, ret, bret);
+				abort();
+			}
 			if (ret < 0)
 				break;
+			if (!same_item(&it, &items[k])) {
+				fprintf(stderr, "item %d differs walked and batched\n", i);
+				abort();
+			}
 		}
-		vmpt_flow_free(dec);
 	}
+	vmpt_flow_free(dec);
+	vmpt_flow_free(batch);
 	free(trace);
 	vmpt_image_free(img);
 	return 0;

@@ -28,6 +28,11 @@
  * that never ends means the trace and the code disagree.
  */
 #define MAX_WALK (1u << 22)
+/* Chains are not made for CHAIN_REST plays after a window of CHAIN_WINDOW
+ * plays with fewer than an eighth of chains played back.
+ */
+#define CHAIN_WINDOW 4096
+#define CHAIN_REST (8 * CHAIN_WINDOW)
 /* perf's intel-pt.max-loops default: direct branches in a row that read
  * no trace before the walk is called a never-ending loop.
  */
@@ -161,6 +166,26 @@ struct vmpt_flow {
 	struct vmpt_run *rec;
 	/* A run may start here: new TNT bits, or the last run ended. */
 	uint8_t memo_try;
+	/* Runs played back to back so far (a chain in the making): the
+	 * chain's key, and where the last one's packet ended (in which
+	 * bytes: a part, or the seam at that offset).
+	 */
+	struct vmpt_run *chain_run[VMPT_CHAIN_PKTS];
+	unsigned chain_n;
+	const struct vmpt_section *chain_sec;
+	/* Chains that are rarely played are not made for a while (as the
+	 * memo rests): plays and chain plays in this window, plays to rest.
+	 */
+	uint32_t chain_plays, chain_hits, chain_rest;
+	uint64_t chain_key;
+	const uint8_t *chain_begin, *chain_end;
+	uint64_t chain_base;
+	/* The chain found to play: the offsets of its packets after the
+	 * first, the last one's bits, and where it ends.
+	 */
+	uint64_t peek_off[VMPT_CHAIN_PKTS];
+	uint64_t peek_bits;
+	const uint8_t *peek_end;
 	/* What vmpt_flow_next_items hands out when it is not a run: blocks
 	 * of the hot path while their time stays that of the last item
 	 * handed out (last_time, when have_last).
@@ -356,6 +381,7 @@ static void reset_flow_state(struct vmpt_flow *dec)
 	dec->after_ovf = 0;
 	dec->prev = NULL;
 	dec->rec = NULL;
+	dec->chain_n = 0;
 }
 
 /* Report an error at the current packet and IP, then look for the next
@@ -1504,25 +1530,131 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	return 0;
 }
 
-/* The run played back: its items, given their time, offset and cycle
- * count in place, and the state the walk would have after the last.
- * Nothing is read during a run: the offset and the time are those of
- * the packet whose bits it takes (the time of the block before until
- * the first bit), the same for every item; only the first bit can take
- * a new cycle count.
+/* A run about to play back, after those played back to back before it:
+ * the chain grows, and is kept when it has all its packets.  Back to back:
+ * the run takes all the bits of a TNT-8 packet read just after the last
+ * one's (PADs between), from its first, in the same section.
+ */
+static void chain_grow(struct vmpt_flow *dec, struct vmpt_run *r)
+{
+	const uint8_t *tnt = dec->pd.pos - 1, *p = dec->chain_end;
+	unsigned n = dec->tnt_n;
+
+	if (r->nbits != n || n > 6) {
+		dec->chain_n = 0;
+		return;
+	}
+	/* In the same bytes, a few PADs at most after the last one's end
+	 * (tnt - p wraps when before it).
+	 */
+	if (dec->chain_n && (dec->chain_begin != dec->pd.begin ||
+			     dec->chain_base != dec->pd.base || (size_t)(tnt - p) > 16))
+		dec->chain_n = 0;
+	if (dec->chain_n) {
+		uint32_t e = vmpt_pkt_fast_table[*tnt];
+
+		if ((uint16_t)e != VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0) ||
+		    ((e >> 16) & 0xff) != n || r->first->sec != dec->chain_sec)
+			dec->chain_n = 0;
+		while (dec->chain_n && p < tnt)
+			if (*p++ != 0)
+				dec->chain_n = 0;
+	}
+	if (!dec->chain_n) {
+		dec->chain_key = 0;
+		dec->chain_sec = r->first->sec;
+	}
+	dec->chain_key = vmpt_chain_key_add(dec->chain_key, dec->chain_n, dec->tnt_bits, n);
+	dec->chain_run[dec->chain_n++] = r;
+	dec->chain_begin = dec->pd.begin;
+	dec->chain_base = dec->pd.base;
+	dec->chain_end = dec->pd.pos;
+	if (dec->chain_n == VMPT_CHAIN_PKTS) {
+		vmpt_tnt_memo_chain(dec->memo, dec->chain_run, dec->chain_n, dec->chain_key);
+		dec->chain_n = 0;
+	}
+}
+
+/* The chain from b for the bits pending and the TNT-8 packets after them,
+ * or NULL; where its packets are is kept for play_run.  Only while the
+ * time is that of the last item handed out: the caller sets the address
+ * space by the time between calls (see vmpt_flow_next_items), and a
+ * chain takes what would be several calls.
+ */
+static struct vmpt_run *find_chain(struct vmpt_flow *dec, const struct vmpt_block *b)
+{
+	const uint8_t *p = dec->pd.pos, *end = dec->pd.limit;
+	uint64_t key;
+	uint32_t e = 0;
+
+	if (dec->tnt_n > 6 || dec->have_pkt || dec->pd.ctx != VMPT_CTX_NONE ||
+	    dec->want_fup || !dec->have_last || dec->last_time != dec->time.tsc ||
+	    dec->block_time != dec->time.tsc)
+		return NULL;
+	key = vmpt_chain_key_add(0, 0, dec->tnt_bits, dec->tnt_n);
+	for (unsigned k = 1; k < VMPT_CHAIN_PKTS; k++) {
+		while (p < end && (e = vmpt_pkt_fast_table[*p]) ==
+				  VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
+			p++;
+		if (p >= end || (uint16_t)e != VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0))
+			return NULL;
+		dec->peek_off[k] = dec->pd.base + (uint64_t)(p - dec->pd.begin);
+		key = vmpt_chain_key_add(key, k, e >> 24, (e >> 16) & 0xff);
+		p++;
+	}
+	dec->peek_bits = e >> 24;
+	dec->peek_end = p;
+	return vmpt_tnt_memo_find_chain(dec->memo, b, key);
+}
+
+/* The run (or chain) played back: its items, given their time, offset
+ * and cycle count in place, and the state the walk would have after the
+ * last.  Nothing is read during a run: the offset is that of the packet
+ * whose bits a step takes, the time that of the packet (the time of the
+ * block before until the first bit), the same for every packet of a
+ * chain; only the first bit can take a new cycle count.
  */
 static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
 {
 	struct vmpt_run *r = dec->play;
-	struct vmpt_flow_item *it = r->item;
+	struct vmpt_flow_item *it = r->item, *p = it, *end;
 	uint32_t last = r->nsteps - 1, first_bit = r->first_bit;
-	uint64_t before = dec->block_time, off = dec->pkt_off, tsc = dec->time.tsc;
+	uint64_t before = dec->block_time, tsc = dec->time.tsc;
 	uint8_t est = dec->cyc.est;
 
-	for (struct vmpt_flow_item *p = it, *end = it + last + 1; p != end; p++) {
-		p->time = tsc;
-		p->offset = off;
-		p->cyc_est = est;
+	if (!dec->chain_rest && ++dec->chain_plays == CHAIN_WINDOW) {
+		if (dec->chain_hits < CHAIN_WINDOW / 8) {
+			dec->chain_rest = CHAIN_REST;
+			dec->chain_n = 0;
+		}
+		dec->chain_plays = dec->chain_hits = 0;
+	}
+	if (r->npkts == 1) {
+		uint64_t off = dec->pkt_off;
+
+		if (!dec->chain_rest)
+			chain_grow(dec, r);
+		else
+			dec->chain_rest--;
+		for (end = it + last + 1; p != end; p++) {
+			p->time = tsc;
+			p->offset = off;
+			p->cyc_est = est;
+		}
+	} else {
+		dec->chain_hits++;
+		dec->chain_n = 0;
+		dec->peek_off[0] = dec->pkt_off;
+		for (uint32_t k = 0; k < r->npkts; k++) {
+			uint64_t off = dec->peek_off[k];
+
+			end = it + (k + 1 < r->npkts ? r->seg[k + 1] : last + 1);
+			for (; p != end; p++) {
+				p->time = tsc;
+				p->offset = off;
+				p->cyc_est = est;
+			}
+		}
 	}
 	for (uint32_t i = 0; i < first_bit; i++)
 		it[i].time = before;
@@ -1531,7 +1663,15 @@ static const struct vmpt_flow_item *play_run(struct vmpt_flow *dec, size_t *n)
 		for (uint32_t i = 0; i <= last; i++)
 			if (r->step[i].push)
 				push_ret(dec, r->step[i].block);
-	dec->tnt_n -= r->nbits;
+	if (r->npkts == 1) {
+		dec->tnt_n -= r->nbits;
+	} else {
+		/* The packets after the first, read (as fetch_fast would). */
+		dec->pd.pos = dec->peek_end;
+		dec->pkt_off = dec->peek_off[r->npkts - 1];
+		dec->tnt_bits = dec->peek_bits;
+		dec->tnt_n = 0;
+	}
 	dec->block_time = tsc;
 	progressed(dec);	/* a run ends with a bit */
 	dec->ip = it[last].to;
@@ -1617,8 +1757,11 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 	__builtin_prefetch(atomic_load_explicit(&b->succ[1], memory_order_relaxed));
 	if (runs && dec->tnt_n && dec->memo_try && !dec->rec) {
 		uint64_t key = vmpt_tnt_key(dec->tnt_bits, dec->tnt_n);
-		struct vmpt_run *run = vmpt_tnt_memo_find(dec->memo, b, key);
+		struct vmpt_run *run = vmpt_tnt_memo_find(dec->memo, b, key), *chain;
 
+		if (run && run->chain_head && run->nbits == dec->tnt_n &&
+		    (chain = find_chain(dec, b)))
+			run = chain;
 		if (run && dec->walked + run->ninsn <= MAX_WALK) {
 			dec->play = run;
 			return 2;

@@ -6,6 +6,7 @@
  */
 #include "vmpt_tnt_memo.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,25 +118,100 @@ struct vmpt_run *vmpt_tnt_memo_start(struct vmpt_tnt_memo *m,
 	m->scratch->ninsn = 0;
 	m->scratch->nbits = 0;
 	m->scratch->pushes = 0;
+	m->scratch->npkts = 1;
+	m->scratch->chain_head = 0;
+	m->scratch->seg[0] = 0;
 	return m->scratch;
+}
+
+static void keep(struct vmpt_tnt_memo *m, struct vmpt_run *r)
+{
+	struct slot *sl = &m->slot[slot_of(r->first, r->key)];
+
+	if (!sl->run)
+		m->n_runs++;
+	free(sl->run);
+	sl->run = r;
+	sl->tag.first = r->first;
+	sl->tag.key = r->key;
+}
+
+static struct vmpt_run *run_alloc(uint32_t nsteps)
+{
+	struct vmpt_run *r = malloc(sizeof(*r) + nsteps * (sizeof(r->item[0]) +
+							   sizeof(r->step[0])));
+
+	if (r)
+		r->step = (struct vmpt_run_step *)&r->item[nsteps];
+	return r;
 }
 
 void vmpt_tnt_memo_commit(struct vmpt_tnt_memo *m)
 {
 	const struct vmpt_run *s = m->scratch;
-	size_t items = s->nsteps * sizeof(s->item[0]);
-	struct slot *sl = &m->slot[slot_of(s->first, s->key)];
-	struct vmpt_run *r = malloc(sizeof(*s) + items + s->nsteps * sizeof(s->step[0]));
+	struct vmpt_run *r = run_alloc(s->nsteps);
 
 	if (!r)
 		return;
-	memcpy(r, s, sizeof(*s) + items);
-	r->step = (struct vmpt_run_step *)&r->item[s->nsteps];
+	memcpy(r, s, offsetof(struct vmpt_run, step));
+	memcpy(r->item, s->item, s->nsteps * sizeof(s->item[0]));
 	memcpy(r->step, s->step, s->nsteps * sizeof(s->step[0]));
-	if (!sl->run)
-		m->n_runs++;
-	free(sl->run);
-	sl->run = r;
-	sl->tag.first = s->first;
-	sl->tag.key = s->key;
+	keep(m, r);
+}
+
+struct vmpt_run *vmpt_tnt_memo_find_chain(struct vmpt_tnt_memo *m,
+					  const struct vmpt_block *first,
+					  uint64_t key)
+{
+	const struct slot *sl = &m->slot[slot_of(first, key)];
+
+	if (m->rest || sl->tag.first != first || sl->tag.key != key)
+		return NULL;
+	return sl->run;
+}
+
+void vmpt_tnt_memo_chain(struct vmpt_tnt_memo *m, struct vmpt_run *const runs[],
+			 unsigned n, uint64_t key)
+{
+	const struct vmpt_run *old = m->slot[slot_of(runs[0]->first, key)].run;
+	struct start *seen = &m->seen[slot_of(runs[0]->first, key)];
+	uint32_t nsteps = 0;
+	struct vmpt_run *r;
+
+	if (m->rest)
+		return;
+	if (seen->first != runs[0]->first || seen->key != key) {
+		seen->first = runs[0]->first;
+		seen->key = key;
+		return;
+	}
+	for (unsigned k = 0; k < n; k++) {
+		if (runs[k] == old)
+			return;
+		nsteps += runs[k]->nsteps;
+	}
+	r = run_alloc(nsteps);
+	if (!r)
+		return;
+	r->first = runs[0]->first;
+	r->key = key;
+	r->nsteps = r->ninsn = r->nbits = r->pushes = 0;
+	r->first_bit = runs[0]->first_bit;
+	r->npkts = n;
+	r->chain_head = 0;
+	runs[0]->chain_head = 1;
+	for (unsigned k = 0; k < n; k++) {
+		const struct vmpt_run *s = runs[k];
+
+		r->seg[k] = r->nsteps;
+		memcpy(&r->item[r->nsteps], s->item, s->nsteps * sizeof(s->item[0]));
+		memcpy(&r->step[r->nsteps], s->step, s->nsteps * sizeof(s->step[0]));
+		r->nsteps += s->nsteps;
+		r->ninsn += s->ninsn;
+		r->nbits += s->nbits;
+		r->pushes += s->pushes;
+	}
+	for (uint32_t i = 0; i < r->nsteps; i++)
+		r->item[i].cyc = 0;	/* a count of the runs' last playing */
+	keep(m, r);
 }

@@ -5,7 +5,7 @@
  * trace offsets and cycle counts included.
  *
  * usage: items_batch [--pagecache PREFIX] [--elf FILE@BASE] [--filter A-B]
- *                    [--retcomp] [--repeat N] [--timing] TRACE
+ *                    [--retcomp] [--repeat N] [--timing] [--parts N] TRACE
  *
  * The two decoders take the trace (N copies end to end, so loops come
  * back with runs already recorded) in lockstep.  --timing interleaves
@@ -13,30 +13,21 @@
  * that the real KVM-PT traces (loops, but no timing) get times and cycle
  * counts.  Prints the item count, how many came in batches of more than
  * one (runs played back), and how many of those had a time and a cycle
- * count.
+ * count.  --parts N hands the trace over in N buffers of their own (a
+ * queue's consecutive AUX buffers), cut anywhere, packets too.
  */
 #include "vmpt/error.h"
 #include "vmpt/file.h"
 #include "vmpt/flow.h"
 #include "vmpt/image.h"
 #include "vmpt/packet.h"
+#include "same_item.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int same_item(const struct vmpt_flow_item *a, const struct vmpt_flow_item *b)
-{
-	if (a->kind != b->kind || a->mode != b->mode || a->iclass != b->iclass ||
-	    a->taken != b->taken || a->ev != b->ev || a->ip_valid != b->ip_valid ||
-	    a->nr != b->nr || a->err != b->err || a->ninsn != b->ninsn ||
-	    a->sec != b->sec || a->ip != b->ip || a->end_ip != b->end_ip ||
-	    a->to != b->to || a->payload != b->payload || a->offset != b->offset ||
-	    a->time != b->time || a->cyc != b->cyc || a->cyc_est != b->cyc_est)
-		return 0;
-	return a->kind != VMPT_FLOW_BLOCK || !memcmp(a->isize, b->isize, a->ninsn);
-}
 
 /* Copy the packets of in to out with CYC and TSC packets interleaved;
  * returns the size written.  What does not decode is copied as it is.
@@ -93,6 +84,8 @@ int main(int argc, char **argv)
 	struct vmpt_file f;
 	const char *trace = NULL;
 	size_t repeat = 1, n, size, count = 0, in_runs = 0, timed = 0, counted = 0;
+	size_t n_parts = 0;
+	struct vmpt_pkt_part *parts = NULL;
 	int timing = 0, ret = 0;
 	uint8_t *buf;
 
@@ -119,6 +112,8 @@ int main(int argc, char **argv)
 			cfg.retcomp = 1;
 		} else if (!strcmp(argv[i], "--timing")) {
 			timing = 1;
+		} else if (!strcmp(argv[i], "--parts") && i + 1 < argc) {
+			n_parts = strtoull(argv[++i], NULL, 0);
 		} else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
 			repeat = strtoull(argv[++i], NULL, 0);
 		} else {
@@ -130,7 +125,7 @@ int main(int argc, char **argv)
 	if (ret < 0 || !trace || !repeat || vmpt_file_map(&f, trace) < 0) {
 		if (ret == 0)
 			fprintf(stderr, "usage: %s [--pagecache PREFIX] [--elf FILE@BASE] "
-				"[--filter A-B] [--retcomp] [--repeat N] [--timing] TRACE\n", argv[0]);
+				"[--filter A-B] [--retcomp] [--repeat N] [--timing] [--parts N] TRACE\n", argv[0]);
 		vmpt_image_free(img);
 		return ret < 0 ? 1 : 2;
 	}
@@ -149,6 +144,23 @@ int main(int argc, char **argv)
 	}
 	cfg.begin = buf;
 	cfg.end = buf + size;
+	if (n_parts) {
+		parts = calloc(n_parts, sizeof(*parts));
+		if (!parts)
+			return 1;
+		for (size_t k = 0; k < n_parts; k++) {
+			size_t from = size * k / n_parts, to = size * (k + 1) / n_parts;
+			uint8_t *copy = malloc(to - from + 1);
+
+			if (!copy)
+				return 1;
+			memcpy(copy, buf + from, to - from);
+			parts[k].begin = copy;
+			parts[k].end = copy + (to - from);
+		}
+		cfg.parts = parts;
+		cfg.n_parts = n_parts;
+	}
 	cfg.image = img;
 	walk = vmpt_flow_new(&cfg);
 	batch = vmpt_flow_new(&cfg);
@@ -180,12 +192,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "item %zu: the decoders end apart (%s)\n", count, vmpt_strerror(ret));
 		return 1;
 	}
-	printf("%s x %zu%s: %zu items, the same walked and in batches; "
+	printf("%s x %zu%s%s: %zu items, the same walked and in batches; "
 	       "%zu came in runs (%zu with a time, %zu with a cycle count)\n", trace, repeat,
-	       timing ? " with timing" : "", count, in_runs, timed, counted);
+	       timing ? " with timing" : "", n_parts ? " in parts" : "", count, in_runs,
+	       timed, counted);
 	vmpt_flow_free(walk);
 	vmpt_flow_free(batch);
 	free(buf);
+	for (size_t k = 0; k < n_parts; k++)
+		free((void *)parts[k].begin);
+	free(parts);
 	vmpt_file_unmap(&f);
 	vmpt_image_free(img);
 	return 0;

@@ -32,6 +32,11 @@ for timing in "" --timing; do
 	check --pagecache "$kvm/avscript_32/page_cache" $timing \
 		"$kvm/avscript_32/failed_trace_12709_1"
 done
+# In buffers of their own, cut anywhere (a queue's AUX buffers): chains of
+# runs stop at a part's end.
+check --pagecache "$kvm/Unzip/data" --filter 0x400000-0x427000 --repeat 3 --parts 37 \
+	"$kvm/Unzip/trace"
+check --pagecache "$kvm/avscript_32/page_cache" --parts 101 "$kvm/avscript_32/failed_trace_12709_1"
 # dyn_test has errors (code missing from its page cache): runs end at them.
 "$BATCH" --pagecache "$kvm/dyn_test/page_cache" --repeat 3 "$kvm/dyn_test/sample_raw_0" ||
 	fail "dyn_test"
@@ -43,4 +48,4 @@ for opts in "--seed 1" "--seed 2 --cyc" "--seed 3 --noretcomp --tnt64" \
 	case " $opts " in *" --noretcomp "*) rc= ;; esac
 	check --elf /usr/bin/bash@0x555555554000 $rc "$out/t.pt"
 done
-echo "ok: the same items with and without runs on 4 real traces (3 also with timing) and 4 synthesized ones"
+echo "ok: the same items with and without runs on 4 real traces (3 also with timing, 2 also in parts) and 4 synthesized ones"
