@@ -2,13 +2,12 @@
 #include "vmpt/doctor.h"
 #include "vmpt/error.h"
 #include "vmpt/pmu.h"
+#include "vmpt_vcpu_libvirt.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
 #include <linux/kvm.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -394,30 +393,24 @@ static void check_tsc_scaling(struct doc *d)
 		    "TSC + tsc-offset");
 }
 
-static void quiet(void *ctx, virErrorPtr e)
-{
-	(void)ctx;
-	(void)e;
-}
-
 static void check_libvirt(struct doc *d)
 {
+	unsigned long ver;
+	char why[600];
+	int n, rc;
+
 	if (!d->o->libvirt_uri)
 		return;
-	virSetErrorFunc(NULL, quiet);
-	virConnectPtr c = virConnectOpenReadOnly(d->o->libvirt_uri);
-	if (!c) {
-		say(d, VMPT_DOCTOR_PROBLEM, "libvirt", "%s: %s (start libvirtd, or use "
-		    "--pid/-- COMMAND)", d->o->libvirt_uri, virGetLastErrorMessage());
-		return;
-	}
-	int n = virConnectNumOfDomains(c);
-	unsigned long ver = 0;
-	virConnectGetLibVersion(c, &ver);
-	say(d, VMPT_DOCTOR_OK, "libvirt", "%s reachable (libvirt %lu.%lu.%lu), %d "
-	    "running domains", d->o->libvirt_uri, ver / 1000000, ver / 1000 % 1000,
-	    ver % 1000, n);
-	virConnectClose(c);
+	rc = vmpt_vcpu_libvirt_probe(d->o->libvirt_uri, &n, &ver, why, sizeof(why));
+	if (rc == -VMPT_ERR_NO_LIBRARY)
+		say(d, VMPT_DOCTOR_PROBLEM, "libvirt", "%s", why);
+	else if (rc < 0)
+		say(d, VMPT_DOCTOR_PROBLEM, "libvirt", "%s (start libvirtd, or use "
+		    "--pid/-- COMMAND)", why);
+	else
+		say(d, VMPT_DOCTOR_OK, "libvirt", "%s reachable (libvirt %lu.%lu.%lu), %d "
+		    "running domains", d->o->libvirt_uri, ver / 1000000, ver / 1000 % 1000,
+		    ver % 1000, n);
 }
 
 static void check_qemu(struct doc *d)

@@ -2,6 +2,8 @@
 #include "vmpt/vcpu.h"
 #include "vmpt/error.h"
 #include "vmpt/pmu.h"
+#include "vmpt_vcpu_libvirt.h"
+#include "../lib/vmpt_dl.h"
 
 #include <libvirt/libvirt-qemu.h>
 #include <libvirt/libvirt.h>
@@ -9,6 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Opened by the commands that talk to libvirt (record --domain, doctor -c),
+ * not at every start: libvirt pulls in some 40 libraries.
+ */
+#define VIR_FUNCS(X) X(virSetErrorFunc) X(virGetLastErrorMessage) X(virConnectOpen) \
+	X(virConnectOpenReadOnly) X(virConnectClose) X(virConnectNumOfDomains) \
+	X(virConnectGetLibVersion) X(virDomainLookupByName) X(virDomainFree)
+VMPT_DL_TABLE(vir, VIR_FUNCS, "libvirt.so.0", "libvirt0");
+#define VIRQ_FUNCS(X) X(virDomainQemuMonitorCommand)
+VMPT_DL_TABLE(virq, VIRQ_FUNCS, "libvirt-qemu.so.0", "libvirt0");
 
 /* libvirt prints every error to stderr by default; we report them. */
 static void quiet(void *ctx, virErrorPtr e)
@@ -27,28 +39,46 @@ static pid_t tgid_of(pid_t tid)
 	return t ? (pid_t)atoi(t + 6) : -1;
 }
 
+/* libvirt, and libvirt-qemu when qemu: 0, or -VMPT_ERR_NO_LIBRARY saying why
+ * in err.
+ */
+static int vmpt_vcpu_libvirt_load(int qemu, char *err, size_t errlen)
+{
+	struct vmpt_dl *bad = vmpt_dl_load(&vir) < 0 ? &vir :
+			      qemu && vmpt_dl_load(&virq) < 0 ? &virq : NULL;
+
+	if (!bad)
+		return 0;
+	snprintf(err, errlen, "%s", vmpt_dl_errmsg(bad));
+	return -VMPT_ERR_NO_LIBRARY;
+}
+
 int vmpt_vcpus_from_libvirt(const char *uri, const char *domain,
 			    struct vmpt_vcpus *out, char *err, size_t errlen)
 {
-	virSetErrorFunc(NULL, quiet);
-	virConnectPtr conn = virConnectOpen(uri);
+	int rc = vmpt_vcpu_libvirt_load(1, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	VMPT_DL(vir, virSetErrorFunc)(NULL, quiet);
+	virConnectPtr conn = VMPT_DL(vir, virConnectOpen)(uri);
 	if (!conn) {
 		snprintf(err, errlen, "libvirt %s: %s (is libvirtd running?)", uri,
-			 virGetLastErrorMessage());
+			 VMPT_DL(vir, virGetLastErrorMessage)());
 		return -VMPT_ERR_REMOTE;
 	}
-	int rc = -VMPT_ERR_REMOTE;
-	virDomainPtr dom = virDomainLookupByName(conn, domain);
+	rc = -VMPT_ERR_REMOTE;
+	virDomainPtr dom = VMPT_DL(vir, virDomainLookupByName)(conn, domain);
 	if (!dom) {
 		snprintf(err, errlen, "libvirt %s: domain '%s': %s", uri, domain,
-			 virGetLastErrorMessage());
+			 VMPT_DL(vir, virGetLastErrorMessage)());
 		goto out;
 	}
 	char *reply = NULL;
-	if (virDomainQemuMonitorCommand(dom, "{\"execute\":\"query-cpus-fast\"}",
-					&reply, 0) < 0) {
+	if (VMPT_DL(virq, virDomainQemuMonitorCommand)(dom,
+			"{\"execute\":\"query-cpus-fast\"}", &reply, 0) < 0) {
 		snprintf(err, errlen, "libvirt %s: domain '%s': query-cpus-fast: %s",
-			 uri, domain, virGetLastErrorMessage());
+			 uri, domain, VMPT_DL(vir, virGetLastErrorMessage)());
 		goto out_dom;
 	}
 	rc = vmpt_vcpus_parse_qmp(reply, out);
@@ -67,8 +97,28 @@ int vmpt_vcpus_from_libvirt(const char *uri, const char *domain,
 	}
 	free(reply);
 out_dom:
-	virDomainFree(dom);
+	VMPT_DL(vir, virDomainFree)(dom);
 out:
-	virConnectClose(conn);
+	VMPT_DL(vir, virConnectClose)(conn);
 	return rc;
+}
+
+int vmpt_vcpu_libvirt_probe(const char *uri, int *domains, unsigned long *version,
+			    char *err, size_t errlen)
+{
+	int rc = vmpt_vcpu_libvirt_load(0, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	VMPT_DL(vir, virSetErrorFunc)(NULL, quiet);
+	virConnectPtr c = VMPT_DL(vir, virConnectOpenReadOnly)(uri);
+	if (!c) {
+		snprintf(err, errlen, "%s: %s", uri, VMPT_DL(vir, virGetLastErrorMessage)());
+		return -VMPT_ERR_REMOTE;
+	}
+	*domains = VMPT_DL(vir, virConnectNumOfDomains)(c);
+	*version = 0;
+	VMPT_DL(vir, virConnectGetLibVersion)(c, version);
+	VMPT_DL(vir, virConnectClose)(c);
+	return 0;
 }

@@ -25,6 +25,7 @@ static const char *const messages[VMPT_ERR_COUNT] = {
 	[VMPT_ERR_REMOTE] = "remote command failed",
 	[VMPT_ERR_LOST] = "trace data lost",
 	[VMPT_ERR_LOOP] = "never-ending loop (trace and code disagree)",
+	[VMPT_ERR_NO_LIBRARY] = "a shared library this command needs cannot be loaded",
 };
 
 const char *vmpt_strerror(int err)

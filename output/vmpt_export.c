@@ -458,10 +458,10 @@ int vmpt_export_finish(struct vmpt_export *x, struct vmpt_export_stats *st, char
 
 void vmpt_export_free(struct vmpt_export *x)
 {
-	struct export_map *maps[] = { &x->machines, &x->dsos, &x->syms, &x->paths, &x->comms };
-
 	if (!x)
 		return;
+	/* After the test: &x->machines of NULL is undefined (UBSan says so). */
+	struct export_map *maps[] = { &x->machines, &x->dsos, &x->syms, &x->paths, &x->comms };
 	if (x->ops->free)
 		x->ops->free(x);
 	for (size_t k = 0; k < sizeof(maps) / sizeof(maps[0]); k++) {

@@ -8,6 +8,7 @@
  */
 #include "vmpt_export_sql.h"
 #include "vmpt/error.h"
+#include "../lib/vmpt_dl.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* libpq is opened when this export runs, not at every vmpt start. */
+#define PQ_FUNCS(X) X(PQclear) X(PQconnectdbParams) X(PQerrorMessage) X(PQexec) \
+	X(PQfinish) X(PQgetResult) X(PQputCopyData) X(PQputCopyEnd) X(PQresultStatus) \
+	X(PQstatus)
+VMPT_DL_TABLE(pq, PQ_FUNCS, "libpq.so.5", "libpq5");
 
 struct pg {
 	PGconn *conn;
@@ -30,18 +37,19 @@ static int pg_fail(struct export_sql *q, const char *what, const char *why)
 static int pg_exec(struct export_sql *q, const char *stmt)
 {
 	struct pg *p = q->db;
-	PGresult *r = PQexec(p->conn, stmt);
-	int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
+	PGresult *r = VMPT_DL(pq, PQexec)(p->conn, stmt);
+	ExecStatusType st = VMPT_DL(pq, PQresultStatus)(r);
+	int ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
 
 	if (!ok) {
 		char why[512];
 
-		snprintf(why, sizeof(why), "%s", PQerrorMessage(p->conn));
+		snprintf(why, sizeof(why), "%s", VMPT_DL(pq, PQerrorMessage)(p->conn));
 		why[strcspn(why, "\n")] = 0;
-		PQclear(r);
+		VMPT_DL(pq, PQclear)(r);
 		return pg_fail(q, stmt, why);
 	}
-	PQclear(r);
+	VMPT_DL(pq, PQclear)(r);
 	return 0;
 }
 
@@ -71,22 +79,24 @@ static int pg_open(struct export_sql *q)
 		return pg_fail(q, "connecting", vmpt_strerror(-VMPT_ERR_NOMEM));
 	if (!good_name(dbname))
 		return pg_fail(q, "the database name", "letters, digits and '_' only");
-	p->conn = PQconnectdbParams(keys, vals, 0);
-	if (PQstatus(p->conn) != CONNECTION_OK) {
+	if (vmpt_dl_load(&pq) < 0)
+		return pg_fail(q, "connecting", vmpt_dl_errmsg(&pq));
+	p->conn = VMPT_DL(pq, PQconnectdbParams)(keys, vals, 0);
+	if (VMPT_DL(pq, PQstatus)(p->conn) != CONNECTION_OK) {
 		char why[512];
 
-		snprintf(why, sizeof(why), "%s", PQerrorMessage(p->conn));
+		snprintf(why, sizeof(why), "%s", VMPT_DL(pq, PQerrorMessage)(p->conn));
 		why[strcspn(why, "\n")] = 0;
 		return pg_fail(q, "connecting to the server", why);
 	}
 	snprintf(stmt, sizeof(stmt), "CREATE DATABASE %s", dbname);
 	if (pg_exec(q, stmt) < 0)
 		return -1;
-	PQfinish(p->conn);
+	VMPT_DL(pq, PQfinish)(p->conn);
 	vals[0] = dbname;
-	p->conn = PQconnectdbParams(keys, vals, 0);
-	if (PQstatus(p->conn) != CONNECTION_OK)
-		return pg_fail(q, "connecting", PQerrorMessage(p->conn));
+	p->conn = VMPT_DL(pq, PQconnectdbParams)(keys, vals, 0);
+	if (VMPT_DL(pq, PQstatus)(p->conn) != CONNECTION_OK)
+		return pg_fail(q, "connecting", VMPT_DL(pq, PQerrorMessage)(p->conn));
 	for (int t = 0; t < ST_COUNT; t++) {
 		p->rows[t] = tmpfile();
 		if (!p->rows[t])
@@ -133,30 +143,30 @@ static int copy_in(struct export_sql *q, enum sql_table t)
 	size_t n;
 
 	snprintf(stmt, sizeof(stmt), "COPY %s FROM STDIN", sql_table_name(t));
-	r = PQexec(p->conn, stmt);
-	if (PQresultStatus(r) != PGRES_COPY_IN) {
-		PQclear(r);
-		return pg_fail(q, stmt, PQerrorMessage(p->conn));
+	r = VMPT_DL(pq, PQexec)(p->conn, stmt);
+	if (VMPT_DL(pq, PQresultStatus)(r) != PGRES_COPY_IN) {
+		VMPT_DL(pq, PQclear)(r);
+		return pg_fail(q, stmt, VMPT_DL(pq, PQerrorMessage)(p->conn));
 	}
-	PQclear(r);
+	VMPT_DL(pq, PQclear)(r);
 	rewind(p->rows[t]);
 	while ((n = fread(buf, 1, sizeof(buf), p->rows[t])) > 0)
-		if (PQputCopyData(p->conn, buf, (int)n) != 1)
-			return pg_fail(q, stmt, PQerrorMessage(p->conn));
-	if (PQputCopyEnd(p->conn, NULL) != 1)
-		return pg_fail(q, stmt, PQerrorMessage(p->conn));
-	r = PQgetResult(p->conn);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+		if (VMPT_DL(pq, PQputCopyData)(p->conn, buf, (int)n) != 1)
+			return pg_fail(q, stmt, VMPT_DL(pq, PQerrorMessage)(p->conn));
+	if (VMPT_DL(pq, PQputCopyEnd)(p->conn, NULL) != 1)
+		return pg_fail(q, stmt, VMPT_DL(pq, PQerrorMessage)(p->conn));
+	r = VMPT_DL(pq, PQgetResult)(p->conn);
+	if (VMPT_DL(pq, PQresultStatus)(r) != PGRES_COMMAND_OK) {
 		char why[512];
 
-		snprintf(why, sizeof(why), "%s", PQerrorMessage(p->conn));
+		snprintf(why, sizeof(why), "%s", VMPT_DL(pq, PQerrorMessage)(p->conn));
 		why[strcspn(why, "\n")] = 0;
-		PQclear(r);
+		VMPT_DL(pq, PQclear)(r);
 		return pg_fail(q, stmt, why);
 	}
-	PQclear(r);
-	while ((r = PQgetResult(p->conn)))
-		PQclear(r);
+	VMPT_DL(pq, PQclear)(r);
+	while ((r = VMPT_DL(pq, PQgetResult)(p->conn)))
+		VMPT_DL(pq, PQclear)(r);
 	return 0;
 }
 
@@ -186,7 +196,8 @@ static void pg_close(struct export_sql *q)
 	for (int t = 0; t < ST_COUNT; t++)
 		if (p->rows[t])
 			fclose(p->rows[t]);
-	PQfinish(p->conn);
+	if (p->conn)	/* NULL too when libpq was not loaded */
+		VMPT_DL(pq, PQfinish)(p->conn);
 	free(p);
 	q->db = NULL;
 }

@@ -2,15 +2,35 @@
 /* debuginfod lookups by build-id. */
 #include "vmpt/debuginfod.h"
 #include "vmpt/error.h"
+#include "../lib/vmpt_dl.h"
 
 #include <elfutils/debuginfod.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+/* Opened at the first lookup, so only runs with DEBUGINFOD_URLS pay for
+ * libdebuginfod and the libcurl and Kerberos it pulls in.
+ */
+#define DEBUGINFOD_FUNCS(X) X(debuginfod_begin) X(debuginfod_end) \
+	X(debuginfod_find_executable) X(debuginfod_find_debuginfo)
+VMPT_DL_TABLE(dinfod, DEBUGINFOD_FUNCS, "libdebuginfod.so.1", "libdebuginfod1");
+
+static void vmpt_debuginfod_say_missing(void)
+{
+	/* The one message of this library: without it, a user who set
+	 * DEBUGINFOD_URLS would see symbols missing and never learn why.
+	 */
+	fprintf(stderr, "vmpt: DEBUGINFOD_URLS is set, but no debuginfod lookups: %s\n",
+		vmpt_dl_errmsg(&dinfod));
+}
+
 int vmpt_debuginfod_find(const char *build_id, enum vmpt_debuginfod_what what,
 			 char *out, size_t cap)
 {
+	static pthread_once_t said = PTHREAD_ONCE_INIT;
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	debuginfod_client *client;
 	char *path = NULL;
@@ -19,13 +39,20 @@ int vmpt_debuginfod_find(const char *build_id, enum vmpt_debuginfod_what what,
 	/* Off unless asked for: no client, no network. */
 	if (!urls || !urls[0] || !build_id[0])
 		return -VMPT_ERR_NOT_FOUND;
-	client = debuginfod_begin();
+	/* No library: as with no servers. */
+	if (vmpt_dl_load(&dinfod) < 0) {
+		pthread_once(&said, vmpt_debuginfod_say_missing);
+		return -VMPT_ERR_NOT_FOUND;
+	}
+	client = VMPT_DL(dinfod, debuginfod_begin)();
 	if (!client)
 		return -VMPT_ERR_NOT_FOUND;
 	/* A length of 0: the id is given as hex. */
 	fd = what == VMPT_DEBUGINFOD_EXECUTABLE ?
-	     debuginfod_find_executable(client, (const unsigned char *)build_id, 0, &path) :
-	     debuginfod_find_debuginfo(client, (const unsigned char *)build_id, 0, &path);
+	     VMPT_DL(dinfod, debuginfod_find_executable)(client,
+			(const unsigned char *)build_id, 0, &path) :
+	     VMPT_DL(dinfod, debuginfod_find_debuginfo)(client,
+			(const unsigned char *)build_id, 0, &path);
 	if (fd >= 0) {
 		close(fd);
 		if (path && strlen(path) < cap) {
@@ -34,6 +61,6 @@ int vmpt_debuginfod_find(const char *build_id, enum vmpt_debuginfod_what what,
 		}
 	}
 	free(path);
-	debuginfod_end(client);
+	VMPT_DL(dinfod, debuginfod_end)(client);
 	return ret;
 }

@@ -223,13 +223,13 @@ int vmpt_guest_fetch(struct vmpt_guest *g, const char *gdir, unsigned what,
 	ret = guest_exec(g, cmd, &ch);
 	if (ret)
 		goto out;
-	if (ssh_channel_write(ch, names, (uint32_t)names_len) != (int)names_len) {
+	if (VMPT_DL(guest_ssh_lib, ssh_channel_write)(ch, names, (uint32_t)names_len) != (int)names_len) {
 		ret = guest_set_err(g, -VMPT_ERR_IO, "sending the file list to %s: %s", g->host,
-				    ssh_get_error(g->s));
-		ssh_channel_free(ch);
+				    VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
+		VMPT_DL(guest_ssh_lib, ssh_channel_free)(ch);
 		goto out;
 	}
-	ssh_channel_send_eof(ch);
+	VMPT_DL(guest_ssh_lib, ssh_channel_send_eof)(ch);
 	g->lim.dir = gdir;
 	ret = guest_receive(g, ch, l.reqs, l.nr, 0, "vmpt-agent pack");
 	if (ret) {

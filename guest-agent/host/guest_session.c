@@ -99,10 +99,10 @@ static int sftp_mkdirs(sftp_session sftp, const char *dir)
 			sftp_attributes st;
 
 			*p = 0;
-			st = sftp_stat(sftp, path);
+			st = VMPT_DL(guest_ssh_lib, sftp_stat)(sftp, path);
 			if (st)
-				sftp_attributes_free(st);
-			else if (sftp_mkdir(sftp, path, 0700) < 0) {
+				VMPT_DL(guest_ssh_lib, sftp_attributes_free)(st);
+			else if (VMPT_DL(guest_ssh_lib, sftp_mkdir)(sftp, path, 0700) < 0) {
 				free(path);
 				return -1;
 			}
@@ -117,20 +117,20 @@ static int sftp_mkdirs(sftp_session sftp, const char *dir)
 
 static int upload(struct vmpt_guest *g, const char *remote)
 {
-	sftp_session sftp = sftp_new(g->s);
+	sftp_session sftp = VMPT_DL(guest_ssh_lib, sftp_new)(g->s);
 	char *tmp = guest_join(remote, ".new", "");
 	sftp_file f = NULL;
 	int fd = -1, ret = -VMPT_ERR_IO;
 	char buf[32768];
 	ssize_t n;
 
-	if (!sftp || !tmp || sftp_init(sftp) != SSH_OK) {
-		guest_set_err(g, -VMPT_ERR_IO, "SFTP to %s: %s", g->host, ssh_get_error(g->s));
+	if (!sftp || !tmp || VMPT_DL(guest_ssh_lib, sftp_init)(sftp) != SSH_OK) {
+		guest_set_err(g, -VMPT_ERR_IO, "SFTP to %s: %s", g->host, VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 		goto out;
 	}
 	if (sftp_mkdirs(sftp, g->o.remote_dir)) {
 		guest_set_err(g, -VMPT_ERR_IO, "creating %s in the guest: %s", g->o.remote_dir,
-			      ssh_get_error(g->s));
+			      VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 		goto out;
 	}
 	fd = open(g->o.agent_path, O_RDONLY | O_CLOEXEC);
@@ -138,16 +138,16 @@ static int upload(struct vmpt_guest *g, const char *remote)
 		guest_set_err(g, -VMPT_ERR_IO, "%s: %s", g->o.agent_path, strerror(errno));
 		goto out;
 	}
-	f = sftp_open(sftp, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0700);
+	f = VMPT_DL(guest_ssh_lib, sftp_open)(sftp, tmp, O_WRONLY | O_CREAT | O_TRUNC, 0700);
 	if (!f) {
 		guest_set_err(g, -VMPT_ERR_IO, "creating %s in the guest: %s", tmp,
-			      ssh_get_error(g->s));
+			      VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 		goto out;
 	}
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		if (sftp_write(f, buf, (size_t)n) != n) {
+		if (VMPT_DL(guest_ssh_lib, sftp_write)(f, buf, (size_t)n) != n) {
 			guest_set_err(g, -VMPT_ERR_IO, "writing %s in the guest: %s", tmp,
-				      ssh_get_error(g->s));
+				      VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 			goto out;
 		}
 	}
@@ -155,22 +155,22 @@ static int upload(struct vmpt_guest *g, const char *remote)
 		guest_set_err(g, -VMPT_ERR_IO, "%s: %s", g->o.agent_path, strerror(errno));
 		goto out;
 	}
-	sftp_close(f);
+	VMPT_DL(guest_ssh_lib, sftp_close)(f);
 	f = NULL;
-	sftp_unlink(sftp, remote);
-	if (sftp_rename(sftp, tmp, remote) < 0) {
+	VMPT_DL(guest_ssh_lib, sftp_unlink)(sftp, remote);
+	if (VMPT_DL(guest_ssh_lib, sftp_rename)(sftp, tmp, remote) < 0) {
 		guest_set_err(g, -VMPT_ERR_IO, "renaming %s in the guest: %s", tmp,
-			      ssh_get_error(g->s));
+			      VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 		goto out;
 	}
 	ret = 0;
 out:
 	if (f)
-		sftp_close(f);
+		VMPT_DL(guest_ssh_lib, sftp_close)(f);
 	if (fd >= 0)
 		close(fd);
 	if (sftp)
-		sftp_free(sftp);
+		VMPT_DL(guest_ssh_lib, sftp_free)(sftp);
 	free(tmp);
 	return ret;
 }
@@ -329,12 +329,12 @@ void vmpt_guest_close(struct vmpt_guest *g)
 	if (!g)
 		return;
 	if (g->rec) {
-		ssh_channel_close(g->rec);
-		ssh_channel_free(g->rec);
+		VMPT_DL(guest_ssh_lib, ssh_channel_close)(g->rec);
+		VMPT_DL(guest_ssh_lib, ssh_channel_free)(g->rec);
 	}
 	if (g->s) {
-		ssh_disconnect(g->s);
-		ssh_free(g->s);
+		VMPT_DL(guest_ssh_lib, ssh_disconnect)(g->s);
+		VMPT_DL(guest_ssh_lib, ssh_free)(g->s);
 	}
 	free(g->agent);
 	free(g->agent_path);
@@ -398,7 +398,7 @@ int vmpt_guest_start(struct vmpt_guest *g, char *const *cmd)
 		int status;
 
 		if (ret && ret != -VMPT_ERR_TRUNCATED) {
-			ssh_channel_free(g->rec);
+			VMPT_DL(guest_ssh_lib, ssh_channel_free)(g->rec);
 			g->rec = NULL;
 			return ret;
 		}
@@ -461,8 +461,8 @@ int guest_receive(struct vmpt_guest *g, ssh_channel ch, struct guest_pack_reques
 	}
 	if (ret) {
 		/* A bad reply, or the link failed: stop listening. */
-		ssh_channel_close(ch);
-		ssh_channel_free(ch);
+		VMPT_DL(guest_ssh_lib, ssh_channel_close)(ch);
+		VMPT_DL(guest_ssh_lib, ssh_channel_free)(ch);
 		snprintf(link, sizeof(link), "%s", g->err);
 		if (link[0])
 			return guest_set_err(g, ret, "%s: %s", what, link);
@@ -483,11 +483,11 @@ int vmpt_guest_stop(struct vmpt_guest *g, const char *gdir)
 	if (!ch)
 		return guest_set_err(g, -VMPT_ERR_INVAL, "guest sideband is not running");
 	g->rec = NULL;
-	ssh_channel_send_eof(ch);
+	VMPT_DL(guest_ssh_lib, ssh_channel_send_eof)(ch);
 	req.dirfd = guest_open_dir(g, gdir);
 	if (req.dirfd < 0) {
-		ssh_channel_close(ch);
-		ssh_channel_free(ch);
+		VMPT_DL(guest_ssh_lib, ssh_channel_close)(ch);
+		VMPT_DL(guest_ssh_lib, ssh_channel_free)(ch);
 		return req.dirfd;
 	}
 	g->lim.dir = gdir;

@@ -7,6 +7,7 @@
 #ifndef VMPT_GUEST_SESSION_INT_H
 #define VMPT_GUEST_SESSION_INT_H
 
+#include "../../lib/vmpt_dl.h"
 #include "vmpt/guest.h"
 #include "../guest_pack.h"
 #include "guest_pack_read.h"
@@ -15,6 +16,24 @@
 #include <stddef.h>
 
 #define STDERR_KEEP 4096
+
+/* libssh (and its SFTP), opened by guest_connect, the first step of every
+ * session, not at every vmpt start: it pulls in libcrypto and Kerberos.
+ * Every call goes through this table (defined in guest_ssh.c).
+ */
+#define GUEST_SSH_FUNCS(X) X(sftp_attributes_free) X(sftp_close) X(sftp_free) \
+	X(sftp_init) X(sftp_mkdir) X(sftp_new) X(sftp_open) X(sftp_rename) X(sftp_stat) \
+	X(sftp_unlink) X(sftp_write) X(ssh_channel_close) X(ssh_channel_free) \
+	X(ssh_channel_get_exit_status) X(ssh_channel_is_closed) X(ssh_channel_is_eof) \
+	X(ssh_channel_new) X(ssh_channel_open_session) X(ssh_channel_read_nonblocking) \
+	X(ssh_channel_read_timeout) X(ssh_channel_request_exec) X(ssh_channel_send_eof) \
+	X(ssh_channel_write) X(ssh_clean_pubkey_hash) X(ssh_connect) X(ssh_disconnect) \
+	X(ssh_free) X(ssh_get_error) X(ssh_get_fingerprint_hash) X(ssh_get_publickey_hash) \
+	X(ssh_get_server_publickey) X(ssh_key_free) X(ssh_new) X(ssh_options_set) \
+	X(ssh_pki_import_privkey_file) X(ssh_session_is_known_server) \
+	X(ssh_session_update_known_hosts) X(ssh_string_free_char) X(ssh_userauth_publickey) \
+	X(ssh_userauth_publickey_auto)
+VMPT_DL_DECLARE(guest_ssh_lib, GUEST_SSH_FUNCS);
 
 struct vmpt_guest {
 	struct vmpt_guest_opts o;

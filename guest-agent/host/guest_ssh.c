@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+VMPT_DL_DEFINE(guest_ssh_lib, GUEST_SSH_FUNCS, "libssh.so.4", "libssh-4");
+
 /* ssh://[user@]host[:port], host may be [v6]. */
 int guest_parse_url(struct vmpt_guest *g, const char *url)
 {
@@ -68,19 +70,19 @@ static char *key_fingerprint(ssh_session s)
 	size_t len = 0;
 	char *fp = NULL;
 
-	if (ssh_get_server_publickey(s, &key) == SSH_OK &&
-	    ssh_get_publickey_hash(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &len) == 0) {
-		fp = ssh_get_fingerprint_hash(SSH_PUBLICKEY_HASH_SHA256, hash, len);
-		ssh_clean_pubkey_hash(&hash);
+	if (VMPT_DL(guest_ssh_lib, ssh_get_server_publickey)(s, &key) == SSH_OK &&
+	    VMPT_DL(guest_ssh_lib, ssh_get_publickey_hash)(key, SSH_PUBLICKEY_HASH_SHA256, &hash, &len) == 0) {
+		fp = VMPT_DL(guest_ssh_lib, ssh_get_fingerprint_hash)(SSH_PUBLICKEY_HASH_SHA256, hash, len);
+		VMPT_DL(guest_ssh_lib, ssh_clean_pubkey_hash)(&hash);
 	}
-	ssh_key_free(key);
+	VMPT_DL(guest_ssh_lib, ssh_key_free)(key);
 	return fp;
 }
 
 static int check_host_key(struct vmpt_guest *g)
 {
 	char *fp = key_fingerprint(g->s);
-	enum ssh_known_hosts_e state = ssh_session_is_known_server(g->s);
+	enum ssh_known_hosts_e state = VMPT_DL(guest_ssh_lib, ssh_session_is_known_server)(g->s);
 	int ret = 0;
 
 	switch (state) {
@@ -104,9 +106,9 @@ static int check_host_key(struct vmpt_guest *g)
 					    g->host, g->port, fp ? fp : "?", g->known_hosts);
 			break;
 		}
-		if (ssh_session_update_known_hosts(g->s) != SSH_OK) {
+		if (VMPT_DL(guest_ssh_lib, ssh_session_update_known_hosts)(g->s) != SSH_OK) {
 			ret = guest_set_err(g, -VMPT_ERR_IO, "adding the host key of %s to %s: %s",
-					    g->host, g->known_hosts, ssh_get_error(g->s));
+					    g->host, g->known_hosts, VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 			break;
 		}
 		guest_log(g, "vmpt: added the host key of %s port %u (%s) to %s\n",
@@ -114,9 +116,9 @@ static int check_host_key(struct vmpt_guest *g)
 		break;
 	default:
 		ret = guest_set_err(g, -VMPT_ERR_IO, "checking the host key of %s in %s: %s",
-				    g->host, g->known_hosts, ssh_get_error(g->s));
+				    g->host, g->known_hosts, VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 	}
-	ssh_string_free_char(fp);
+	VMPT_DL(guest_ssh_lib, ssh_string_free_char)(fp);
 	return ret;
 }
 
@@ -129,20 +131,20 @@ static int authenticate(struct vmpt_guest *g)
 	if (g->o.identity) {
 		ssh_key key = NULL;
 
-		if (ssh_pki_import_privkey_file(g->o.identity, NULL, NULL, NULL, &key) != SSH_OK)
+		if (VMPT_DL(guest_ssh_lib, ssh_pki_import_privkey_file)(g->o.identity, NULL, NULL, NULL, &key) != SSH_OK)
 			return guest_set_err(g, -VMPT_ERR_PERM,
 					     "cannot read the private key %s (a passphrase-protected "
 					     "key must be loaded into ssh-agent instead)", g->o.identity);
-		rc = ssh_userauth_publickey(g->s, NULL, key);
-		ssh_key_free(key);
+		rc = VMPT_DL(guest_ssh_lib, ssh_userauth_publickey)(g->s, NULL, key);
+		VMPT_DL(guest_ssh_lib, ssh_key_free)(key);
 	} else {
-		rc = ssh_userauth_publickey_auto(g->s, NULL, NULL);
+		rc = VMPT_DL(guest_ssh_lib, ssh_userauth_publickey_auto)(g->s, NULL, NULL);
 	}
 	if (rc == SSH_AUTH_SUCCESS)
 		return 0;
 	if (rc == SSH_AUTH_ERROR)
 		return guest_set_err(g, -VMPT_ERR_IO, "authenticating to %s: %s", g->host,
-				     ssh_get_error(g->s));
+				     VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 	return guest_set_err(g, -VMPT_ERR_PERM,
 			     "%s@%s port %u refused key authentication (tried %s); vmpt uses keys "
 			     "only: add the public key to the guest's authorized_keys",
@@ -155,24 +157,27 @@ int guest_connect(struct vmpt_guest *g)
 	long timeout = g->o.timeout_sec;
 	int ret;
 
-	g->s = ssh_new();
+	if (vmpt_dl_load(&guest_ssh_lib) < 0)
+		return guest_set_err(g, -VMPT_ERR_NO_LIBRARY, "%s",
+				     vmpt_dl_errmsg(&guest_ssh_lib));
+	g->s = VMPT_DL(guest_ssh_lib, ssh_new)();
 	if (!g->s)
 		return guest_set_err(g, -VMPT_ERR_NOMEM, "out of memory");
-	ssh_options_set(g->s, SSH_OPTIONS_HOST, g->host);
-	ssh_options_set(g->s, SSH_OPTIONS_PORT, &g->port);
-	ssh_options_set(g->s, SSH_OPTIONS_TIMEOUT, &timeout);
+	VMPT_DL(guest_ssh_lib, ssh_options_set)(g->s, SSH_OPTIONS_HOST, g->host);
+	VMPT_DL(guest_ssh_lib, ssh_options_set)(g->s, SSH_OPTIONS_PORT, &g->port);
+	VMPT_DL(guest_ssh_lib, ssh_options_set)(g->s, SSH_OPTIONS_TIMEOUT, &timeout);
 	if (g->user)
-		ssh_options_set(g->s, SSH_OPTIONS_USER, g->user);
+		VMPT_DL(guest_ssh_lib, ssh_options_set)(g->s, SSH_OPTIONS_USER, g->user);
 	if (g->o.known_hosts) {
 		/* Only this file: a global one must not vouch for a host the
 		 * user keeps apart.
 		 */
-		ssh_options_set(g->s, SSH_OPTIONS_KNOWNHOSTS, g->o.known_hosts);
-		ssh_options_set(g->s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
+		VMPT_DL(guest_ssh_lib, ssh_options_set)(g->s, SSH_OPTIONS_KNOWNHOSTS, g->o.known_hosts);
+		VMPT_DL(guest_ssh_lib, ssh_options_set)(g->s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
 	}
-	if (ssh_connect(g->s) != SSH_OK)
+	if (VMPT_DL(guest_ssh_lib, ssh_connect)(g->s) != SSH_OK)
 		return guest_set_err(g, -VMPT_ERR_IO, "connecting to %s port %u: %s",
-				     g->host, g->port, ssh_get_error(g->s));
+				     g->host, g->port, VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 	ret = check_host_key(g);
 	if (!ret)
 		ret = authenticate(g);
@@ -203,7 +208,7 @@ static void drain_stderr(struct vmpt_guest *g, ssh_channel ch)
 	char buf[1024];
 	int n;
 
-	while ((n = ssh_channel_read_nonblocking(ch, buf, sizeof(buf), 1)) > 0)
+	while ((n = VMPT_DL(guest_ssh_lib, ssh_channel_read_nonblocking)(ch, buf, sizeof(buf), 1)) > 0)
 		keep_stderr(g, buf, (size_t)n);
 }
 
@@ -228,17 +233,17 @@ int guest_chan_read(struct vmpt_guest *g, ssh_channel ch, void *buf, size_t n,
 		int got;
 
 		drain_stderr(g, ch);
-		got = ssh_channel_read_timeout(ch, buf, want, 0, 200);
+		got = VMPT_DL(guest_ssh_lib, ssh_channel_read_timeout)(ch, buf, want, 0, 200);
 		if (got == SSH_ERROR)
 			return guest_set_err(g, -VMPT_ERR_IO, "reading from %s: %s", g->host,
-					     ssh_get_error(g->s));
+					     VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 		if (got > 0) {
 			buf = (uint8_t *)buf + got;
 			n -= (size_t)got;
 			deadline = now() + g->o.timeout_sec;
 			continue;
 		}
-		if (ssh_channel_is_eof(ch) || ssh_channel_is_closed(ch)) {
+		if (VMPT_DL(guest_ssh_lib, ssh_channel_is_eof)(ch) || VMPT_DL(guest_ssh_lib, ssh_channel_is_closed)(ch)) {
 			drain_stderr(g, ch);
 			return -VMPT_ERR_TRUNCATED;
 		}
@@ -258,13 +263,13 @@ int guest_chan_finish(struct vmpt_guest *g, ssh_channel ch)
 	/* Whatever follows the reply is dropped; a guest that keeps
 	 * talking is not waited for.
 	 */
-	for (int i = 0; i < 64 && ssh_channel_read_timeout(ch, buf, sizeof(buf), 0, 1000) > 0; i++)
+	for (int i = 0; i < 64 && VMPT_DL(guest_ssh_lib, ssh_channel_read_timeout)(ch, buf, sizeof(buf), 0, 1000) > 0; i++)
 		;
 	drain_stderr(g, ch);
-	ssh_channel_send_eof(ch);
-	status = ssh_channel_get_exit_status(ch);
-	ssh_channel_close(ch);
-	ssh_channel_free(ch);
+	VMPT_DL(guest_ssh_lib, ssh_channel_send_eof)(ch);
+	status = VMPT_DL(guest_ssh_lib, ssh_channel_get_exit_status)(ch);
+	VMPT_DL(guest_ssh_lib, ssh_channel_close)(ch);
+	VMPT_DL(guest_ssh_lib, ssh_channel_free)(ch);
 	return status;
 }
 
@@ -293,17 +298,17 @@ int guest_remote_err(struct vmpt_guest *g, int status, const char *what)
 
 int guest_exec(struct vmpt_guest *g, const char *cmd, ssh_channel *out)
 {
-	ssh_channel ch = ssh_channel_new(g->s);
+	ssh_channel ch = VMPT_DL(guest_ssh_lib, ssh_channel_new)(g->s);
 
 	g->stderr_len = 0;
 	g->stderr_tail[0] = 0;
 	g->err[0] = 0;
-	if (!ch || ssh_channel_open_session(ch) != SSH_OK ||
-	    ssh_channel_request_exec(ch, cmd) != SSH_OK) {
+	if (!ch || VMPT_DL(guest_ssh_lib, ssh_channel_open_session)(ch) != SSH_OK ||
+	    VMPT_DL(guest_ssh_lib, ssh_channel_request_exec)(ch, cmd) != SSH_OK) {
 		guest_set_err(g, -VMPT_ERR_IO, "running a command on %s: %s", g->host,
-			      ssh_get_error(g->s));
+			      VMPT_DL(guest_ssh_lib, ssh_get_error)(g->s));
 		if (ch)
-			ssh_channel_free(ch);
+			VMPT_DL(guest_ssh_lib, ssh_channel_free)(ch);
 		return -VMPT_ERR_IO;
 	}
 	*out = ch;
@@ -327,7 +332,7 @@ int guest_run(struct vmpt_guest *g, const char *cmd, char **out, size_t max)
 		free(buf);
 		return ret;
 	}
-	ssh_channel_send_eof(ch);
+	VMPT_DL(guest_ssh_lib, ssh_channel_send_eof)(ch);
 	while (len < max) {
 		ret = guest_chan_read(g, ch, buf + len, 1, 0);
 		if (ret)
@@ -336,7 +341,7 @@ int guest_run(struct vmpt_guest *g, const char *cmd, char **out, size_t max)
 	}
 	buf[len] = 0;
 	if (ret && ret != -VMPT_ERR_TRUNCATED) {
-		ssh_channel_free(ch);
+		VMPT_DL(guest_ssh_lib, ssh_channel_free)(ch);
 		free(buf);
 		return ret;
 	}

@@ -3,7 +3,9 @@
  * (elfutils' libdebuginfod), as perf and gdb fetch them: the servers of
  * $DEBUGINFOD_URLS, off when it is unset or empty; what was fetched stays
  * in debuginfod's client cache ($DEBUGINFOD_CACHE_PATH, else
- * ~/.cache/debuginfod_client).
+ * ~/.cache/debuginfod_client).  libdebuginfod.so.1 is opened at the first
+ * lookup; without it, lookups find nothing, as with no servers, and the
+ * first says why on stderr.
  */
 #ifndef VMPT_DEBUGINFOD_H
 #define VMPT_DEBUGINFOD_H

@@ -33,6 +33,7 @@ enum vmpt_err {
 	VMPT_ERR_REMOTE,       /* the remote side failed */
 	VMPT_ERR_LOST,         /* trace data lost (AUX area full: AUX truncated) */
 	VMPT_ERR_LOOP,         /* a loop of direct branches that reads no trace */
+	VMPT_ERR_NO_LIBRARY,   /* a library opened at first use is missing */
 	VMPT_ERR_COUNT
 };
 

@@ -79,6 +79,21 @@ rm -rf "$HOME/.debug"
 grep -q "missing $tmp/app/shapes" "$tmp/offerr" ||
 	{ echo "FAIL: without DEBUGINFOD_URLS: $(cat "$tmp/offerr")"; fail=1; }
 
+# Without libdebuginfod (hidden by mounting /dev/null over it in a mount
+# namespace of our own: root only): as off, and one line saying why.
+if [ "$(id -u)" = 0 ] && unshare -m true 2> /dev/null; then
+	lib=$(ldconfig -p | awk '$1 == "libdebuginfod.so.1" && /x86-64/ { print $NF; exit }')
+	DEBUGINFOD_URLS=http://127.0.0.1:1 unshare -m sh -c 'mount --bind /dev/null "$1" &&
+		exec "$2" script -i "$3" --itrace=b -F ip,sym,dso' sh "$(readlink -f "$lib")" \
+		"$VMPT" "$tmp/a.data" > "$tmp/nolib" 2> "$tmp/nolib-err"
+	why="vmpt: DEBUGINFOD_URLS is set, but no debuginfod lookups: cannot use \
+libdebuginfod.so.1 (Debian package libdebuginfod1): $lib: file too short"
+	cmp -s "$tmp/off" "$tmp/nolib" || { echo "FAIL: no libdebuginfod: not as off"; fail=1; }
+	[ "$(grep -cxF "$why" "$tmp/nolib-err")" = 1 ] &&
+		grep -vxF "$why" "$tmp/nolib-err" | cmp -s - "$tmp/offerr" ||
+		{ echo "FAIL: no libdebuginfod: $(cat "$tmp/nolib-err")"; fail=1; }
+fi
+
 port=$((20000 + RANDOM % 20000))
 debuginfod -F -p "$port" -d "$tmp/db.sqlite" -t 0 -g 0 -c 1 "$tmp/srv" > "$tmp/dlog" 2>&1 &
 pid=$!
