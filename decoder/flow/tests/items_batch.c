@@ -5,7 +5,8 @@
  * trace offsets and cycle counts included.
  *
  * usage: items_batch [--pagecache PREFIX] [--elf FILE@BASE] [--filter A-B]
- *                    [--retcomp] [--repeat N] [--timing] [--parts N] TRACE
+ *                    [--retcomp] [--repeat N] [--timing | --sparse-timing]
+ *                    [--parts N] TRACE
  *
  * The two decoders take the trace (N copies end to end, so loops come
  * back with runs already recorded) in lockstep.  --timing interleaves
@@ -13,7 +14,8 @@
  * that the real KVM-PT traces (loops, but no timing) get times and cycle
  * counts.  Prints the item count, how many came in batches of more than
  * one (runs played back), and how many of those had a time and a cycle
- * count.  --parts N hands the trace over in N buffers of their own (a
+ * count.  --sparse-timing adds only a TSC after every 40th TNT, so
+ * that chains of runs form between them and carry times.  --parts N hands the trace over in N buffers of their own (a
  * queue's consecutive AUX buffers), cut anywhere, packets too.
  */
 #include "vmpt/error.h"
@@ -32,7 +34,7 @@
 /* Copy the packets of in to out with CYC and TSC packets interleaved;
  * returns the size written.  What does not decode is copied as it is.
  */
-static size_t add_timing(const uint8_t *in, size_t size, uint8_t *out)
+static size_t add_timing(const uint8_t *in, size_t size, uint8_t *out, int sparse)
 {
 	struct vmpt_pkt_decoder pd;
 	struct vmpt_packet pkt, t = { 0 };
@@ -53,6 +55,16 @@ static size_t add_timing(const uint8_t *in, size_t size, uint8_t *out)
 		in_psb = pkt.type == VMPT_PKT_PSB || (in_psb && pkt.type != VMPT_PKT_PSBEND);
 		if (in_psb || pkt.type != VMPT_PKT_TNT8)
 			continue;
+		if (sparse) {
+			/* A TSC every 40 TNTs, no CYC: runs chain between. */
+			if (++tnts % 40 == 0) {
+				tsc += 0x400 + tnts % 97;
+				t.type = VMPT_PKT_TSC;
+				t.tsc = tsc;
+				n += (size_t)vmpt_pkt_encode(out + n, 16, &t);
+			}
+			continue;
+		}
 		t.type = VMPT_PKT_CYC;
 		t.cyc = 1 + tnts % 29;
 		n += (size_t)vmpt_pkt_encode(out + n, 16, &t);
@@ -112,6 +124,8 @@ int main(int argc, char **argv)
 			cfg.retcomp = 1;
 		} else if (!strcmp(argv[i], "--timing")) {
 			timing = 1;
+		} else if (!strcmp(argv[i], "--sparse-timing")) {
+			timing = 2;
 		} else if (!strcmp(argv[i], "--parts") && i + 1 < argc) {
 			n_parts = strtoull(argv[++i], NULL, 0);
 		} else if (!strcmp(argv[i], "--repeat") && i + 1 < argc) {
@@ -125,7 +139,8 @@ int main(int argc, char **argv)
 	if (ret < 0 || !trace || !repeat || vmpt_file_map(&f, trace) < 0) {
 		if (ret == 0)
 			fprintf(stderr, "usage: %s [--pagecache PREFIX] [--elf FILE@BASE] "
-				"[--filter A-B] [--retcomp] [--repeat N] [--timing] [--parts N] TRACE\n", argv[0]);
+				"[--filter A-B] [--retcomp] [--repeat N] [--timing | --sparse-timing] "
+				"[--parts N] TRACE\n", argv[0]);
 		vmpt_image_free(img);
 		return ret < 0 ? 1 : 2;
 	}
@@ -136,7 +151,7 @@ int main(int argc, char **argv)
 	size = 0;
 	for (size_t i = 0; i < repeat; i++) {
 		if (timing) {
-			size += add_timing(f.data, f.size, buf + size);
+			size += add_timing(f.data, f.size, buf + size, timing == 2);
 		} else {
 			memcpy(buf + size, f.data, f.size);
 			size += f.size;
@@ -194,8 +209,8 @@ int main(int argc, char **argv)
 	}
 	printf("%s x %zu%s%s: %zu items, the same walked and in batches; "
 	       "%zu came in runs (%zu with a time, %zu with a cycle count)\n", trace, repeat,
-	       timing ? " with timing" : "", n_parts ? " in parts" : "", count, in_runs,
-	       timed, counted);
+	       timing == 2 ? " with sparse timing" : timing ? " with timing" : "",
+	       n_parts ? " in parts" : "", count, in_runs, timed, counted);
 	vmpt_flow_free(walk);
 	vmpt_flow_free(batch);
 	free(buf);

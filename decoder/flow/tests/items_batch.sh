@@ -18,8 +18,11 @@ check() {
 	"$BATCH" "$@" > "$out/log" || fail "$(cat "$out/log")"
 	cat "$out/log"
 	grep -q '; 0 came in runs' "$out/log" && fail "no run was played back: $*"
-	case " $* " in *" --timing "*)
-		grep -q '(0 with\|, 0 with' "$out/log" && fail "played runs without time or cycles: $*"
+	case " $* " in
+	*" --timing "*)
+		grep -q '(0 with\|, 0 with' "$out/log" && fail "played runs without time or cycles: $*";;
+	*" --sparse-timing "*)
+		grep -q '(0 with' "$out/log" && fail "played runs without time: $*";;
 	esac
 	return 0
 }
@@ -32,6 +35,10 @@ for timing in "" --timing; do
 	check --pagecache "$kvm/avscript_32/page_cache" $timing \
 		"$kvm/avscript_32/failed_trace_12709_1"
 done
+# A TSC every 40 TNTs: chains carry times (and start after each new one).
+check --pagecache "$kvm/Unzip/data" --filter 0x400000-0x427000 --repeat 3 --sparse-timing \
+	"$kvm/Unzip/trace"
+check --pagecache "$kvm/avscript_32/page_cache" --sparse-timing "$kvm/avscript_32/failed_trace_12709_1"
 # In buffers of their own, cut anywhere (a queue's AUX buffers): chains of
 # runs stop at a part's end.
 check --pagecache "$kvm/Unzip/data" --filter 0x400000-0x427000 --repeat 3 --parts 37 \
@@ -48,4 +55,4 @@ for opts in "--seed 1" "--seed 2 --cyc" "--seed 3 --noretcomp --tnt64" \
 	case " $opts " in *" --noretcomp "*) rc= ;; esac
 	check --elf /usr/bin/bash@0x555555554000 $rc "$out/t.pt"
 done
-echo "ok: the same items with and without runs on 4 real traces (3 also with timing, 2 also in parts) and 4 synthesized ones"
+echo "ok: the same items with and without runs on 4 real traces (3 also with timing, 2 with sparse timing and in parts) and 4 synthesized ones"
