@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "builtin.h"
+#include "vmpt/debuginfod.h"
 #include "vmpt/script_output.h"
 
 #include <stdio.h>
@@ -59,6 +60,7 @@ int main(int argc, char **argv)
 		printf("vmpt %s\n", VMPT_VERSION);
 		return 0;
 	}
+	vmpt_debuginfod_set_warn(stderr);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(argv[1], commands[i].name))
 			return commands[i].fn(argc - 1, argv + 1);

@@ -18,13 +18,22 @@
 	X(debuginfod_find_executable) X(debuginfod_find_debuginfo)
 VMPT_DL_TABLE(dinfod, DEBUGINFOD_FUNCS, "libdebuginfod.so.1", "libdebuginfod1");
 
+/* Where a missing library is said (vmpt_debuginfod_set_warn). */
+static FILE *warn_stream;
+
+void vmpt_debuginfod_set_warn(FILE *f)
+{
+	warn_stream = f;
+}
+
 static void vmpt_debuginfod_say_missing(void)
 {
-	/* The one message of this library: without it, a user who set
-	 * DEBUGINFOD_URLS would see symbols missing and never learn why.
+	/* Without it, a user who set DEBUGINFOD_URLS would see symbols
+	 * missing and never learn why.
 	 */
-	fprintf(stderr, "vmpt: DEBUGINFOD_URLS is set, but no debuginfod lookups: %s\n",
-		vmpt_dl_errmsg(&dinfod));
+	if (warn_stream)
+		fprintf(warn_stream, "vmpt: DEBUGINFOD_URLS is set, but no debuginfod "
+			"lookups: %s\n", vmpt_dl_errmsg(&dinfod));
 }
 
 int vmpt_debuginfod_find(const char *build_id, enum vmpt_debuginfod_what what,

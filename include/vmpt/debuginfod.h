@@ -5,12 +5,14 @@
  * in debuginfod's client cache ($DEBUGINFOD_CACHE_PATH, else
  * ~/.cache/debuginfod_client).  libdebuginfod.so.1 is opened at the first
  * lookup; without it, lookups find nothing, as with no servers, and the
- * first says why on stderr.
+ * first says why on the stream vmpt_debuginfod_set_warn gave (none: it
+ * says nothing).
  */
 #ifndef VMPT_DEBUGINFOD_H
 #define VMPT_DEBUGINFOD_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,6 +29,11 @@ enum vmpt_debuginfod_what {
  */
 int vmpt_debuginfod_find(const char *build_id, enum vmpt_debuginfod_what what,
 			 char *out, size_t cap);
+
+/* Where the first lookup says that libdebuginfod cannot be opened while
+ * DEBUGINFOD_URLS is set (the CLI: stderr); NULL, the default: nowhere.
+ */
+void vmpt_debuginfod_set_warn(FILE *f);
 
 #ifdef __cplusplus
 }
