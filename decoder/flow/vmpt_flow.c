@@ -4,20 +4,11 @@
  * It walks the code from the current IP, block by block, until it needs
  * the trace to go on (a conditional branch needs a TNT bit, an indirect
  * branch a TIP, an asynchronous event is due at a FUP's IP), and reads
- * packets only then.  Packets that do not steer the flow (timing, PIP,
- * VMCS, MODE, PTW...) are applied or queued as events on the way, so an
- * event lands between the blocks around the point it was recorded.
+ * packets only then (vmpt_flow_trace.c, vmpt_flow_walk.c).  This file:
+ * the items handed out, one step of the decoder, and the hot path that
+ * takes most blocks without either.
  */
-#include "vmpt/flow.h"
-#include "vmpt/error.h"
-#include "vmpt/packet.h"
-#include "../packet/vmpt_packet_fast.h"
-#include "vmpt_block_cache.h"
-#include "vmpt_cycles.h"
-#include "vmpt_evd_store.h"
-#include "vmpt_time.h"
 #include "vmpt_flow_int.h"
-#include "vmpt_tnt_memo.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -102,29 +93,7 @@ void vmpt_flow_free(struct vmpt_flow *dec)
 	free(dec);
 }
 
-/* A direct jump or call to `to` that reads no trace: -VMPT_ERR_LOOP when
- * the walk is in a loop that never reads any (perf's intel_pt_walk_insn:
- * a target seen again, or more than MAX_LOOPS of them), else 0.
- */
-static inline int loop_step(struct vmpt_flow *dec, uint64_t to)
-{
-	uint32_t n = dec->loop.n++;
-
-	if (n == 1) {
-		dec->loop.ip = to;
-		dec->loop.period = dec->loop.left = 1;
-	} else if (n > 1) {
-		if (n > MAX_LOOPS || to == dec->loop.ip)
-			return -VMPT_ERR_LOOP;
-		if (!--dec->loop.left) {
-			dec->loop.left = ++dec->loop.period;
-			dec->loop.ip = to;
-		}
-	}
-	return 0;
-}
-
-static struct vmpt_flow_item *emit(struct vmpt_flow *dec, unsigned kind)
+struct vmpt_flow_item *vmpt_flow_emit(struct vmpt_flow *dec, unsigned kind)
 {
 	struct vmpt_flow_item *it;
 
@@ -156,10 +125,10 @@ fill:
 	return it;
 }
 
-static struct vmpt_flow_item *event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
-				    int ip_valid, uint64_t payload)
+struct vmpt_flow_item *vmpt_flow_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+				       int ip_valid, uint64_t payload)
 {
-	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+	struct vmpt_flow_item *it = vmpt_flow_emit(dec, VMPT_FLOW_EVENT);
 
 	if (!it)
 		return NULL;
@@ -171,17 +140,17 @@ static struct vmpt_flow_item *event(struct vmpt_flow *dec, unsigned ev, uint64_t
 	return it;
 }
 
-static int emit_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
-		      int ip_valid, uint64_t payload)
+int vmpt_flow_emit_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+			 int ip_valid, uint64_t payload)
 {
-	return event(dec, ev, ip, ip_valid, payload) ? 0 : -VMPT_ERR_NOMEM;
+	return vmpt_flow_event(dec, ev, ip, ip_valid, payload) ? 0 : -VMPT_ERR_NOMEM;
 }
 
 /* An event where perf's decoder returns a state: an IPC point. */
-static int emit_ipc_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
-			  int ip_valid, uint64_t payload)
+int vmpt_flow_emit_ipc_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+			     int ip_valid, uint64_t payload)
 {
-	struct vmpt_flow_item *it = event(dec, ev, ip, ip_valid, payload);
+	struct vmpt_flow_item *it = vmpt_flow_event(dec, ev, ip, ip_valid, payload);
 
 	if (!it)
 		return -VMPT_ERR_NOMEM;
@@ -189,7 +158,7 @@ static int emit_ipc_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
 	return 0;
 }
 
-static void reset_flow_state(struct vmpt_flow *dec)
+void vmpt_flow_reset_state(struct vmpt_flow *dec)
 {
 	dec->tnt_n = 0;
 	dec->have_pkt = 0;
@@ -209,7 +178,7 @@ static void reset_flow_state(struct vmpt_flow *dec)
  */
 static int error_resync(struct vmpt_flow *dec, int err)
 {
-	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
+	struct vmpt_flow_item *it = vmpt_flow_emit(dec, VMPT_FLOW_EVENT);
 	int decode_error = err == -VMPT_ERR_NO_MATCH || err == -VMPT_ERR_NO_IMAGE ||
 			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP ||
 			   err == -VMPT_ERR_LOOP;
@@ -224,7 +193,7 @@ static int error_resync(struct vmpt_flow *dec, int err)
 	it->ip = dec->ip;
 	it->ip_valid = dec->enabled;
 	it->cyc = dec->cyc.tot;
-	reset_flow_state(dec);
+	vmpt_flow_reset_state(dec);
 	dec->enabled = 0;
 	if (!dec->cfg.perf_resync || !decode_error || !dec->synced) {
 		dec->synced = 0;
@@ -239,7 +208,7 @@ static int error_resync(struct vmpt_flow *dec, int err)
 	return 0;
 }
 
-static void update_asid(struct vmpt_flow *dec)
+void vmpt_flow_update_asid(struct vmpt_flow *dec)
 {
 	uint64_t machine = dec->asid.machine;
 
@@ -257,891 +226,6 @@ static void update_asid(struct vmpt_flow *dec)
 	}
 }
 
-static unsigned exec_mode(const struct vmpt_packet *pkt)
-{
-	if (pkt->exec.csl)
-		return VMPT_MODE_64;
-	return pkt->exec.csd ? VMPT_MODE_32 : VMPT_MODE_16;
-}
-
-static int set_pip(struct vmpt_flow *dec, uint64_t cr3, uint8_t nr)
-{
-	int changed = !dec->have_nr || dec->nr != nr || dec->cr3 != cr3;
-
-	dec->have_nr = 1;
-	dec->nr = nr;
-	dec->cr3 = cr3;
-	update_asid(dec);
-	return changed ? emit_event(dec, VMPT_EV_PAGING, dec->ip, dec->enabled, cr3) : 0;
-}
-
-static int set_vmcs(struct vmpt_flow *dec, uint64_t vmcs)
-{
-	int changed = !dec->have_vmcs || dec->vmcs != vmcs;
-
-	dec->have_vmcs = 1;
-	dec->vmcs = vmcs;
-	update_asid(dec);
-	return changed ? emit_event(dec, VMPT_EV_VMCS, dec->ip, dec->enabled, vmcs) : 0;
-}
-
-static int set_mode(struct vmpt_flow *dec, unsigned mode)
-{
-	int changed = dec->mode != mode;
-
-	dec->mode = (uint8_t)mode;
-	return changed ? emit_event(dec, VMPT_EV_EXEC_MODE, dec->ip, dec->enabled, mode) : 0;
-}
-
-/* MODE.Exec, PIP and VMCS take effect at the next branch target. */
-static int apply_pending(struct vmpt_flow *dec)
-{
-	int ret = 0;
-
-	if (dec->have_pend_mode)
-		ret = set_mode(dec, dec->pend_mode);
-	if (!ret && dec->have_pend_vmcs)
-		ret = set_vmcs(dec, dec->pend_vmcs);
-	if (!ret && dec->have_pend_pip)
-		ret = set_pip(dec, dec->pend_cr3, dec->pend_nr);
-	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
-	return ret;
-}
-
-/* A guest's TSC packet read as the host TSC the correlator found for it
- * (its patch list, looked up by the packet's offset).
- */
-static inline void tsc_patch(const struct vmpt_flow *dec, uint64_t off,
-			     struct vmpt_packet *pkt)
-{
-	if (dec->cfg.tsc_patches)
-		vmpt_tsc_patch_find(dec->cfg.tsc_patches, off, &pkt->tsc);
-}
-
-/* The PSB+ header: status, not flow.  The FUP in it (if any) is the IP
- * of the next instruction when tracing is on.
- */
-static int psb_plus(struct vmpt_flow *dec)
-{
-	struct vmpt_flow_item *psb;
-	struct vmpt_packet pkt;
-	uint64_t psb_off = dec->pkt_off;
-	int have_fup = 0, ret;
-
-	vmpt_last_ip_init(&dec->lip);
-	if (!dec->synced)
-		dec->cyc.pge = 0;
-	for (;;) {
-		uint64_t off = vmpt_pkt_offset(&dec->pd);
-
-		ret = vmpt_pkt_next(&dec->pd, &pkt);
-		if (ret >= 0)
-			vmpt_time_seen(&dec->time, pkt.type);
-		if (ret < 0) {
-			dec->pkt_off = off;
-			/* A buffer that fills up ends in a PSB+ often; status
-			 * only, so nothing of the flow is lost there.
-			 */
-			if (ret == -VMPT_ERR_EOS || ret == -VMPT_ERR_TRUNCATED)
-				return -VMPT_ERR_EOS;
-			return ret;
-		}
-		dec->pkt_off = off;
-		switch (pkt.type) {
-		case VMPT_PKT_PSBEND:
-			goto done;
-		case VMPT_PKT_FUP:
-			dec->cyc.pge = 1;
-			ret = vmpt_last_ip_update(&dec->lip, &pkt);
-			if (ret < 0)
-				return ret;
-			have_fup = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
-			break;
-		case VMPT_PKT_MODE_EXEC:
-			ret = set_mode(dec, exec_mode(&pkt));
-			break;
-		case VMPT_PKT_PIP:
-			ret = set_pip(dec, pkt.pip.cr3, pkt.pip.nr);
-			break;
-		case VMPT_PKT_VMCS:
-			ret = set_vmcs(dec, pkt.vmcs);
-			break;
-		case VMPT_PKT_TSC:
-			tsc_patch(dec, off, &pkt);
-			/* fall through */
-		case VMPT_PKT_TMA:
-		case VMPT_PKT_MTC:
-		case VMPT_PKT_CYC:
-		case VMPT_PKT_CBR:
-			vmpt_time_update(&dec->time, &pkt);
-			if (dec->time.calib_pending)
-				vmpt_time_calibrate(&dec->time, &dec->pd);
-			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 1);
-			break;
-		case VMPT_PKT_TNT8:
-		case VMPT_PKT_TNT64:
-		case VMPT_PKT_TIP:
-		case VMPT_PKT_TIP_PGE:
-		case VMPT_PKT_TIP_PGD:
-		case VMPT_PKT_PSB:
-			return -VMPT_ERR_BAD_PACKET;
-		default:
-			break;	/* PAD, MODE.TSX status, MNT... */
-		}
-		if (ret < 0)
-			return ret;
-	}
-done:
-	dec->have_pend_mode = dec->have_pend_pip = dec->have_pend_vmcs = 0;
-	if (dec->synced && dec->enabled && have_fup && !dec->fup_bound &&
-	    !dec->cfe_wait && !dec->resync && !dec->tnt_n) {
-		/* the psb item when the walk reaches the FUP (FUP_PSB) */
-		dec->fup_bound = FUP_PSB;
-		dec->psb_off = psb_off;
-		dec->pkt.type = VMPT_PKT_FUP;
-		dec->pkt_ip_valid = 1;
-		dec->have_pkt = 1;
-		return 1;
-	}
-	psb = event(dec, VMPT_EV_PSB, have_fup ? dec->pkt_ip : dec->ip, have_fup, psb_off);
-	if (!psb)
-		return -VMPT_ERR_NOMEM;
-	psb->cyc = vmpt_cycles_point(&dec->cyc);
-	psb->to = dec->time.cbr;
-	if (!dec->synced) {
-		dec->synced = 1;
-		reset_flow_state(dec);
-		dec->enabled = (uint8_t)have_fup;
-		if (have_fup) {
-			dec->ip = dec->pkt_ip;
-			ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
-		}
-		return ret < 0 ? ret : have_fup;
-	}
-	if (!dec->enabled && have_fup && !dec->stopping) {
-		/* We missed the enable (an OVF without FUP, say). */
-		dec->enabled = 1;
-		dec->ip = dec->pkt_ip;
-		dec->after_ovf = 0;
-		dec->resync = 0;
-		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
-		if (ret < 0)
-			return ret;
-	} else if (dec->resync && dec->ip && !dec->stopping) {
-		/* perf goes on at the error's IP after a PSB+ without FUP. */
-		dec->enabled = 1;
-		dec->resync = 0;
-		ret = emit_event(dec, VMPT_EV_ENABLED, dec->ip, 1, VMPT_ENABLED_PSB);
-		if (ret < 0)
-			return ret;
-	} else if (dec->resync == RESYNC_NO_IP) {
-		dec->resync = RESYNC_KEEP_IP;	/* a PSB gives a last IP again */
-	}
-	return have_fup;
-}
-
-/* The segment ends at this PSB; the next segment starts at the IP its
- * header gives, so walk there (a FUP without an event) and end.
- */
-static int stop_at_psb(struct vmpt_flow *dec)
-{
-	int was_enabled = dec->enabled, ret;
-
-	if (dec->stopping)
-		return -VMPT_ERR_EOS;
-	dec->stopping = 1;
-	ret = psb_plus(dec);
-	/* its psb item at the FUP (FUP_PSB), as one decoder going on */
-	if (!(dec->fup_bound & FUP_PSB))
-		dec->block_time = dec->time.tsc;
-	/* Tracing off: the next piece says where it comes on (vmpt/jobs.h
-	 * keeps that, as one decoder going on says it).
-	 */
-	if (ret <= 0 || !was_enabled)
-		return -VMPT_ERR_EOS;
-	dec->pkt.type = VMPT_PKT_FUP;
-	dec->pkt_ip_valid = 1;
-	dec->have_pkt = 1;
-	dec->fup_bound &= FUP_PSB;
-	dec->want_fup = dec->cfe_wait = 0;
-	return 0;
-}
-
-/* A CFE item (Event Trace) with its EVDs: at the IP its FUP gives
- * (ip_valid), else where the walk is. */
-static int emit_cfe(struct vmpt_flow *dec, uint64_t ip, int ip_valid, int ipc)
-{
-	struct vmpt_flow_item *it = event(dec, VMPT_EV_CFE, ip, ip_valid, dec->cfe_payload);
-
-	if (!it)
-		return -VMPT_ERR_NOMEM;
-	it->evd = dec->cfe_evd;
-	it->ninsn = dec->cfe_n_evd;
-	if (ipc)
-		it->cyc = vmpt_cycles_point(&dec->cyc);
-	dec->cfe_wait = 0;
-	return 0;
-}
-
-/* The events bound to a FUP, at its IP (or, when it did not come, where
- * the walk is), in the order perf samples them: the CFE, MWAIT, PWRE,
- * EXSTOP, MODE.TSX, PTW.  perf returns them as one state: one IPC point,
- * the first item's (a TSX abort's is its branch, which follows).  A CFE
- * waiting for the FUP of its compound packet goes first too, without it:
- * the event's branch is the IPC point.  Returns 1 when a TIP follows.
- */
-static int emit_bound(struct vmpt_flow *dec, uint64_t at, int ip_valid)
-{
-	static const struct { uint8_t bit, ev; } order[] = {
-		{ FUP_MWAIT, VMPT_EV_MWAIT }, { FUP_PWRE, VMPT_EV_PWRE },
-		{ FUP_EXSTOP, VMPT_EV_EXSTOP }, { FUP_TSX, VMPT_EV_TSX },
-		{ FUP_PTW, VMPT_EV_PTWRITE },
-	};
-	const uint64_t payload[] = { dec->fup_mwait, dec->fup_pwre, 0, dec->fup_tsx,
-				     dec->fup_ptw };
-	unsigned bound = dec->fup_bound;
-	int abort = (bound & FUP_TSX) && (dec->fup_tsx & 2), ipc = !abort && bound;
-	int ret = 0;
-
-	dec->fup_bound = dec->want_fup = 0;
-	if (bound & FUP_PSB) {
-		struct vmpt_flow_item *psb = event(dec, VMPT_EV_PSB, at, ip_valid, dec->psb_off);
-
-		if (!psb)
-			return -VMPT_ERR_NOMEM;
-		psb->cyc = vmpt_cycles_point(&dec->cyc);
-		psb->to = dec->time.cbr;
-		dec->block_time = dec->time.tsc;
-		return 0;
-	}
-	if (dec->cfe_wait) {
-		ret = emit_cfe(dec, at, ip_valid, ipc);
-		ipc = 0;
-	}
-	for (unsigned i = 0; !ret && i < sizeof(order) / sizeof(order[0]); i++) {
-		struct vmpt_flow_item *it;
-
-		if (!(bound & order[i].bit))
-			continue;
-		it = event(dec, order[i].ev, at, ip_valid, payload[i]);
-		if (!it)
-			return -VMPT_ERR_NOMEM;
-		if (ipc)
-			it->cyc = vmpt_cycles_point(&dec->cyc);
-		ipc = 0;
-	}
-	if (ret < 0)
-		return ret;
-	return !bound || abort;
-}
-
-/* A CFE packet, with the EVDs read before it.  With the IP bit a FUP of
- * its own follows; without it, with tracing on, it binds to the FUP of
- * its event's compound packet; with tracing off it binds to none (perf:
- * "the IP flag indicates if the event binds to an IP").
- */
-static int cfe(struct vmpt_flow *dec, const struct vmpt_packet *pkt)
-{
-	int ret;
-
-	/* one that never saw its FUP goes out where the walk is */
-	if (dec->cfe_wait && (ret = emit_cfe(dec, dec->ip, 0, 0)) < 0)
-		return ret;
-	dec->fup_bound &= (uint8_t)~FUP_CFE;
-	dec->cfe_payload = pkt->cfe.type | (uint64_t)pkt->cfe.vector << 8 |
-			   (uint64_t)pkt->cfe.ip << 16;
-	dec->cfe_evd = NULL;
-	dec->cfe_n_evd = dec->n_evd;
-	if (dec->n_evd) {
-		dec->cfe_evd = vmpt_evd_store_intern(dec->evd_store, dec->evd, dec->n_evd);
-		if (!dec->cfe_evd)
-			return -VMPT_ERR_NOMEM;
-	}
-	dec->n_evd = 0;
-	dec->cfe_wait = 1;
-	if (pkt->cfe.ip) {
-		dec->fup_bound |= FUP_CFE;
-		dec->want_fup = 1;
-		return 0;
-	}
-	/* perf returns a state for it: an IPC point */
-	return dec->enabled ? 0 : emit_cfe(dec, dec->ip, 0, 1);
-}
-
-/* Read packets up to the next one that steers the flow: TNT (bits loaded),
- * or TIP/TIP.PGE/TIP.PGD/FUP/OVF (kept in dec->pkt).  after_fup: looking
- * for what follows an asynchronous FUP (perf's decoder reads those
- * packets apart: they are no IPC points, and CYC thresholds do not
- * matter).
- */
-/* PAD, TNT-8 and TIP, most of a trace, straight from the fast table
- * (which holds only what the full decoder gives): 1 when a TNT-8 or a TIP
- * was read as fetch() reads them, 0 when the next packet is another (the
- * PADs before it are read).
- */
-static inline __attribute__((always_inline)) int
-fetch_fast(struct vmpt_flow *dec, int after_fup)
-{
-	const uint8_t *p = dec->pd.pos, *end = dec->pd.end;
-	uint32_t e = 0;
-	unsigned ipc;
-
-	if (dec->pd.ctx != VMPT_CTX_NONE || dec->want_fup)
-		return 0;
-	while (p < end && (e = vmpt_pkt_fast_table[*p]) == VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
-		p++;
-	if (p != dec->pd.pos)
-		dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
-	dec->pd.pos = p;
-	if (p == end)
-		return 0;
-	if ((uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
-		dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
-		dec->pd.pos = p + 1;
-		dec->tnt_bits = e >> 24;
-		dec->tnt_n = (e >> 16) & 0xff;
-		dec->memo_try = 1;
-		if (!after_fup)
-			vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
-		return 1;
-	}
-	/* A TIP where vmpt_pkt_next would take its fast path too, with a
-	 * last IP to update (fetch's special case after a resync aside).
-	 */
-	ipc = (e >> 16) & 0xff;
-	if ((uint8_t)e != VMPT_PKT_TIP || p >= dec->pd.limit || end - p < VMPT_PKT_FAST_READ ||
-	    !dec->lip.have_ip || ipc == 5 || ipc > VMPT_IPC_FULL)
-		return 0;
-	dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
-	dec->pd.pos = p + vmpt_pkt_decode_fast(p, &dec->pkt);
-	vmpt_time_seen(&dec->time, VMPT_PKT_TIP);
-	if (!after_fup)
-		vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TIP);
-	vmpt_last_ip_update(&dec->lip, &dec->pkt);
-	dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
-	dec->have_pkt = 1;
-	return 1;
-}
-
-static int fetch(struct vmpt_flow *dec, int after_fup)
-{
-	struct vmpt_packet pkt;
-	int ret;
-
-	for (;;) {
-		if (fetch_fast(dec, after_fup))
-			return 0;
-		uint64_t off = vmpt_pkt_offset(&dec->pd);
-
-		ret = vmpt_pkt_next(&dec->pd, &pkt);
-		if (ret < 0)
-			return ret;
-		dec->pkt_off = off;
-		vmpt_time_seen(&dec->time, pkt.type);
-		if (!after_fup)
-			vmpt_cycles_seen(&dec->cyc, pkt.type);
-		if (dec->want_fup && pkt.type != VMPT_PKT_PAD) {
-			/* PTW, EXSTOP, CFE with the IP bit, MODE.TSX: the FUP
-			 * comes right after them; without it, they bind to no
-			 * IP (perf drops them, vmpt loses nothing) */
-			dec->want_fup = 0;
-			if (pkt.type != VMPT_PKT_FUP && (ret = emit_bound(dec, dec->ip, 0)) < 0)
-				return ret;
-		}
-		if (pkt.type == VMPT_PKT_PSB && dec->cfg.stop_offset &&
-		    off >= dec->cfg.stop_offset)
-			return stop_at_psb(dec);
-		ret = 0;
-		switch (pkt.type) {
-		case VMPT_PKT_PSB:
-			ret = psb_plus(dec);
-			/* walk to its FUP first (FUP_PSB), in the time before */
-			if (ret > 0 && (dec->fup_bound & FUP_PSB))
-				return 0;
-			/* Code after a PSB+ has its time, as perf's samples. */
-			dec->block_time = dec->time.tsc;
-			if (ret > 0)
-				ret = 0;
-			break;
-		case VMPT_PKT_TNT8:
-		case VMPT_PKT_TNT64:
-			if (!pkt.tnt.count)
-				break;
-			dec->tnt_bits = pkt.tnt.bits;
-			dec->tnt_n = pkt.tnt.count;
-			dec->memo_try = 1;
-			return 0;
-		case VMPT_PKT_TIP_PGE:
-		case VMPT_PKT_TIP_PGD:
-			/* perf's cycle counting knows tracing is on or off
-			 * as soon as it reads them.
-			 */
-			if (pkt.type == VMPT_PKT_TIP_PGE)
-				vmpt_cycles_pge(&dec->cyc, &dec->time);
-			else
-				dec->cyc.pge = 0;
-			/* fall through */
-		case VMPT_PKT_TIP:
-		case VMPT_PKT_FUP:
-			if (dec->resync == RESYNC_NO_IP && !dec->lip.have_ip &&
-			    pkt.ip.ipc != VMPT_IPC_SEXT_48 && pkt.ip.ipc != VMPT_IPC_FULL) {
-				/* perf: without a last IP only full IPs count. */
-				dec->pkt = pkt;
-				dec->have_pkt = 1;
-				dec->pkt_ip_valid = 0;
-				return 0;
-			}
-			ret = vmpt_last_ip_update(&dec->lip, &pkt);
-			if (ret < 0)
-				return ret;
-			dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
-			/* fall through */
-		case VMPT_PKT_OVF:
-			dec->pkt = pkt;
-			dec->have_pkt = 1;
-			return 0;
-		case VMPT_PKT_MODE_EXEC:
-			dec->have_pend_mode = 1;
-			dec->pend_mode = (uint8_t)exec_mode(&pkt);
-			break;
-		case VMPT_PKT_PIP:
-			dec->have_pend_pip = 1;
-			dec->pend_cr3 = pkt.pip.cr3;
-			dec->pend_nr = pkt.pip.nr;
-			break;
-		case VMPT_PKT_VMCS:
-			dec->have_pend_vmcs = 1;
-			dec->pend_vmcs = pkt.vmcs;
-			break;
-		case VMPT_PKT_MODE_TSX:
-			/* with tracing off it is status only (perf) */
-			if (!dec->enabled)
-				break;
-			dec->fup_bound |= FUP_TSX;
-			dec->want_fup = 1;
-			dec->fup_tsx = (uint64_t)(pkt.tsx.intx | (pkt.tsx.abrt << 1));
-			break;
-		/* perf's decoder returns a state at PTW, EXSTOP, PWRE and
-		 * PWRX (the IP bit and MWAIT wait for the FUP): IPC points.
-		 */
-		case VMPT_PKT_PTW:
-			if (pkt.ptw.ip) {
-				dec->fup_bound |= FUP_PTW;
-				dec->want_fup = 1;
-				dec->fup_ptw = pkt.ptw.payload;
-			} else {
-				ret = emit_ipc_event(dec, VMPT_EV_PTWRITE, dec->ip, 0,
-						     pkt.ptw.payload);
-			}
-			break;
-		case VMPT_PKT_EXSTOP:
-			if (pkt.exstop.ip) {
-				dec->fup_bound |= FUP_EXSTOP;
-				dec->want_fup = 1;
-			} else {
-				ret = emit_ipc_event(dec, VMPT_EV_EXSTOP, dec->ip, 0, 0);
-			}
-			break;
-		case VMPT_PKT_MWAIT:
-			/* at the FUP of the EXSTOP that follows (perf) */
-			dec->fup_bound |= FUP_MWAIT;
-			dec->fup_mwait = pkt.mwait.hints | (uint64_t)pkt.mwait.ext << 32;
-			break;
-		case VMPT_PKT_PWRE: {
-			uint64_t pwre = pkt.pwre.state | (uint64_t)pkt.pwre.sub_state << 8 |
-					(uint64_t)pkt.pwre.hw << 16;
-
-			/* after an MWAIT it is the MWAIT's, at its FUP */
-			if (dec->fup_bound & FUP_MWAIT) {
-				dec->fup_bound |= FUP_PWRE;
-				dec->fup_pwre = pwre;
-			} else {
-				ret = emit_ipc_event(dec, VMPT_EV_PWRE, dec->ip, 0, pwre);
-			}
-			break;
-		}
-		case VMPT_PKT_PWRX:
-			ret = emit_ipc_event(dec, VMPT_EV_PWRX, dec->ip, 0,
-					     pkt.pwrx.last | (uint64_t)pkt.pwrx.deepest << 8 |
-					     (uint64_t)pkt.pwrx.wake << 16);
-			break;
-		case VMPT_PKT_EVD:
-			if (dec->n_evd == MAX_EVDS)
-				return -VMPT_ERR_BAD_PACKET;
-			dec->evd[dec->n_evd].type = pkt.evd.type;
-			dec->evd[dec->n_evd++].payload = pkt.evd.payload;
-			break;
-		case VMPT_PKT_CFE:
-			ret = cfe(dec, &pkt);
-			break;
-		case VMPT_PKT_CBR:
-			vmpt_time_update(&dec->time, &pkt);
-			/* A new CBR is a state of perf's, unless after a FUP. */
-			if (vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0) && !after_fup)
-				ret = emit_ipc_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
-			else
-				ret = emit_event(dec, VMPT_EV_CBR, dec->ip, 0, pkt.cbr);
-			break;
-		case VMPT_PKT_TSC:
-			tsc_patch(dec, off, &pkt);
-			/* fall through */
-		case VMPT_PKT_TMA:
-		case VMPT_PKT_MTC:
-		case VMPT_PKT_CYC:
-			vmpt_time_update(&dec->time, &pkt);
-			if (dec->time.calib_pending)
-				vmpt_time_calibrate(&dec->time, &dec->pd);
-			vmpt_cycles_update(&dec->cyc, &dec->time, &pkt, 0);
-			break;
-		default:
-			break;	/* PAD, PSBEND, MNT, STOP, block packets */
-		}
-		if (ret < 0)
-			return ret;
-	}
-}
-
-static int in_filter(const struct vmpt_flow *dec, uint64_t ip)
-{
-	if (!dec->cfg.n_filters)
-		return 1;
-	for (unsigned i = 0; i < dec->cfg.n_filters; i++)
-		if (ip >= dec->cfg.filter_a[i] && ip <= dec->cfg.filter_b[i])
-			return 1;
-	return 0;
-}
-
-/* Did the branch ending b switch tracing off (the pending TIP.PGD)?  With
- * an IP, it is the branch that goes there; suppressed, a far transfer, or
- * (with a filter) a branch whose target leaves the filter.
- */
-static int pgd_binds(const struct vmpt_flow *dec, const struct vmpt_block *b)
-{
-	int known = dec->pkt_ip_valid;
-
-	switch (b->iclass) {
-	case VMPT_IC_JMP:
-	case VMPT_IC_CALL:
-		if (known)
-			return b->target == dec->pkt_ip;
-		return dec->cfg.n_filters && !in_filter(dec, b->target);
-	case VMPT_IC_JCC:
-		if (known)
-			return 1;
-		return dec->cfg.n_filters && !in_filter(dec, b->target);
-	case VMPT_IC_OTHER:
-		return 0;
-	default:
-		return 1;
-	}
-}
-
-static int pop_ret(struct vmpt_flow *dec, struct ret_site *site)
-{
-	if (!dec->depth)
-		return -VMPT_ERR_NO_MATCH;
-	dec->sp = (dec->sp + STACK_DEPTH - 1) % STACK_DEPTH;
-	dec->depth--;
-	*site = dec->stack[dec->sp];
-	return 0;
-}
-
-/* A return went to dec->ip: the walk goes on from the call's block when
- * that is the call's return site.
- */
-static void went_back(struct vmpt_flow *dec, const struct ret_site *site)
-{
-	dec->prev = site->ip == dec->ip ? site->call : NULL;
-	dec->prev_slot = 0;
-}
-
-/* The code at dec->ip comes from the section hit last while the IP stays
- * in it (and the address space does not change), else from the image.
- * Within that section a successor link of the block walked last gives the
- * same block as the cache would.
- */
-static int lookup_block(struct vmpt_flow *dec, struct vmpt_block **out)
-{
-	const struct vmpt_section *s = dec->sec;
-	struct vmpt_block *prev = dec->prev, *b;
-	int ret;
-
-	if (!s || dec->ip - s->vaddr >= s->size) {
-		s = vmpt_image_find(dec->cfg.image, &dec->asid, dec->ip);
-		if (!s)
-			return -VMPT_ERR_NO_IMAGE;
-		dec->sec = s;
-	}
-	if (prev && prev->sec == s) {
-		b = atomic_load_explicit(&prev->succ[dec->prev_slot], memory_order_acquire);
-		if (b && b->ip == dec->ip && b->mode == dec->mode) {
-			*out = b;
-			return 0;
-		}
-	}
-	ret = vmpt_bcache_get(dec->disasm, dec->cfg.image, s, &dec->asid, dec->ip,
-			      dec->mode, &b);
-	if (ret < 0)
-		return ret;
-	/* Set once: a link rewritten at every new indirect target (or even
-	 * a failing compare-and-swap, which takes the line exclusive) would
-	 * bounce its cache line between the threads sharing the cache.
-	 */
-	if (prev && prev->sec == s &&
-	    !atomic_load_explicit(&prev->succ[dec->prev_slot], memory_order_relaxed)) {
-		struct vmpt_block *none = NULL;
-
-		atomic_compare_exchange_strong_explicit(&prev->succ[dec->prev_slot], &none, b,
-							memory_order_release,
-							memory_order_relaxed);
-	}
-	*out = b;
-	return 0;
-}
-
-static struct vmpt_flow_item *emit_block(struct vmpt_flow *dec,
-					 const struct vmpt_block *b,
-					 uint32_t ninsn)
-{
-	struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_BLOCK);
-
-	if (!it)
-		return NULL;
-	it->ip = b->ip;
-	it->ninsn = ninsn;
-	it->isize = b->isize;
-	it->sec = b->sec;
-	it->mode = b->mode;
-	if (ninsn == b->ninsn) {
-		it->iclass = b->iclass;
-		it->end_ip = b->end_ip;
-		it->to = b->next_ip;
-	} else {
-		uint64_t ip = b->ip;
-
-		for (uint32_t i = 0; i + 1 < ninsn; i++)
-			ip += b->isize[i];
-		it->iclass = VMPT_IC_OTHER;
-		it->end_ip = ip;
-		it->to = ip + b->isize[ninsn - 1];
-	}
-	dec->walked += ninsn;
-	return it;
-}
-
-/* The walk reached the IP of a FUP. */
-static int fup_reached(struct vmpt_flow *dec)
-{
-	uint64_t at = dec->ip;
-	int ret;
-
-	dec->have_pkt = 0;
-	progressed(dec);
-	dec->prev = NULL;
-	if (dec->stopping) {
-		ret = dec->fup_bound & FUP_PSB ? emit_bound(dec, at, 1) : 0;
-		return ret < 0 ? ret : -VMPT_ERR_EOS;
-	}
-	/* Events bound to this FUP: no TIP follows but after a TSX abort.
-	 * A CFE of the compound packet's goes before its branch. */
-	ret = emit_bound(dec, at, 1);
-	if (ret <= 0)
-		return ret;
-	/* An asynchronous event: a TIP says where it went, a TIP.PGD that
-	 * tracing stopped here.
-	 */
-	ret = fetch(dec, 1);
-	if (ret < 0)
-		return ret == -VMPT_ERR_EOS ? 0 : ret;
-	if (dec->tnt_n || !dec->have_pkt)
-		return -VMPT_ERR_NO_MATCH;
-	switch (dec->pkt.type) {
-	case VMPT_PKT_TIP:
-		if (!dec->pkt_ip_valid)
-			return -VMPT_ERR_NO_MATCH;
-		dec->have_pkt = 0;
-		ret = apply_pending(dec);
-		if (ret < 0)
-			return ret;
-		struct vmpt_flow_item *it = emit(dec, VMPT_FLOW_EVENT);
-
-		if (!it)
-			return -VMPT_ERR_NOMEM;
-		it->ev = VMPT_EV_ASYNC_BRANCH;
-		it->ip = at;
-		it->ip_valid = 1;
-		it->to = dec->pkt_ip;
-		it->cyc = vmpt_cycles_point(&dec->cyc);
-		dec->ip = dec->pkt_ip;
-		return 0;
-	case VMPT_PKT_TIP_PGD:
-		dec->have_pkt = 0;
-		dec->enabled = 0;
-		ret = apply_pending(dec);
-		if (ret < 0)
-			return ret;
-		return emit_ipc_event(dec, VMPT_EV_ASYNC_DISABLED, at, 1, 0);
-	default:
-		return -VMPT_ERR_NO_MATCH;
-	}
-}
-
-/* Take the way out of block b the trace gives; `want` is what is pending. */
-static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
-		       struct vmpt_flow_item *it, enum want want)
-{
-	struct ret_site site = { 0 };
-	int ret;
-
-	if (want == W_PGD && pgd_binds(dec, b)) {
-		dec->have_pkt = 0;
-		dec->enabled = 0;
-		if (dec->pkt_ip_valid) {
-			it->taken = b->iclass != VMPT_IC_JCC || dec->pkt_ip != b->next_ip;
-			it->to = dec->pkt_ip;
-		}
-		it->cyc = vmpt_cycles_point(&dec->cyc);
-		/* perf's decoder stays at the branch, or goes where the
-		 * TIP.PGD says: later events (a CBR) are there.
-		 */
-		dec->ip = dec->pkt_ip_valid ? dec->pkt_ip : b->end_ip;
-		ret = apply_pending(dec);
-		if (ret < 0)
-			return ret;
-		progressed(dec);
-		return emit_event(dec, VMPT_EV_DISABLED,
-				  dec->pkt_ip_valid ? dec->pkt_ip : 0,
-				  dec->pkt_ip_valid, 0);
-	}
-	switch (b->iclass) {
-	case VMPT_IC_OTHER:
-		dec->ip = b->next_ip;
-		return 0;
-	case VMPT_IC_CALL:
-		if (!b->zero_call)
-			push_ret(dec, b);
-		/* fall through */
-	case VMPT_IC_JMP:
-		it->taken = 1;
-		it->to = dec->ip = b->target;
-		return 0;
-	case VMPT_IC_JCC:
-		if (want != W_TNT)
-			return -VMPT_ERR_NO_MATCH;
-		dec->tnt_n--;
-		progressed(dec);
-		/* perf's time: as of the TNT packet the bit came in. */
-		it->time = dec->block_time = dec->time.tsc;
-		it->cyc = vmpt_cycles_point(&dec->cyc);
-		it->taken = (dec->tnt_bits >> dec->tnt_n) & 1;
-		it->to = dec->ip = it->taken ? b->target : b->next_ip;
-		return 0;
-	case VMPT_IC_RET:
-		if (want == W_TNT) {
-			/* A compressed return: a taken bit, the address from
-			 * our call stack.  A RET that meets a TNT bit was
-			 * compressed whether or not the config says so: the
-			 * TIP of one that was not would come before the bit.
-			 */
-			dec->tnt_n--;
-			progressed(dec);
-			it->time = dec->block_time = dec->time.tsc;
-			if (dec->cfg.retcomp == VMPT_RETCOMP_OFF ||
-			    !((dec->tnt_bits >> dec->tnt_n) & 1))
-				return -VMPT_ERR_NO_MATCH;
-			ret = pop_ret(dec, &site);
-			if (ret < 0)
-				return ret;
-			it->cyc = vmpt_cycles_point(&dec->cyc);
-			it->taken = 1;
-			it->to = dec->ip = site.ip;
-			went_back(dec, &site);
-			return 0;
-		}
-		break;
-	default:
-		break;
-	}
-	/* Indirect: the TIP has the target. */
-	if (want != W_TIP)
-		return -VMPT_ERR_NO_MATCH;
-	if (!dec->pkt_ip_valid)
-		return -VMPT_ERR_IP_SUPPRESSED;
-	if (b->iclass == VMPT_IC_CALL_IND)
-		push_ret(dec, b);
-	/* The CPU pops its call stack on every ret, compressed or not (as
-	 * perf's decoder does); a mismatching top is why this one has a TIP.
-	 */
-	if (b->iclass == VMPT_IC_RET && dec->depth)
-		pop_ret(dec, &site);
-	dec->have_pkt = 0;
-	progressed(dec);
-	it->taken = 1;
-	it->to = dec->ip = dec->pkt_ip;
-	it->time = dec->block_time = dec->time.tsc;
-	it->cyc = vmpt_cycles_point(&dec->cyc);
-	if (b->iclass == VMPT_IC_RET)
-		went_back(dec, &site);
-	return apply_pending(dec);
-}
-
-/* One block toward what the trace asks for next. */
-static int walk(struct vmpt_flow *dec, enum want want)
-{
-	struct vmpt_block *b;
-	struct vmpt_flow_item *it;
-	int ret;
-
-	if (want == W_FUP && dec->ip == dec->pkt_ip)
-		return fup_reached(dec);
-	if (dec->walked > MAX_WALK)
-		return -VMPT_ERR_NO_MATCH;
-	ret = lookup_block(dec, &b);
-	if (ret < 0)
-		return ret;
-	if (want == W_FUP && dec->pkt_ip - b->ip < b->next_ip - b->ip) {
-		/* The event comes in the middle of this block: the
-		 * instructions before it ran, the one at it did not.
-		 */
-		uint64_t ip = b->ip;
-		uint32_t n = 0;
-
-		while (ip != dec->pkt_ip && n < b->ninsn)
-			ip += b->isize[n++];
-		if (ip != dec->pkt_ip)
-			return -VMPT_ERR_NO_MATCH;
-		if (n && !emit_block(dec, b, n))
-			return -VMPT_ERR_NOMEM;
-		dec->ip = ip;
-		return fup_reached(dec);
-	}
-	/* A loop reading no trace ends at the branch closing it: perf's
-	 * error, at its target, and no branch.
-	 */
-	if ((b->iclass == VMPT_IC_JMP || b->iclass == VMPT_IC_CALL) &&
-	    !(want == W_PGD && pgd_binds(dec, b)) && loop_step(dec, b->target) < 0) {
-		dec->ip = b->target;
-		dec->loop.insns = b->ninsn;
-		return -VMPT_ERR_LOOP;
-	}
-	it = emit_block(dec, b, b->ninsn);
-	if (!it)
-		return -VMPT_ERR_NOMEM;
-	ret = leave_block(dec, b, it, want);
-	if (ret < 0) {
-		dec->ip = b->end_ip;	/* the error is at the branch */
-		return ret;
-	}
-	/* Only a walk that goes on from b may use b's successors (a
-	 * return's way on is set by went_back).
-	 */
-	if (dec->enabled && b->iclass != VMPT_IC_RET) {
-		dec->prev = b;
-		dec->prev_slot = dec->ip != b->next_ip;
-	}
-	return 0;
-}
-
 static int enable_at(struct vmpt_flow *dec, uint64_t ip)
 {
 	int ret;
@@ -1152,15 +236,15 @@ static int enable_at(struct vmpt_flow *dec, uint64_t ip)
 	progressed(dec);
 	dec->prev = NULL;
 	dec->ip = ip;
-	ret = apply_pending(dec);
+	ret = vmpt_flow_apply_pending(dec);
 	if (ret < 0)
 		return ret;
-	return emit_ipc_event(dec, VMPT_EV_ENABLED, ip, 1, 0);
+	return vmpt_flow_emit_ipc_event(dec, VMPT_EV_ENABLED, ip, 1, 0);
 }
 
 static int overflow(struct vmpt_flow *dec)
 {
-	struct vmpt_flow_item *it = event(dec, VMPT_EV_OVERFLOW, dec->ip, dec->enabled, 0);
+	struct vmpt_flow_item *it = vmpt_flow_event(dec, VMPT_EV_OVERFLOW, dec->ip, dec->enabled, 0);
 
 	if (!it)
 		return -VMPT_ERR_NOMEM;
@@ -1202,7 +286,7 @@ static int step_resync(struct vmpt_flow *dec)
 		return enable_at(dec, ip);
 	/* Tracing stopped there: perf's "tr strt tr end". */
 	dec->ip = ip;
-	return emit_ipc_event(dec, VMPT_EV_ENABLED, ip, 1, VMPT_ENABLED_RESYNC_END);
+	return vmpt_flow_emit_ipc_event(dec, VMPT_EV_ENABLED, ip, 1, VMPT_ENABLED_RESYNC_END);
 }
 
 /* Handle the pending flow packet while tracing is off. */
@@ -1225,7 +309,7 @@ static int step_disabled(struct vmpt_flow *dec)
 			return enable_at(dec, dec->pkt_ip);
 		dec->have_pkt = 0;
 		/* with tracing off, what is bound to it is at its IP (perf) */
-		ret = emit_bound(dec, dec->pkt_ip, dec->pkt_ip_valid);
+		ret = vmpt_flow_emit_bound(dec, dec->pkt_ip, dec->pkt_ip_valid);
 		return ret < 0 ? ret : 0;
 	case VMPT_PKT_TIP_PGD:
 		dec->have_pkt = 0;
@@ -1254,7 +338,7 @@ static int step(struct vmpt_flow *dec)
 		ret = vmpt_pkt_next(&dec->pd, &pkt);
 		if (ret < 0)
 			return error_resync(dec, ret);
-		ret = psb_plus(dec);
+		ret = vmpt_flow_psb_plus(dec);
 		dec->block_time = dec->time.tsc;
 		if (ret == -VMPT_ERR_EOS)
 			return ret;
@@ -1262,7 +346,7 @@ static int step(struct vmpt_flow *dec)
 	}
 	if (!dec->tnt_n && !dec->have_pkt) {
 		dec->block_time = dec->time.tsc;
-		ret = fetch(dec, 0);
+		ret = vmpt_flow_fetch(dec, 0);
 		if (ret == -VMPT_ERR_EOS)
 			return ret;
 		if (ret < 0)
@@ -1274,13 +358,13 @@ static int step(struct vmpt_flow *dec)
 	else if (!dec->enabled)
 		ret = step_disabled(dec);
 	else if (dec->tnt_n)
-		ret = walk(dec, W_TNT);
+		ret = vmpt_flow_walk(dec, W_TNT);
 	else if (dec->pkt.type == VMPT_PKT_TIP)
-		ret = walk(dec, W_TIP);
+		ret = vmpt_flow_walk(dec, W_TIP);
 	else if (dec->pkt.type == VMPT_PKT_TIP_PGD)
-		ret = walk(dec, W_PGD);
+		ret = vmpt_flow_walk(dec, W_PGD);
 	else if (dec->pkt.type == VMPT_PKT_FUP)
-		ret = dec->pkt_ip_valid ? walk(dec, W_FUP) : -VMPT_ERR_IP_SUPPRESSED;
+		ret = dec->pkt_ip_valid ? vmpt_flow_walk(dec, W_FUP) : -VMPT_ERR_IP_SUPPRESSED;
 	else if (dec->pkt.type == VMPT_PKT_OVF)
 		ret = overflow(dec);
 	else	/* TIP.PGE while on: tracing restarted there (a VM entry) */
@@ -1294,7 +378,7 @@ static int step(struct vmpt_flow *dec)
 void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 {
 	dec->host_space = space;
-	update_asid(dec);
+	vmpt_flow_update_asid(dec);
 	/* A run being recorded may go on in other code now. */
 	dec->rec = NULL;
 }
@@ -1302,7 +386,7 @@ void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space)
 void vmpt_flow_set_guest_space(struct vmpt_flow *dec, uint64_t space)
 {
 	dec->guest_space = space;
-	update_asid(dec);
+	vmpt_flow_update_asid(dec);
 	dec->rec = NULL;
 }
 
@@ -1327,7 +411,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->qh = dec->qn = 0;
 	dec->have_last = 0;	/* the caller sets the space anew */
 	dec->released = dec->pd.pos;
-	reset_flow_state(dec);
+	vmpt_flow_reset_state(dec);
 	/* What the trace said before belongs to another piece: start as a
 	 * new decoder does, in the host.
 	 */
@@ -1336,17 +420,17 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop)
 	dec->mode = VMPT_MODE_64;
 	dec->asid = vmpt_asid_any();
 	dec->asid.machine = VMPT_MACHINE_HOST;
-	update_asid(dec);
+	vmpt_flow_update_asid(dec);
 	dec->sec = NULL;
 	return 0;
 }
 
 /* The hot path: tracing on, nothing queued, and the way out of the next
  * block is a TNT bit, a TIP or no trace at all.  The block goes straight
- * into the caller's item, with what walk() and leave_block() would do
- * (returns 1), or, with runs, a run recorded from it is ready to play
- * back (returns 2); anything else (an error, an event due, a pending mode or PIP) is
- * left to them (returns 0).
+ * into the caller's item, with what vmpt_flow_walk() would do (returns 1),
+ * or, with runs, a run recorded from it is ready to play back (returns 2);
+ * anything else (an error, an event due, a pending mode or PIP) is left
+ * to the walk (returns 0).
  */
 static inline __attribute__((always_inline)) int
 walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
@@ -1364,7 +448,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 	if (!prev || prev->sec != dec->sec ||
 	    !(b = atomic_load_explicit(&prev->succ[dec->prev_slot], memory_order_acquire)) ||
 	    b->ip != dec->ip || b->mode != dec->mode) {
-		if (lookup_block(dec, &b) < 0)
+		if (vmpt_flow_lookup_block(dec, &b) < 0)
 			return 0;
 	}
 	/* The walk goes on to one of b's successors: fetch both while b is
@@ -1401,7 +485,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 	} else switch (b->iclass) {
 	case VMPT_IC_CALL:
 	case VMPT_IC_JMP:
-		/* A loop reading no trace: walk() reports it. */
+		/* A loop reading no trace: vmpt_flow_walk() reports it. */
 		if (loop_step(dec, b->target) < 0)
 			return 0;
 		if (b->iclass == VMPT_IC_CALL && !b->zero_call)
@@ -1533,100 +617,6 @@ next_item(struct vmpt_flow *dec, struct vmpt_flow_item *item, int runs)
 int vmpt_flow_next(struct vmpt_flow *dec, struct vmpt_flow_item *item)
 {
 	return next_item(dec, item, 0);
-}
-
-/* vmpt_flow_carry's contents. */
-struct carry {
-	struct vmpt_time time;
-	uint64_t cr3, vmcs, machine;
-	uint8_t have_nr, nr, have_vmcs, mode;
-};
-_Static_assert(sizeof(struct carry) <= sizeof(struct vmpt_flow_carry),
-	       "vmpt_flow_carry too small");
-
-void vmpt_flow_carry_get(const struct vmpt_flow *dec, struct vmpt_flow_carry *c)
-{
-	struct carry k;
-
-	/* Bytes compared as they are: padding zeroed, the time copied whole. */
-	memset(c, 0, sizeof(*c));
-	memset(&k, 0, sizeof(k));
-	memcpy(&k.time, &dec->time, sizeof(k.time));
-	k.cr3 = dec->cr3;
-	k.vmcs = dec->vmcs;
-	k.machine = dec->asid.machine;
-	k.have_nr = dec->have_nr;
-	k.nr = dec->nr;
-	k.have_vmcs = dec->have_vmcs;
-	k.mode = dec->mode;
-	memcpy(c, &k, sizeof(k));
-}
-
-void vmpt_flow_carry_set(struct vmpt_flow *dec, const struct vmpt_flow_carry *c)
-{
-	struct carry k;
-
-	memcpy(&k, c, sizeof(k));
-	memcpy(&dec->time, &k.time, sizeof(dec->time));
-	dec->cr3 = k.cr3;
-	dec->vmcs = k.vmcs;
-	dec->asid.machine = k.machine;
-	dec->have_nr = k.have_nr;
-	dec->nr = k.nr;
-	dec->have_vmcs = k.have_vmcs;
-	dec->mode = k.mode;
-	dec->block_time = dec->time.tsc;
-	dec->sec = NULL;
-	dec->rec = NULL;
-	dec->have_last = 0;
-	update_asid(dec);
-}
-
-int vmpt_flow_carry_equal(const struct vmpt_flow_carry *a, const struct vmpt_flow_carry *b)
-{
-	return !memcmp(a, b, sizeof(*a));
-}
-
-/* The cycle count's state, which only a CYC packet reads (and the
- * counters, which say nothing of the trace).  A CBR sets base again only
- * when the ratio changes, so a new decoder's base after a PSB+ is
- * rarely the one decoder's: without this, nearly every timed piece was
- * decoded twice.
- */
-static void cyc_state_copy(struct vmpt_time *to, const struct vmpt_time *from)
-{
-	to->base = from->base;
-	to->cyc = from->cyc;
-	to->have_base = from->have_base;
-	to->have_calc = from->have_calc;
-	to->calc_ratio = from->calc_ratio;
-}
-
-int vmpt_flow_carry_settle(const struct vmpt_flow_carry *before,
-			   const struct vmpt_flow_carry *start, struct vmpt_flow_carry *end)
-{
-	struct carry a, b, e;
-	uint32_t start_bases;
-
-	memcpy(&a, before, sizeof(a));
-	memcpy(&b, start, sizeof(b));
-	memcpy(&e, end, sizeof(e));
-	if (e.time.n_cyc)
-		return vmpt_flow_carry_equal(before, start);
-	start_bases = b.time.n_base;
-	/* No CYC read: the cycle state decided nothing in the piece. */
-	cyc_state_copy(&b.time, &a.time);
-	b.time.n_cyc = a.time.n_cyc;
-	b.time.n_base = a.time.n_base;
-	if (memcmp(&a, &b, sizeof(a)))
-		return 0;
-	/* The one decoder's at the piece's end: the cycle state goes on
-	 * from before it unless a CBR set it again in the piece.
-	 */
-	if (e.time.n_base == start_bases)
-		cyc_state_copy(&e.time, &a.time);
-	memcpy(end, &e, sizeof(e));
-	return 1;
 }
 
 int vmpt_flow_enabled(const struct vmpt_flow *dec)

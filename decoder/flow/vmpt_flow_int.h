@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* The flow decoder's state, shared by its files: vmpt_flow.c (the walk and
- * the packets) and vmpt_flow_runs.c (TNT runs and chains played back).
- * Internal to the flow decoder.
+/* The flow decoder's state, shared by its files: vmpt_flow.c (items, the
+ * steps and the hot path), vmpt_flow_trace.c (reading the trace up to
+ * what steers the flow), vmpt_flow_walk.c (a block walked toward it),
+ * vmpt_flow_runs.c (TNT runs and chains played back) and vmpt_flow_carry.c
+ * (a piece's state handed on).  Internal to the flow decoder.
  */
 #ifndef VMPT_FLOW_INT_H
 #define VMPT_FLOW_INT_H
 
+#include "vmpt/error.h"
 #include "vmpt/flow.h"
 #include "vmpt/packet.h"
+#include "../packet/vmpt_packet_fast.h"
 #include "vmpt_block_cache.h"
 #include "vmpt_cycles.h"
 #include "vmpt_evd_store.h"
@@ -202,6 +206,131 @@ static inline void push_ret(struct vmpt_flow *dec, struct vmpt_block *call)
 	if (dec->depth < STACK_DEPTH)
 		dec->depth++;
 }
+
+/* A direct jump or call to `to` that reads no trace: -VMPT_ERR_LOOP when
+ * the walk is in a loop that never reads any (perf's intel_pt_walk_insn:
+ * a target seen again, or more than MAX_LOOPS of them), else 0.
+ */
+static inline int loop_step(struct vmpt_flow *dec, uint64_t to)
+{
+	uint32_t n = dec->loop.n++;
+
+	if (n == 1) {
+		dec->loop.ip = to;
+		dec->loop.period = dec->loop.left = 1;
+	} else if (n > 1) {
+		if (n > MAX_LOOPS || to == dec->loop.ip)
+			return -VMPT_ERR_LOOP;
+		if (!--dec->loop.left) {
+			dec->loop.left = ++dec->loop.period;
+			dec->loop.ip = to;
+		}
+	}
+	return 0;
+}
+
+/* PAD, TNT-8 and TIP, most of a trace, straight from the fast table
+ * (which holds only what the full decoder gives): 1 when a TNT-8 or a TIP
+ * was read as vmpt_flow_fetch() reads them, 0 when the next packet is
+ * another (the PADs before it are read).
+ */
+static inline __attribute__((always_inline)) int
+fetch_fast(struct vmpt_flow *dec, int after_fup)
+{
+	const uint8_t *p = dec->pd.pos, *end = dec->pd.end;
+	uint32_t e = 0;
+	unsigned ipc;
+
+	if (dec->pd.ctx != VMPT_CTX_NONE || dec->want_fup)
+		return 0;
+	while (p < end && (e = vmpt_pkt_fast_table[*p]) == VMPT_PKT_FAST(VMPT_PKT_PAD, 1, 0, 0))
+		p++;
+	if (p != dec->pd.pos)
+		dec->pkt_off = dec->pd.base + (uint64_t)(p - 1 - dec->pd.begin);
+	dec->pd.pos = p;
+	if (p == end)
+		return 0;
+	if ((uint16_t)e == VMPT_PKT_FAST(VMPT_PKT_TNT8, 1, 0, 0)) {
+		dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
+		dec->pd.pos = p + 1;
+		dec->tnt_bits = e >> 24;
+		dec->tnt_n = (e >> 16) & 0xff;
+		dec->memo_try = 1;
+		if (!after_fup)
+			vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
+		return 1;
+	}
+	/* A TIP where vmpt_pkt_next would take its fast path too, with a
+	 * last IP to update (fetch's special case after a resync aside).
+	 */
+	ipc = (e >> 16) & 0xff;
+	if ((uint8_t)e != VMPT_PKT_TIP || p >= dec->pd.limit || end - p < VMPT_PKT_FAST_READ ||
+	    !dec->lip.have_ip || ipc == 5 || ipc > VMPT_IPC_FULL)
+		return 0;
+	dec->pkt_off = dec->pd.base + (uint64_t)(p - dec->pd.begin);
+	dec->pd.pos = p + vmpt_pkt_decode_fast(p, &dec->pkt);
+	vmpt_time_seen(&dec->time, VMPT_PKT_TIP);
+	if (!after_fup)
+		vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TIP);
+	vmpt_last_ip_update(&dec->lip, &dec->pkt);
+	dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
+	dec->have_pkt = 1;
+	return 1;
+}
+
+static inline int pop_ret(struct vmpt_flow *dec, struct ret_site *site)
+{
+	if (!dec->depth)
+		return -VMPT_ERR_NO_MATCH;
+	dec->sp = (dec->sp + STACK_DEPTH - 1) % STACK_DEPTH;
+	dec->depth--;
+	*site = dec->stack[dec->sp];
+	return 0;
+}
+
+/* A return went to dec->ip: the walk goes on from the call's block when
+ * that is the call's return site.
+ */
+static inline void went_back(struct vmpt_flow *dec, const struct ret_site *site)
+{
+	dec->prev = site->ip == dec->ip ? site->call : NULL;
+	dec->prev_slot = 0;
+}
+
+/* Items (vmpt_flow.c): one queued (or the caller's own item), an event,
+ * an event that is an IPC point (perf's decoder returns a state there).
+ */
+struct vmpt_flow_item *vmpt_flow_emit(struct vmpt_flow *dec, unsigned kind);
+struct vmpt_flow_item *vmpt_flow_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+				       int ip_valid, uint64_t payload);
+int vmpt_flow_emit_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+			 int ip_valid, uint64_t payload);
+int vmpt_flow_emit_ipc_event(struct vmpt_flow *dec, unsigned ev, uint64_t ip,
+			     int ip_valid, uint64_t payload);
+/* What a resync or a new PSB+ forgets of the flow. */
+void vmpt_flow_reset_state(struct vmpt_flow *dec);
+/* The address space from the PIP, VMCS and the spaces the caller set. */
+void vmpt_flow_update_asid(struct vmpt_flow *dec);
+
+/* Reading the trace (vmpt_flow_trace.c). */
+
+/* The PSB+ just read: status applied; 1 when its FUP says where the flow
+ * is, 0 when not, < 0 on error.
+ */
+int vmpt_flow_psb_plus(struct vmpt_flow *dec);
+/* Packets up to the next that steers the flow (see the definition). */
+int vmpt_flow_fetch(struct vmpt_flow *dec, int after_fup);
+/* MODE.Exec, PIP and VMCS read since the last branch take effect. */
+int vmpt_flow_apply_pending(struct vmpt_flow *dec);
+/* The events bound to a FUP at `at`; 1 when a TIP follows. */
+int vmpt_flow_emit_bound(struct vmpt_flow *dec, uint64_t at, int ip_valid);
+
+/* The walk (vmpt_flow_walk.c). */
+
+/* The block at dec->ip, by the last block's successor link or the cache. */
+int vmpt_flow_lookup_block(struct vmpt_flow *dec, struct vmpt_block **out);
+/* One block toward what the trace asks for next. */
+int vmpt_flow_walk(struct vmpt_flow *dec, enum want want);
 
 /* TNT runs and chains (vmpt_flow_runs.c). */
 
