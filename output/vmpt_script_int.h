@@ -15,6 +15,7 @@
 #include <capstone/capstone.h>
 #include <emmintrin.h>
 #include <pthread.h>
+#include <string.h>
 
 #define SCRIPT_OUT_CAP (1u << 16)
 /* In struct vmpt_task's vcpu while a sample is printed as the guest
@@ -210,7 +211,33 @@ static inline void script_hex16_at(char *p, uint64_t v)
 }
 
 
+/* Into the stream's buffer (vmpt_script_stream.c): written out when full. */
 void script_out_flush(struct vmpt_consumer *c);
+void script_outf(struct vmpt_consumer *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static inline void script_out_char(struct vmpt_consumer *c, char ch)
+{
+	if (c->len == SCRIPT_OUT_CAP)
+		script_out_flush(c);
+	c->buf[c->len++] = ch;
+}
+
+static inline void script_out_mem(struct vmpt_consumer *c, const char *str, size_t n)
+{
+	while (n) {
+		size_t k;
+
+		if (c->len == SCRIPT_OUT_CAP)
+			script_out_flush(c);
+		k = SCRIPT_OUT_CAP - c->len < n ? SCRIPT_OUT_CAP - c->len : n;
+		memcpy(c->buf + c->len, str, k);
+		c->len += k;
+		str += k;
+		n -= k;
+	}
+}
+
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp);
 /* The same with a callchain (g), a branch stack (l) and the call depth
  * (callindent).
@@ -223,6 +250,11 @@ void script_print_sample_x(struct vmpt_consumer *c, const struct script_sample *
  */
 void script_print_error(struct vmpt_consumer *c, uint64_t time, int time_ns,
 			uint64_t ip, uint64_t offset, int err);
+/* perf_sample__fprintf_start: the columns before the event (the sample's
+ * and a sideband line's).
+ */
+void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
+			int guest, int callchain);
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
 /* A recorded AUXTRACE_ERROR as perf_event__fprintf_auxtrace_error. */
 void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);

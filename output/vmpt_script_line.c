@@ -1,87 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /* perf script's line layout for one sample, column for column as perf
  * 6.1's builtin-script.c lays it out (perf_sample__fprintf_start,
- * process_event, perf_sample__fprintf_bts), its error lines and its
- * sideband lines (--show-*-events: perf_event__fprintf).  Output goes
- * through a buffer per stream: stdio's per-call cost would be most of the
- * time of printing every instruction.
+ * process_event, perf_sample__fprintf_bts); the lines that are no samples
+ * are vmpt_script_sideband.c's.  Output goes through a buffer per stream:
+ * stdio's per-call cost would be most of the time of printing every
+ * instruction.
  */
 #include "vmpt_script_int.h"
 #include "vmpt/error.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-
-void script_out_flush(struct vmpt_consumer *c)
-{
-	if (c->len && c->f && !c->werr &&
-	    fwrite(c->buf, 1, c->len, c->f) != c->len)
-		c->werr = errno ? errno : EIO;
-	c->produced += c->len;
-	c->len = 0;
-}
-
-static void outf(struct vmpt_consumer *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void outf(struct vmpt_consumer *c, const char *fmt, ...)
-{
-	char big[4096];
-	va_list ap;
-	int n;
-
-	if (c->len > SCRIPT_OUT_CAP - 1024)
-		script_out_flush(c);
-	va_start(ap, fmt);
-	n = vsnprintf(c->buf + c->len, SCRIPT_OUT_CAP - c->len, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if ((size_t)n < SCRIPT_OUT_CAP - c->len) {
-		c->len += (size_t)n;
-		return;
-	}
-	/* Longer than the room left (a long symbol name): on its own. */
-	script_out_flush(c);
-	va_start(ap, fmt);
-	n = vsnprintf(big, sizeof(big), fmt, ap);
-	va_end(ap);
-	if (n > 0 && (size_t)n < SCRIPT_OUT_CAP) {
-		memcpy(c->buf, big, (size_t)n);
-		c->len = (size_t)n;
-	}
-}
-
-static void out_char(struct vmpt_consumer *c, char ch)
-{
-	if (c->len == SCRIPT_OUT_CAP)
-		script_out_flush(c);
-	c->buf[c->len++] = ch;
-}
-
-static void out_mem(struct vmpt_consumer *c, const char *str, size_t n)
-{
-	while (n) {
-		size_t k;
-
-		if (c->len == SCRIPT_OUT_CAP)
-			script_out_flush(c);
-		k = SCRIPT_OUT_CAP - c->len < n ? SCRIPT_OUT_CAP - c->len : n;
-		memcpy(c->buf + c->len, str, k);
-		c->len += k;
-		str += k;
-		n -= k;
-	}
-}
 
 static void out_spaces(struct vmpt_consumer *c, int n)
 {
 	while (n-- > 0)
-		out_char(c, ' ');
+		script_out_char(c, ' ');
 }
 
 /* Two hex digits per byte value. */
@@ -113,7 +48,7 @@ static void out_hex(struct vmpt_consumer *c, uint64_t v)
 	char tmp[18];
 	unsigned n = hex_digits(tmp + sizeof(tmp), v);
 
-	out_mem(c, tmp + sizeof(tmp) - n, n);
+	script_out_mem(c, tmp + sizeof(tmp) - n, n);
 }
 
 static inline void out_hex16(struct vmpt_consumer *c, uint64_t v)
@@ -200,17 +135,17 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 	char tmp[48];
 
 	if (!o->have_tc) {
-		outf(c, "%" PRIu64 ": ", tsc);
+		script_outf(c, "%" PRIu64 ": ", tsc);
 		return;
 	}
 	ns = vmpt_perf_tsc_to_time(&o->tc, tsc);
 	if (o->ns) {
-		outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000, ns % 1000000000);
+		script_outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000, ns % 1000000000);
 		return;
 	}
 	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64, ns / 1000000000,
 		 ns % 1000000000 / 1000);
-	outf(c, "%12s: ", tmp);
+	script_outf(c, "%12s: ", tmp);
 }
 
 const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest)
@@ -284,7 +219,7 @@ static void print_dso(struct vmpt_consumer *c, const char *name, size_t len)
 
 	if (pad && len >= pad)
 		len = pad - 1;
-	out_mem(c, name, len);
+	script_out_mem(c, name, len);
 	if (pad)
 		out_spaces(c, (int)(pad - len));
 }
@@ -297,8 +232,8 @@ static void print_srcline(struct vmpt_consumer *c, const struct vmpt_section *se
 	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
 
 	if (n) {
-		out_mem(c, "\n  ", 3);
-		out_mem(c, buf, n);
+		script_out_mem(c, "\n  ", 3);
+		script_out_mem(c, buf, n);
 	}
 }
 
@@ -319,13 +254,13 @@ static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
 		return;
 	e = sym_at(c, sec, ip);
 	if (f & VMPT_F_SYM) {
-		out_char(c, ' ');
+		script_out_char(c, ' ');
 		if (e->sym)
-			out_mem(c, e->sym->name, e->name_len);
+			script_out_mem(c, e->sym->name, e->name_len);
 		else
-			out_mem(c, "[unknown]", 9);
+			script_out_mem(c, "[unknown]", 9);
 		if ((f & VMPT_F_SYMOFF) && e->sym) {
-			out_mem(c, "+0x", 3);
+			script_out_mem(c, "+0x", 3);
 			out_hex(c, ip - e->from);	/* from: the symbol's address */
 		}
 	}
@@ -333,14 +268,14 @@ static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
 		size_t len;
 		const char *name = script_dso_name(c, sec, ip, guest, &len);
 
-		out_mem(c, " (", 2);
+		script_out_mem(c, " (", 2);
 		print_dso(c, name, len);
-		out_char(c, ')');
+		script_out_char(c, ')');
 	}
 }
 
 /* perf_sample__fprintf_start: the columns before the event. */
-static void print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
+void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			int guest, int callchain)
 {
 	const struct vmpt_task *t = &c->task;
@@ -348,11 +283,11 @@ static void print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 
 	/* perf's machine_pid and vcpu: of the guest task's samples only. */
 	if ((f & VMPT_F_MACHINE_PID) && gtask)
-		outf(c, "VM:%5d ", t->machine_pid);
+		script_outf(c, "VM:%5d ", t->machine_pid);
 	if ((f & VMPT_F_VCPU) && gtask)
-		outf(c, "VCPU:%03d ", t->vcpu & ~GUEST_SAMPLE);
+		script_outf(c, "VCPU:%03d ", t->vcpu & ~GUEST_SAMPLE);
 	if ((f & VMPT_F_VMCS) && guest && c->vmcs)
-		outf(c, "VMCS:%#" PRIx64 " ", c->vmcs);
+		script_outf(c, "VMCS:%#" PRIx64 " ", c->vmcs);
 	if (f & VMPT_F_COMM) {
 		char name[32];
 		const char *comm = t->comm;
@@ -367,14 +302,14 @@ static void print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			snprintf(name, sizeof(name), ":%d", t->tid);
 		if (!comm || (guest && !gtask))
 			comm = name;
-		outf(c, callchain ? "%s " : "%16s ", comm);
+		script_outf(c, callchain ? "%s " : "%16s ", comm);
 	}
 	if ((f & VMPT_F_PID) && (f & VMPT_F_TID))
-		outf(c, "%5d/%-5d ", t->pid, t->tid);
+		script_outf(c, "%5d/%-5d ", t->pid, t->tid);
 	else if (f & (VMPT_F_PID | VMPT_F_TID))
-		outf(c, "%5d ", f & VMPT_F_PID ? t->pid : t->tid);
+		script_outf(c, "%5d ", f & VMPT_F_PID ? t->pid : t->tid);
 	if (f & VMPT_F_CPU)
-		outf(c, "[%03d] ", t->cpu);
+		script_outf(c, "[%03d] ", t->cpu);
 	if (f & VMPT_F_TIME)
 		print_time(c, time);
 }
@@ -393,21 +328,21 @@ static void print_insn(struct vmpt_consumer *c, unsigned f, const struct script_
 	    s->size - (smp->ip - s->vaddr) >= smp->insn_len && s->data)
 		code = s->data + (smp->ip - s->vaddr);
 	if (f & VMPT_F_INSNLEN)
-		outf(c, " ilen: %u", code ? smp->insn_len : 0);
+		script_outf(c, " ilen: %u", code ? smp->insn_len : 0);
 	if (!code)
 		return;
 	if (f & VMPT_F_INSN) {
-		out_mem(c, " insn:", 6);
+		script_out_mem(c, " insn:", 6);
 		for (unsigned i = 0; i < smp->insn_len; i++) {
-			out_char(c, ' ');
-			out_mem(c, &hex_pairs[2 * code[i]], 2);
+			script_out_char(c, ' ');
+			script_out_mem(c, &hex_pairs[2 * code[i]], 2);
 		}
 	}
 	avail = smp->insn_len;
 	if (((f & VMPT_F_DISASM) || c->o->disasm) &&
 	    cs_disasm_iter(c->cs[smp->mode], &code, &avail, &at, c->insn[smp->mode]))
-		outf(c, "\t\t%s %s", c->insn[smp->mode]->mnemonic,
-		     c->insn[smp->mode]->op_str);
+		script_outf(c, "\t\t%s %s", c->insn[smp->mode]->mnemonic,
+			    c->insn[smp->mode]->op_str);
 }
 
 static void print_ipc(struct vmpt_consumer *c, unsigned f, const struct script_sample *smp)
@@ -417,8 +352,8 @@ static void print_ipc(struct vmpt_consumer *c, unsigned f, const struct script_s
 	if (!(f & VMPT_F_IPC) || !smp->ipc_cyc || !smp->ipc_insns)
 		return;
 	ipc = (unsigned)(smp->ipc_insns * 100 / smp->ipc_cyc);	/* perf keeps 32 bits */
-	outf(c, " \t IPC: %u.%02u (%" PRIu64 "/%" PRIu64 ") ", ipc / 100, ipc % 100,
-	     smp->ipc_insns, smp->ipc_cyc);
+	script_outf(c, " \t IPC: %u.%02u (%" PRIu64 "/%" PRIu64 ") ", ipc / 100, ipc % 100,
+		    smp->ipc_insns, smp->ipc_cyc);
 }
 
 /* perf_sample__fprintf_callindent: the call depth, then the function
@@ -452,13 +387,13 @@ static void print_callindent(struct vmpt_consumer *c, unsigned f,
 		size_t dlen;
 		const char *dso = script_dso_name(c, smp->sec, smp->ip, smp->guest, &dlen);
 
-		out_char(c, '(');
+		script_out_char(c, '(');
 		print_dso(c, dso, dlen);
-		out_mem(c, ")\t", 2);
+		script_out_mem(c, ")\t", 2);
 	}
 	if (name) {
 		out_spaces(c, (int)depth * 4);
-		out_mem(c, name, strlen(name));
+		script_out_mem(c, name, strlen(name));
 		len = (int)depth * 4 + (int)strlen(name);
 	} else if (ip) {
 		out_spaces(c, (int)depth * 4);
@@ -499,19 +434,19 @@ static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_
 		return 0;
 	last_too = !fr[n - 1].func || strcmp(fr[n - 1].func, e->sym->name);
 	for (size_t k = 0; k < n - !last_too; k++) {
-		out_char(c, '\t');
+		script_out_char(c, '\t');
 		out_hex16(c, frame_addr(c, sec, ip));
 		if (f & VMPT_F_SYM) {
-			out_char(c, ' ');
-			outf(c, "%s", fr[k].func ? fr[k].func : "??");
+			script_out_char(c, ' ');
+			script_outf(c, "%s", fr[k].func ? fr[k].func : "??");
 			if (f & VMPT_F_SYMOFF) {
-				out_mem(c, "+0x", 3);
+				script_out_mem(c, "+0x", 3);
 				out_hex(c, ip - e->from);
 			}
 		}
 		if (f & VMPT_F_SRCLINE)
 			print_srcline(c, sec, ip);
-		out_mem(c, " (inlined)\n", 11);
+		script_out_mem(c, " (inlined)\n", 11);
 	}
 	return last_too;
 }
@@ -527,11 +462,11 @@ static void print_callchain(struct vmpt_consumer *c, unsigned f,
 		sec = script_find(c, chain[i], guest);
 		if (c->o->inline_frames && sec && print_inlined(c, f, sec, chain[i]))
 			continue;
-		out_char(c, '\t');
+		script_out_char(c, '\t');
 		out_hex16(c, frame_addr(c, sec, chain[i]));
 		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
 			      sec, chain[i], guest);
-		out_char(c, '\n');
+		script_out_char(c, '\n');
 	}
 }
 
@@ -547,42 +482,42 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 			const char *dso;
 
 			if (e->sym)
-				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].from - e->from);
+				script_outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].from - e->from);
 			else
-				out_mem(c, "[unknown]", 9);
+				script_out_mem(c, "[unknown]", 9);
 			if (f & VMPT_F_DSO) {
 				dso = script_dso_name(c, from, br[i].from, guest, &len);
-				outf(c, "(%s)", dso);
+				script_outf(c, "(%s)", dso);
 			}
-			out_char(c, '/');
+			script_out_char(c, '/');
 			e = sym_at(c, to, br[i].to);
 			if (e->sym)
-				outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].to - e->from);
+				script_outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].to - e->from);
 			else
-				out_mem(c, "[unknown]", 9);
+				script_out_mem(c, "[unknown]", 9);
 			if (f & VMPT_F_DSO) {
 				dso = script_dso_name(c, to, br[i].to, guest, &len);
-				outf(c, "(%s)", dso);
+				script_outf(c, "(%s)", dso);
 			}
 		} else {
-			outf(c, " 0x%" PRIx64, br[i].from);
+			script_outf(c, " 0x%" PRIx64, br[i].from);
 			if (f & VMPT_F_DSO) {
 				size_t len;
 				const char *dso = script_dso_name(c, script_find(c, br[i].from, guest),
 							   br[i].from, guest, &len);
 
-				outf(c, "(%s)", dso);
+				script_outf(c, "(%s)", dso);
 			}
-			outf(c, "/0x%" PRIx64, br[i].to);
+			script_outf(c, "/0x%" PRIx64, br[i].to);
 			if (f & VMPT_F_DSO) {
 				size_t len;
 				const char *dso = script_dso_name(c, script_find(c, br[i].to, guest),
 							   br[i].to, guest, &len);
 
-				outf(c, "(%s)", dso);
+				script_outf(c, "(%s)", dso);
 			}
 		}
-		outf(c, "/-/%c/%c/0/ ", br[i].in_tx ? 'X' : '-', br[i].abort ? 'A' : '-');
+		script_outf(c, "/-/%c/%c/0/ ", br[i].in_tx ? 'X' : '-', br[i].abort ? 'A' : '-');
 	}
 }
 
@@ -661,22 +596,22 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 			copy.insn_len = c->insn[copy.mode]->size;
 	}
 	if (f & (VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME))
-		print_start(c, f, smp->time, smp->guest, callchain);
+		script_print_start(c, f, smp->time, smp->guest, callchain);
 	if (f & VMPT_F_PERIOD)
-		outf(c, "%10" PRIu64 " ", smp->period);
+		script_outf(c, "%10" PRIu64 " ", smp->period);
 	if (f & VMPT_F_EVENT)
-		outf(c, "%*s: ", o->name_width, o->ev_name[smp->ev] ? o->ev_name[smp->ev] : "");
+		script_outf(c, "%*s: ", o->name_width, o->ev_name[smp->ev] ? o->ev_name[smp->ev] : "");
 	if (o->f.flags) {
 		char flags[32];
 
 		script_flags_name(smp->flags, flags, sizeof(flags));
-		outf(c, "  %-21s ", flags);
+		script_outf(c, "  %-21s ", flags);
 	}
 	if (bts) {
 		if (f & VMPT_F_CALLINDENT)
 			print_callindent(c, f, smp, x ? x->depth : 0);
 		if (f & VMPT_F_IP) {
-			out_char(c, ' ');
+			script_out_char(c, ' ');
 			out_hex16(c, smp->ip);
 			print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->ip ? sec : NULL, smp->ip,
 				      smp->guest);
@@ -695,11 +630,11 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 			print_srcline(c, smp->ip ? sec : NULL, smp->ip);
 		if (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))
 			print_insn(c, f, smp);
-		out_char(c, '\n');
+		script_out_char(c, '\n');
 		return;
 	}
 	if (type == VMPT_OUT_SYNTH && (f & VMPT_F_SYNTH)) {
-		out_mem(c, smp->synth, (size_t)smp->synth_len);
+		script_out_mem(c, smp->synth, (size_t)smp->synth_len);
 		if (smp->synth_len < 34)
 			out_spaces(c, 34 - smp->synth_len);
 	}
@@ -707,10 +642,10 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		out_hex16(c, smp->addr);
 	if (f & VMPT_F_IP) {
 		if (callchain) {
-			out_char(c, '\n');
+			script_out_char(c, '\n');
 			print_callchain(c, f, x->chain, x->nchain, smp->guest);
 		} else {
-			out_char(c, ' ');
+			script_out_char(c, ' ');
 			out_hex16(c, smp->ip);
 			print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
 		}
@@ -719,7 +654,7 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		print_brstack(c, f, x->br, x->nbr, smp->guest);
 	print_insn(c, f, smp);
 	print_ipc(c, f, smp);
-	out_char(c, '\n');
+	script_out_char(c, '\n');
 }
 
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp)
@@ -734,202 +669,4 @@ void script_print_sample_x(struct vmpt_consumer *c, const struct script_sample *
 	struct script_extra x = { chain, nchain, br, nbr, depth };
 
 	print_sample(c, smp, &x);
-}
-
-/* perf's codes and messages for the decoder's errors (intel-pt-decoder.h,
- * INTEL_PT_ERR_*), so error lines read as perf's.
- */
-static int perf_code(int err, const char **msg)
-{
-	switch (-err) {
-	case VMPT_ERR_NOMEM: *msg = "Memory allocation failed"; return 1;
-	case VMPT_ERR_BAD_OPC:
-	case VMPT_ERR_BAD_PACKET:
-	case VMPT_ERR_TRUNCATED: *msg = "Bad packet"; return 3;
-	case VMPT_ERR_NO_IMAGE: *msg = "Failed to get instruction"; return 5;
-	case VMPT_ERR_NO_MATCH:
-	case VMPT_ERR_IP_SUPPRESSED:
-	case VMPT_ERR_NO_LAST_IP: *msg = "Trace doesn't match instruction"; return 6;
-	case VMPT_ERR_OVERFLOW: *msg = "Overflow packet"; return 7;
-	case VMPT_ERR_LOST: *msg = "Lost trace data"; return 8;
-	case VMPT_ERR_LOOP:
-		*msg = "Never-ending loop (refer perf config intel-pt.max-loops)";
-		return 10;
-	default: *msg = "Unknown error!"; return 9;
-	}
-}
-
-/* perf_event__fprintf_auxtrace_error's line, with the file offset of
- * the packet the decoder was at (vmpt dump lists it).
- */
-void script_print_error(struct vmpt_consumer *c, uint64_t time, int time_ns,
-			uint64_t ip, uint64_t offset, int err)
-{
-	const char *msg;
-	int code = perf_code(err, &msg);
-
-	out_mem(c, " instruction trace error type 1 time ", 37);
-	if (time && (time_ns || (c->o->have_tc && !c->o->it.timeless))) {
-		uint64_t ns = time_ns ? time : vmpt_perf_tsc_to_time(&c->o->tc, time);
-
-		outf(c, "%" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
-	} else if (!c->o->have_tc && time) {
-		outf(c, "%" PRIu64, time);
-	} else {
-		out_char(c, '0');
-	}
-	outf(c, " cpu %d pid %d tid %d ip %#" PRIx64, c->task.cpu, c->task.pid,
-	     c->task.tid, ip);
-	if (offset != UINT64_MAX)
-		outf(c, " offset %#" PRIx64, offset);
-	outf(c, " code %d: %s\n", code, msg);
-}
-
-static const char *record_name(uint32_t type)
-{
-	return vmpt_perf_record_name(type);
-}
-
-/* A sideband record as perf script --show-*-events prints it: the
- * sample's columns, then perf_event__fprintf's text.  The caller set
- * c->task to the record's thread (comm) and sample id (pid, tid, cpu).
- */
-void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
-{
-	uint32_t type, code, cpu, pid, tid, fmt, mpid = 0, vcpu = 0;
-	uint64_t ip, ns;
-	char msg[65];
-
-	if (ev->size < 48 + 64)
-		return;
-	memcpy(&type, ev->raw + 8, 4);
-	memcpy(&code, ev->raw + 12, 4);
-	memcpy(&cpu, ev->raw + 16, 4);
-	memcpy(&pid, ev->raw + 20, 4);
-	memcpy(&tid, ev->raw + 24, 4);
-	memcpy(&fmt, ev->raw + 28, 4);
-	memcpy(&ip, ev->raw + 32, 8);
-	memcpy(&ns, ev->raw + 40, 8);
-	/* Format 0 has no time: the message starts there. */
-	memcpy(msg, ev->raw + (fmt ? 48 : 40), 64);
-	msg[64] = 0;
-	if (fmt >= 2 && ev->size >= 48 + 64 + 8) {
-		memcpy(&mpid, ev->raw + 112, 4);
-		memcpy(&vcpu, ev->raw + 116, 4);
-	}
-	outf(c, " %s error type %u", type == 1 ? "instruction trace" : "unknown AUX", type);
-	if (fmt && ns)
-		outf(c, " time %" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
-	else
-		outf(c, " time 0");
-	if (fmt >= 2 && mpid)
-		outf(c, " machine_pid %d vcpu %d", (int)mpid, (int)vcpu);
-	outf(c, " cpu %d pid %d tid %d ip %#" PRIx64 " code %u: %s\n", (int)cpu, (int)pid,
-	     (int)tid, ip, code, msg);
-}
-
-void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
-{
-	const unsigned start = VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
-	const struct vmpt_perf_attr *a = c->o->pd ?
-		(ev->sid.present & (PERF_SAMPLE_ID | PERF_SAMPLE_IDENTIFIER) ?
-			vmpt_perf_attr_by_id(c->o->pd, ev->sid.id) : c->o->pd->attrs) : NULL;
-	unsigned f = c->o->f.set[VMPT_OUT_HW] & start;
-	const struct vmpt_task saved = c->task;
-
-	if (a && a->attr.type == PERF_TYPE_SOFTWARE && a->attr.config == PERF_COUNT_SW_DUMMY) {
-		/* perf checks no sample type for a dummy event: a software
-		 * event's fields, the missing ones as zero (cpu -1).
-		 */
-		if (!c->o->f.user_set[VMPT_OUT_HW])
-			f = VMPT_F_COMM | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
-	} else {
-		if (!(ev->sid.present & PERF_SAMPLE_CPU))
-			f &= ~VMPT_F_CPU;
-		if (!(ev->sid.present & PERF_SAMPLE_TIME))
-			f &= ~VMPT_F_TIME;
-		if (!(ev->sid.present & PERF_SAMPLE_TID))
-			f &= ~(VMPT_F_PID | VMPT_F_TID);
-	}
-	if (f & VMPT_F_TIME) {
-		/* The record's time is perf time already. */
-		uint64_t ns = ev->sid.time;
-
-		print_start(c, f & ~VMPT_F_TIME, 0, 0, 0);
-		if (c->o->ns) {
-			outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000,
-			     ns % 1000000000);
-		} else {
-			char tmp[48];
-
-			snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64,
-				 ns / 1000000000, ns % 1000000000 / 1000);
-			outf(c, "%12s: ", tmp);
-		}
-	} else {
-		print_start(c, f, 0, 0, 0);
-	}
-	c->task = saved;
-	outf(c, "PERF_RECORD_%s", record_name(ev->type));
-	switch (ev->type) {
-	case PERF_RECORD_COMM:
-		outf(c, "%s: %s:%d/%d\n", ev->misc & PERF_RECORD_MISC_COMM_EXEC ? " exec" : "",
-		     ev->comm.comm, (int)ev->comm.pid, (int)ev->comm.tid);
-		break;
-	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT:
-		outf(c, "(%d:%d):(%d:%d)\n", (int)ev->fork.pid, (int)ev->fork.tid,
-		     (int)ev->fork.ppid, (int)ev->fork.ptid);
-		break;
-	case PERF_RECORD_MMAP:
-		outf(c, " %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64 "]: %c %s\n",
-		     (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start, ev->mmap.len,
-		     ev->mmap.pgoff, ev->misc & PERF_RECORD_MISC_MMAP_DATA ? 'r' : 'x',
-		     ev->mmap.filename);
-		break;
-	case PERF_RECORD_MMAP2: {
-		char prot[5] = {
-			ev->mmap.prot & PROT_READ ? 'r' : '-',
-			ev->mmap.prot & PROT_WRITE ? 'w' : '-',
-			ev->mmap.prot & PROT_EXEC ? 'x' : '-',
-			ev->mmap.flags & MAP_SHARED ? 's' : 'p', 0 };
-
-		if (ev->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
-			char bid[41];
-
-			for (unsigned i = 0; i < ev->mmap.build_id_size && i < 20; i++)
-				memcpy(bid + 2 * i, &hex_pairs[2 * ev->mmap.build_id[i]], 2);
-			bid[2 * (ev->mmap.build_id_size < 20 ? ev->mmap.build_id_size : 20)] = 0;
-			outf(c, " %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64 " <%s>]: %s %s\n",
-			     (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start,
-			     ev->mmap.len, ev->mmap.pgoff, bid, prot, ev->mmap.filename);
-		} else {
-			outf(c, " %d/%d: [%#" PRIx64 "(%#" PRIx64 ") @ %#" PRIx64
-			     " %02x:%02x %" PRIu64 " %" PRIu64 "]: %s %s\n",
-			     (int)ev->mmap.pid, (int)ev->mmap.tid, ev->mmap.start,
-			     ev->mmap.len, ev->mmap.pgoff, ev->mmap.maj, ev->mmap.min,
-			     ev->mmap.ino, ev->mmap.ino_generation, prot, ev->mmap.filename);
-		}
-		break;
-	}
-	case PERF_RECORD_SWITCH:
-	case PERF_RECORD_SWITCH_CPU_WIDE: {
-		const char *in_out = !ev->sw.out ? "IN         " :
-				     !ev->sw.preempt ? "OUT        " : "OUT preempt";
-
-		if (ev->type == PERF_RECORD_SWITCH)
-			outf(c, " %s\n", in_out);
-		else
-			outf(c, " %s  %s pid/tid: %5d/%-5d\n", in_out,
-			     ev->sw.out ? "next" : "prev", (int)ev->sw.next_prev_pid,
-			     (int)ev->sw.next_prev_tid);
-		break;
-	}
-	case PERF_RECORD_LOST:
-		outf(c, " lost %" PRIu64 "\n", ev->lost.lost);
-		break;
-	default:
-		out_char(c, '\n');
-		break;
-	}
 }

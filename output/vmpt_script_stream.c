@@ -8,8 +8,50 @@
 #include "vmpt/error.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The stream's output buffer: written out when full and at the ends of
+ * buffers and streams, a write error kept for the stream's end.
+ */
+void script_out_flush(struct vmpt_consumer *c)
+{
+	if (c->len && c->f && !c->werr &&
+	    fwrite(c->buf, 1, c->len, c->f) != c->len)
+		c->werr = errno ? errno : EIO;
+	c->produced += c->len;
+	c->len = 0;
+}
+
+void script_outf(struct vmpt_consumer *c, const char *fmt, ...)
+{
+	char big[4096];
+	va_list ap;
+	int n;
+
+	if (c->len > SCRIPT_OUT_CAP - 1024)
+		script_out_flush(c);
+	va_start(ap, fmt);
+	n = vsnprintf(c->buf + c->len, SCRIPT_OUT_CAP - c->len, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n < SCRIPT_OUT_CAP - c->len) {
+		c->len += (size_t)n;
+		return;
+	}
+	/* Longer than the room left (a long symbol name): on its own. */
+	script_out_flush(c);
+	va_start(ap, fmt);
+	n = vsnprintf(big, sizeof(big), fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < SCRIPT_OUT_CAP) {
+		memcpy(c->buf, big, (size_t)n);
+		c->len = (size_t)n;
+	}
+}
 
 static void stream_begin_buffer(struct vmpt_consumer *c, const struct vmpt_buffer_ref *b)
 {
