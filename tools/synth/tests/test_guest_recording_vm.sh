@@ -78,7 +78,10 @@ n=$(python3 "$HERE/check_gtruth.py" r.gtruth "$G/perf.data" "$OFF") ||
 	fail "truth against the guest sideband: $n"
 cut -f7,8 r.gtruth | sort -u > tasks
 for t in "md5sum	/bin/busybox" "md5sum	[guest.kernel.kallsyms]" "sh	/bin/busybox"; do
-	grep -qxF "$t" tasks || fail "no instructions of '$t'"
+	grep -qxF "$t" tasks || {
+		cut -f7,8 r.gtruth | sort | uniq -c	# what ran instead, for the next look
+		fail "no instructions of '$t'"
+	}
 done
 grep -q "	\[vdso\]	" r.gtruth || echo "note: no vdso code ran"
 echo "$n guest instructions of the real guest's tasks, as its sideband says"
