@@ -476,11 +476,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 	if (b->iclass == VMPT_IC_JCC) {
 		if (!dec->tnt_n)
 			return 0;
-		dec->tnt_n--;
-		progressed(dec);
-		dec->block_time = dec->time.tsc;
-		cyc = vmpt_cycles_point(&dec->cyc);
-		taken = (dec->tnt_bits >> dec->tnt_n) & 1;
+		taken = (uint8_t)take_tnt_bit(dec, &cyc);
 		dec->ip = taken ? b->target : b->next_ip;
 	} else switch (b->iclass) {
 	case VMPT_IC_CALL:
@@ -504,11 +500,7 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 			if (dec->cfg.retcomp == VMPT_RETCOMP_OFF || !dec->depth ||
 			    !((dec->tnt_bits >> (dec->tnt_n - 1)) & 1))
 				return 0;
-			dec->tnt_n--;
-			progressed(dec);
-			dec->block_time = dec->time.tsc;
-			cyc = vmpt_cycles_point(&dec->cyc);
-			taken = 1;
+			taken = (uint8_t)take_tnt_bit(dec, &cyc);
 			pop_ret(dec, &site);
 			dec->ip = site.ip;
 			break;
@@ -519,15 +511,8 @@ walk_fast(struct vmpt_flow *dec, struct vmpt_flow_item *it, int runs)
 		    !dec->pkt_ip_valid || dec->have_pend_mode || dec->have_pend_pip ||
 		    dec->have_pend_vmcs)
 			return 0;
-		if (b->iclass == VMPT_IC_CALL_IND)
-			push_ret(dec, b);
-		if (b->iclass == VMPT_IC_RET && dec->depth)
-			pop_ret(dec, &site);
-		dec->have_pkt = 0;
-		progressed(dec);
-		cyc = vmpt_cycles_point(&dec->cyc);
+		take_tip(dec, b, &site, &cyc);
 		taken = 1;
-		dec->ip = dec->pkt_ip;
 		break;
 	}
 	if (!dec->tnt_n && !dec->have_pkt)

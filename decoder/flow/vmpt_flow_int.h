@@ -297,6 +297,40 @@ static inline void went_back(struct vmpt_flow *dec, const struct ret_site *site)
 	dec->prev_slot = 0;
 }
 
+/* Trace rules the walk (vmpt_flow_walk.c) and its hot path (walk_fast)
+ * share.
+ */
+
+/* The next TNT bit, which decides the branch ending the block: perf's
+ * time of the branch is as of the TNT packet; *cyc its IPC point.
+ */
+static inline unsigned take_tnt_bit(struct vmpt_flow *dec, uint64_t *cyc)
+{
+	dec->tnt_n--;
+	progressed(dec);
+	dec->block_time = dec->time.tsc;
+	*cyc = vmpt_cycles_point(&dec->cyc);
+	return (dec->tnt_bits >> dec->tnt_n) & 1;
+}
+
+/* The TIP ending block b, an indirect branch: its call pushed, its
+ * return popped (the CPU pops on every ret, compressed or not, as perf's
+ * decoder does: a mismatching top is why this one has a TIP); *cyc its
+ * IPC point.
+ */
+static inline void take_tip(struct vmpt_flow *dec, struct vmpt_block *b,
+			    struct ret_site *site, uint64_t *cyc)
+{
+	if (b->iclass == VMPT_IC_CALL_IND)
+		push_ret(dec, b);
+	if (b->iclass == VMPT_IC_RET && dec->depth)
+		pop_ret(dec, site);
+	dec->have_pkt = 0;
+	progressed(dec);
+	*cyc = vmpt_cycles_point(&dec->cyc);
+	dec->ip = dec->pkt_ip;
+}
+
 /* Items (vmpt_flow.c): one queued (or the caller's own item), an event,
  * an event that is an IPC point (perf's decoder returns a state there).
  */

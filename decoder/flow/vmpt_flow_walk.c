@@ -213,12 +213,8 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	case VMPT_IC_JCC:
 		if (want != W_TNT)
 			return -VMPT_ERR_NO_MATCH;
-		dec->tnt_n--;
-		progressed(dec);
-		/* perf's time: as of the TNT packet the bit came in. */
-		it->time = dec->block_time = dec->time.tsc;
-		it->cyc = vmpt_cycles_point(&dec->cyc);
-		it->taken = (dec->tnt_bits >> dec->tnt_n) & 1;
+		it->taken = (uint8_t)take_tnt_bit(dec, &it->cyc);
+		it->time = dec->block_time;
 		it->to = dec->ip = it->taken ? b->target : b->next_ip;
 		return 0;
 	case VMPT_IC_RET:
@@ -252,19 +248,10 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		return -VMPT_ERR_NO_MATCH;
 	if (!dec->pkt_ip_valid)
 		return -VMPT_ERR_IP_SUPPRESSED;
-	if (b->iclass == VMPT_IC_CALL_IND)
-		push_ret(dec, b);
-	/* The CPU pops its call stack on every ret, compressed or not (as
-	 * perf's decoder does); a mismatching top is why this one has a TIP.
-	 */
-	if (b->iclass == VMPT_IC_RET && dec->depth)
-		pop_ret(dec, &site);
-	dec->have_pkt = 0;
-	progressed(dec);
+	take_tip(dec, b, &site, &it->cyc);
 	it->taken = 1;
-	it->to = dec->ip = dec->pkt_ip;
+	it->to = dec->ip;
 	it->time = dec->block_time = dec->time.tsc;
-	it->cyc = vmpt_cycles_point(&dec->cyc);
 	if (b->iclass == VMPT_IC_RET)
 		went_back(dec, &site);
 	return vmpt_flow_apply_pending(dec);
