@@ -10,14 +10,20 @@
 
 /* Long straight runs are cut so a block stays cheap to split at a FUP. */
 #define MAX_BLOCK_INSNS VMPT_FLOW_BLOCK_MAX
+/* Arenas grow from ARENA_FIRST to ARENA_CHUNK: a decoder of a little code
+ * (a short trace, a fuzzer's input) maps no megabyte.
+ */
+#define ARENA_FIRST (64u << 10)
 #define ARENA_CHUNK (1u << 20)
-/* Section tables by section id: a directory of chunks made on first use. */
-#define SEC_CHUNK 256
-#define SEC_DIR 65536
+/* Section tables by section id: a directory of chunks made on first use,
+ * 32 KB each (a new cache costs no more).
+ */
+#define SEC_CHUNK 4096
+#define SEC_DIR 4096
 
 struct arena {
 	struct arena *prev;
-	size_t used;
+	size_t used, cap;
 	uint8_t mem[];
 };
 
@@ -100,13 +106,17 @@ static void *arena_alloc(struct vmpt_bdisasm *d, size_t size)
 	struct arena *a = d->arena;
 
 	size = (size + 15) & ~(size_t)15;
-	if (!a || a->used + size > ARENA_CHUNK) {
-		size_t cap = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+	if (!a || a->used + size > a->cap) {
+		size_t cap = !a ? ARENA_FIRST : a->cap < ARENA_CHUNK ? 2 * a->cap : ARENA_CHUNK;
+
+		if (cap < size)
+			cap = size;
 
 		a = malloc(sizeof(*a) + cap);
 		if (!a)
 			return NULL;
 		a->used = 0;
+		a->cap = cap;
 		pthread_mutex_lock(&d->bc->lock);
 		a->prev = d->bc->arenas;
 		d->bc->arenas = a;

@@ -55,9 +55,8 @@ struct vmpt_flow *vmpt_flow_new(const struct vmpt_flow_config *config)
 		return NULL;
 	}
 	dec->disasm = vmpt_bdisasm_new(config->cache ? config->cache : dec->own_cache);
-	dec->memo = vmpt_tnt_memo_new();
 	dec->evd_store = vmpt_evd_store_new();
-	if (!dec->disasm || !dec->memo || !dec->evd_store) {
+	if (!dec->disasm || !dec->evd_store) {
 		vmpt_flow_free(dec);
 		return NULL;
 	}
@@ -631,12 +630,23 @@ static inline int on_hot_path(const struct vmpt_flow *dec)
 	       dec->enabled && !dec->stopping;
 }
 
+/* The memo of runs (640 KB), made for a decoder that plays them back. */
+static __attribute__((noinline, cold)) int make_memo(struct vmpt_flow *dec)
+{
+	dec->memo = vmpt_tnt_memo_new();
+	return dec->memo ? 0 : -VMPT_ERR_NOMEM;
+}
+
 int vmpt_flow_next_items(struct vmpt_flow *dec, const struct vmpt_flow_item **items,
 			 size_t *n)
 {
 	struct vmpt_flow_item *b = dec->batch;
-	int ret = next_item(dec, b, 1);
 	size_t k = 1;
+	int ret;
+
+	if (__builtin_expect(!dec->memo, 0) && make_memo(dec) < 0)
+		return -VMPT_ERR_NOMEM;
+	ret = next_item(dec, b, 1);
 
 	if (dec->cfg.release && dec->cfg.n_parts <= 1 &&
 	    dec->pd.pos - dec->released > RELEASE_STEP)
