@@ -8,8 +8,10 @@
 # (made here, not committed) run first.  Any crash, leak, timeout or
 # sanitizer report makes it exit non-zero and leaves the input in
 # $BUILD/fuzz-artifacts/TARGET/.
-#   usage: [RUNS=N] [SEED=S] fuzz/run.sh [SECONDS [BUILD_DIR [TARGET...]]]
+#   usage: [RUNS=N] [SEED=S] [TIMEOUT=T] fuzz/run.sh [SECONDS [BUILD_DIR [TARGET...]]]
 # RUNS: stop each target after N executions (or SECONDS, the first).
+# TIMEOUT: seconds of wall time one input may take (default 10); libFuzzer
+# counts wall time, so a run under nice beside busier jobs wants more.
 # SEED: libFuzzer's random seed (0, the default: a new one each run);
 # make check's brief runs take 1, so what they try is the same sequence on
 # every machine (a slower one tries less of it), not a new one each time.
@@ -207,7 +209,7 @@ for t in $targets; do
 	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		"$build/fuzz/fuzz-$t" -max_total_time="$secs" -runs="${RUNS:--1}" -seed="${SEED:-0}" \
-		-max_len=$max_len -timeout=10 \
+		-max_len=$max_len -timeout="${TIMEOUT:-10}" \
 		-rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/" \
 		$dict "$corpus" 2>"$build/fuzz-$t.log"; then
 		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/fuzz-$t.log")
