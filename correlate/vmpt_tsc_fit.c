@@ -64,32 +64,49 @@ void vmpt_tsc_mult_range(uint64_t dh, int64_t dg, uint64_t slack, uint64_t *lo, 
 		*lo = 1, *hi = 0;
 }
 
-/* ceil(a / b), b > 0. */
-static s128 div_up(s128 a, s128 b)
+/* ceil(v * 2^48 / d) for 0 < v < 2^80, d > 0, in 128 bits; anything past
+ * 2^64 (no multiplier) as 2^64.
+ */
+static s128 scaled_up(s128 v, uint64_t d)
 {
-	s128 q = a / b;
+	u128 num = (u128)v << 48, q = num / d;
 
-	return q * b < a ? q + 1 : q;
+	if (q * d < num)
+		q++;
+	return q > (u128)1 << 64 ? (s128)1 << 64 : (s128)q;
 }
 
 /* The multipliers m with which, c being the guest's value at host[0]
  * less the offset, every guest[i] - offset is (host[i] * m) >> 48 within
- * slack: the interval [*a, *b] (empty when *a > *b).
+ * slack: the interval [*a, *b] (empty when *a > *b).  c reaches 2^80 (a
+ * host TSC times the largest multiplier): the bounds are worked out in
+ * unsigned 128 bits, where (k +- slack) * 2^48 still fits.
  */
 static void exact_range(const uint64_t *host, const uint64_t *guest, size_t n,
 			uint64_t slack, s128 c, s128 *a, s128 *b)
 {
+	const s128 top = (s128)1 << 80;	/* k * 2^48 / host past 2^64 above */
+
 	*a = 0;
 	*b = (s128)UINT64_MAX;
 	for (size_t i = 0; i < n && *a <= *b; i++) {
 		s128 k = c + vmpt_sext56(guest[i] - guest[0]);
-		s128 l = div_up((k - (s128)slack) * (s128)ONE, (s128)host[i]);
-		s128 h = div_up((k + (s128)slack + 1) * (s128)ONE, (s128)host[i]) - 1;
+		s128 kl = k - (s128)slack, kh = k + (s128)slack + 1;
 
-		if (l > *a)
-			*a = l;
-		if (h < *b)
-			*b = h;
+		/* m * host / 2^48 must lie in [kl, kh): not below 0, and
+		 * (with host 0) 0 itself.
+		 */
+		if (kh <= 0 || kl >= top || (!host[i] && kl > 0)) {
+			*a = 1;
+			*b = 0;
+			break;
+		}
+		if (!host[i])
+			continue;
+		if (kl > 0 && scaled_up(kl, host[i]) > *a)
+			*a = scaled_up(kl, host[i]);
+		if (kh < top && scaled_up(kh, host[i]) - 1 < *b)
+			*b = scaled_up(kh, host[i]) - 1;
 	}
 }
 
