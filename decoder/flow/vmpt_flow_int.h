@@ -278,6 +278,7 @@ fetch_fast(struct vmpt_flow *dec, int after_fup)
 	return 1;
 }
 
+/* A return: the call site on top of the return stack, or NO_MATCH when empty. */
 static inline int pop_ret(struct vmpt_flow *dec, struct ret_site *site)
 {
 	if (!dec->depth)
