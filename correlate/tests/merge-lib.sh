@@ -58,11 +58,14 @@ perf record -q -a -e dummy -o "$T/probe.data" -- true >"$T/probe.err" 2>&1 ||
 
 # record_guest OUT [perf record options]: this machine cpu-wide, as a
 # guest's perf record -a would see it, while `dd | cat` switch to and fro.
+# Both run on CPU 0: on two CPUs they can stream through the pipe side by
+# side with few switches (81 in one run here); on one, each 64 KB pipe-full is
+# at least four switch records (1,500 for these 24 MB).
 record_guest() {
 	out=$1
 	shift
 	perf record -q -a -m 16M --sample-identifier --switch-events -e dummy "$@" -o "$out" -- \
-		sh -c 'dd if=/dev/zero bs=4k count=3000 2>/dev/null | cat >/dev/null' \
+		taskset -c 0 sh -c 'dd if=/dev/zero bs=4k count=6000 2>/dev/null | cat >/dev/null' \
 		>"$out.log" 2>&1 || { cat "$out.log"; fail "perf record of the guest ($*)"; }
 }
 
