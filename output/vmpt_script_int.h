@@ -90,9 +90,13 @@ struct vmpt_consumer {
 	struct vmpt_task task;
 	csh cs[3];
 	cs_insn *insn[3];
-	/* The symbols looked up last: a branch line names two, and the next
-	 * line's source is mostly in the function of this one's target.
+	/* The symbols met so far (vmpt_script_syms.c), made at the first
+	 * lookup, and the last two answers (a line's source is mostly in
+	 * the function of the last line's target); one for when that
+	 * allocation fails.
 	 */
+	struct script_syms *syms;
+	struct sym_seen *sym_last, *sym_prev;
 	struct sym_seen {
 		const struct vmpt_section *sec;	/* NULL: unused */
 		const struct vmpt_symbol *sym;
@@ -105,8 +109,7 @@ struct vmpt_consumer {
 		unsigned text_f, name_part, text_len;
 		int text_guest, text_mpid;
 		char text[SYM_TEXT_MAX];
-	} seen[4];
-	unsigned seen_next;
+	} seen_one;
 	/* Instruction samples: every Nth, or time periods as perf counts
 	 * them (TSC ticks, one per instruction since the last timestamp).
 	 */
@@ -269,11 +272,19 @@ void script_flags_name(uint32_t flags, char *buf, size_t size);
  * length, or -1 when it needs the general path (nothing written then).
  * script_fast_held: the held sample's text (held.fast) is delivered.
  */
-/* The symbol at ip in sec (not NULL), from the ones seen last if it is
- * one of them; sym NULL: none there.
- */
-struct sym_seen *script_sym_at(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			       uint64_t ip);
+/* The symbol at ip in sec (not NULL; sym NULL: none there). */
+struct sym_seen *script_sym_find(struct vmpt_consumer *c, const struct vmpt_section *sec,
+				 uint64_t ip);
+static inline struct sym_seen *script_sym_at(struct vmpt_consumer *c,
+					     const struct vmpt_section *sec, uint64_t ip)
+{
+	struct sym_seen *e = c->sym_last;
+
+	if (e && e->sec == sec && ip - e->from < e->to - e->from)
+		return e;
+	return script_sym_find(c, sec, ip);
+}
+void script_syms_free(struct vmpt_consumer *c);
 /* The dso perf names for an address: its code's, else the mapping's
  * (a binary missing here), else [unknown].
  */

@@ -148,41 +148,6 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 	script_outf(c, "%12s: ", tmp);
 }
 
-const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest)
-{
-	struct vmpt_asid space = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
-
-	if (!c->o->image)
-		return NULL;
-	if (guest) {
-		space.machine = c->vmcs ? c->vmcs : VMPT_MACHINE_GUEST;
-		if (c->task.guest_space)
-			space.cr3 = c->task.guest_space;
-	} else if (c->task.space)
-		space.cr3 = c->task.space;
-	return vmpt_image_find(c->o->image, &space, addr);
-}
-
-struct sym_seen *script_sym_at(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			       uint64_t ip)
-{
-	const size_t n = sizeof(c->seen) / sizeof(c->seen[0]);
-	struct sym_seen *e;
-
-	for (size_t i = 0; i < n; i++) {
-		e = &c->seen[i];
-		if (e->sec == sec && ip - e->from < e->to - e->from)
-			return e;
-	}
-	e = &c->seen[c->seen_next++ % n];
-	e->sec = sec;
-	e->text_f = 0;
-	e->sym = vmpt_section_symbol_span(sec, ip, &e->from, &e->to);
-	e->name_len = e->sym ? strlen(e->sym->name) : 0;
-	e->dso_len = strlen(sec->name);
-	return e;
-}
-
 /* The symbol at ip in sec (sym NULL: none there, or no sec). */
 static const struct sym_seen *sym_at(struct vmpt_consumer *c,
 				     const struct vmpt_section *sec, uint64_t ip)

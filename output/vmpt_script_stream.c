@@ -218,6 +218,7 @@ static void stream_close(struct vmpt_consumer *c)
 	free(c->missing);
 	free(c->buf);
 	script_srclines_free(c);
+	script_syms_free(c);
 	for (int m = 0; m < 3; m++) {
 		if (c->insn[m])
 			cs_free(c->insn[m], 1);
