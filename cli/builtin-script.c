@@ -54,6 +54,10 @@ static void summary(struct vmpt_script *sc, const struct vmpt_session *s, int sh
 	if (st.aux_collision)
 		fprintf(stderr, "Warning:\nAUX data detected collision  %" PRIu64 " times out "
 			"of %" PRIu64 "!\n\n", st.aux_collision, st.aux);
+	if (st.other_unshown)
+		fprintf(stderr, "vmpt script: %" PRIu64 " samples of tracepoints or other PMUs "
+			"not printed (perf script prints them)\n",
+			st.other_unshown);
 	for (int i = 0; i < VMPT_ERR_COUNT; i++)
 		errors += st.errors[i];
 	/* perf counts the error events it made (--itrace e) and read. */
@@ -110,8 +114,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 
 	if (ret < 0)
 		goto out;
-	if (!s.n_bufs && !op->show_task && !op->show_mmap && !op->show_switch &&
-	    !op->show_lost) {
+	if (!s.n_bufs && !s.n_samples && !op->show_task && !op->show_mmap &&
+	    !op->show_switch && !op->show_lost) {
 		fprintf(stderr, "vmpt script: no Intel PT data in %s; it holds %zu sideband "
 			"records: see --show-task-events, --show-mmap-events, "
 			"--show-switch-events\n", path, s.n_sb);

@@ -259,6 +259,26 @@ void script_print_error(struct vmpt_consumer *c, uint64_t time, int time_ns,
 void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			int guest, int callchain);
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
+/* A sample of another event (cycles, cpu-clock, ...) as perf prints it;
+ * tracepoints' and PMUs' own are counted, not printed.
+ */
+void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
+/* The recording's first event of a type (NULL: none). */
+const struct vmpt_perf_attr *script_first_of_type(const struct vmpt_perf_data *pd,
+						  uint32_t type);
+/* Fields f less those a sample_type does not carry, unless named. */
+unsigned script_fields_sampled(unsigned f, unsigned named, uint64_t sample_type);
+/* perf's name of an event without EVENT_DESC. */
+void script_attr_name(const struct perf_event_attr *a, char *buf, size_t size);
+/* " sym+off (dso)" of ip by the fields f, then the srcline. */
+void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
+			  const struct vmpt_section *sec, uint64_t ip, int guest);
+/* x among the n of v. */
+int script_in_list(const int *v, size_t n, int x);
+int script_in_strs(char *const *v, size_t n, const char *s);
+/* perf's callchain lines (context markers skipped). */
+void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
+			    size_t n, int guest);
 /* A recorded AUXTRACE_ERROR as perf_event__fprintf_auxtrace_error. */
 void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
 /* The section of code at addr in machine guest (0: host) of c's task. */

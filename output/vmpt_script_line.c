@@ -205,13 +205,13 @@ static void print_srcline(struct vmpt_consumer *c, const struct vmpt_section *se
 /* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
  * the srcline.
  */
-static void print_sym_dso(struct vmpt_consumer *c, unsigned f,
+void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
 			  const struct vmpt_section *sec, uint64_t ip, int guest)
 {
 	const struct sym_seen *e;
 
 	if (f & VMPT_F_SRCLINE) {
-		print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
+		script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
 		print_srcline(c, sec, ip);
 		return;
 	}
@@ -416,8 +416,8 @@ static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_
 	return last_too;
 }
 
-static void print_callchain(struct vmpt_consumer *c, unsigned f,
-			    const uint64_t *chain, size_t n, int guest)
+void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
+			    size_t n, int guest)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct vmpt_section *sec;
@@ -429,7 +429,7 @@ static void print_callchain(struct vmpt_consumer *c, unsigned f,
 			continue;
 		script_out_char(c, '\t');
 		out_hex16(c, frame_addr(c, sec, chain[i]));
-		print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
+		script_print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
 			      sec, chain[i], guest);
 		script_out_char(c, '\n');
 	}
@@ -578,14 +578,14 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		if (f & VMPT_F_IP) {
 			script_out_char(c, ' ');
 			out_hex16(c, smp->ip);
-			print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->ip ? sec : NULL, smp->ip,
+			script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->ip ? sec : NULL, smp->ip,
 				      smp->guest);
 		}
 		if ((f & VMPT_F_ADDR) || !o->f.user_set[VMPT_OUT_HW]) {
 			out_small(c, " => ", 4);
 			out_hex16(c, smp->addr);
 			if (f & (VMPT_F_SYM | VMPT_F_DSO))
-				print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->addr ?
+				script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->addr ?
 					      script_find(c, smp->addr, smp->addr_guest) : NULL,
 					      smp->addr, smp->addr_guest);
 		}
@@ -608,11 +608,11 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 	if (f & VMPT_F_IP) {
 		if (callchain) {
 			script_out_char(c, '\n');
-			print_callchain(c, f, x->chain, x->nchain, smp->guest);
+			script_print_callchain(c, f, x->chain, x->nchain, smp->guest);
 		} else {
 			script_out_char(c, ' ');
 			out_hex16(c, smp->ip);
-			print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
+			script_print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
 		}
 	}
 	if (x && x->nbr && (f & (VMPT_F_BRSTACK | VMPT_F_BRSTACKSYM)))

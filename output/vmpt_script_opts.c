@@ -98,7 +98,7 @@ static void modifiers(const struct perf_event_attr *a, char *buf, size_t size)
 }
 
 /* The name perf gives a recorded event without EVENT_DESC. */
-static void attr_name(const struct perf_event_attr *a, char *buf, size_t size)
+void script_attr_name(const struct perf_event_attr *a, char *buf, size_t size)
 {
 	char mod[16];
 	const char *base = "unknown";
@@ -107,6 +107,33 @@ static void attr_name(const struct perf_event_attr *a, char *buf, size_t size)
 	if (a->type == PERF_TYPE_SOFTWARE && a->config == PERF_COUNT_SW_DUMMY)
 		base = "dummy";
 	snprintf(buf, size, "%s%s", base, mod);
+}
+
+const struct vmpt_perf_attr *script_first_of_type(const struct vmpt_perf_data *pd,
+						  uint32_t type)
+{
+	for (size_t i = 0; pd && i < pd->nr_attrs; i++)
+		if (pd->attrs[i].attr.type == type)
+			return &pd->attrs[i];
+	return NULL;
+}
+
+unsigned script_fields_sampled(unsigned f, unsigned named, uint64_t sample_type)
+{
+	/* No period is no reason: perf prints the attr's fixed one. */
+	static const struct { uint64_t bit; unsigned fields; } need[] = {
+		{ PERF_SAMPLE_IP, VMPT_F_IP | VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO |
+				  VMPT_F_SRCLINE },
+		{ PERF_SAMPLE_TID, VMPT_F_PID | VMPT_F_TID },
+		{ PERF_SAMPLE_TIME, VMPT_F_TIME },
+		{ PERF_SAMPLE_CPU, VMPT_F_CPU },
+		{ PERF_SAMPLE_ADDR, VMPT_F_ADDR },
+	};
+
+	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!(sample_type & need[i].bit))
+			f &= ~(need[i].fields & ~named);
+	return f;
 }
 
 int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_perf_data *pd,
@@ -126,6 +153,7 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 	int per_cpu = info && info->priv[VMPT_INTEL_PT_PER_CPU_MMAPS];
 	int timeless = 1, width = 0;
 	int have[VMPT_SE_COUNT] = { 0 };
+	const struct vmpt_perf_attr *hw;
 
 	o->pd = pd;
 	if (intel_pt) {
@@ -164,7 +192,7 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 		if (pd->attrs[i].name)
 			len = (int)strlen(pd->attrs[i].name);
 		else
-			attr_name(&pd->attrs[i].attr, name, sizeof(name)), len = (int)strlen(name);
+			script_attr_name(&pd->attrs[i].attr, name, sizeof(name)), len = (int)strlen(name);
 		if (len > width)
 			width = len;
 	}
@@ -212,6 +240,13 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 		}
 		if (!per_cpu && !(o->f.named[t] & VMPT_F_CPU))
 			o->f.set[t] &= ~VMPT_F_CPU;
+		/* perf checks the first hardware event it finds for the type
+		 * of Intel PT's instructions and branches: a recorded one
+		 * (cycles) decides, before those it synthesizes.
+		 */
+		if (t == VMPT_OUT_HW && (hw = script_first_of_type(pd, PERF_TYPE_HARDWARE)))
+			o->f.set[t] = script_fields_sampled(o->f.set[t], o->f.named[t],
+							    hw->attr.sample_type);
 		if ((o->f.set[t] & VMPT_F_SRCLINE) && !(o->f.set[t] & VMPT_F_IP)) {
 			snprintf(err, errlen, "Display of source line number requested but "
 				 "sample IP is not\nselected. Hence, no address to lookup the "

@@ -23,7 +23,7 @@ uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc)
 
 /* ---- Filters and the initial skip ---- */
 
-static int in_list(const int *v, size_t n, int x)
+int script_in_list(const int *v, size_t n, int x)
 {
 	for (size_t i = 0; i < n; i++)
 		if (v[i] == x)
@@ -31,7 +31,7 @@ static int in_list(const int *v, size_t n, int x)
 	return 0;
 }
 
-static int in_strs(char *const *v, size_t n, const char *s)
+int script_in_strs(char *const *v, size_t n, const char *s)
 {
 	for (size_t i = 0; s && i < n; i++)
 		if (!strcmp(v[i], s))
@@ -66,11 +66,11 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 
 	if (fl->ncpus && t->cpu >= 0 && (t->cpu >= fl->ncpus || !fl->cpus[t->cpu]))
 		return 0;
-	if (fl->npids && !in_list(fl->pids, fl->npids, t->pid))
+	if (fl->npids && !script_in_list(fl->pids, fl->npids, t->pid))
 		return 0;
-	if (fl->ntids && !in_list(fl->tids, fl->ntids, t->tid))
+	if (fl->ntids && !script_in_list(fl->tids, fl->ntids, t->tid))
 		return 0;
-	if (fl->ncomms && !in_strs(fl->comms, fl->ncomms, smp->guest ? NULL : t->comm))
+	if (fl->ncomms && !script_in_strs(fl->comms, fl->ncomms, smp->guest ? NULL : t->comm))
 		return 0;
 	if (!script_in_time(c, smp->time))
 		return 0;
@@ -92,9 +92,9 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 			/* perf matches the dso's short name (the file name)
 			 * or its long one (the path).
 			 */
-			if (!name || (!in_strs(fl->dsos, fl->ndsos, name) &&
+			if (!name || (!script_in_strs(fl->dsos, fl->ndsos, name) &&
 				      !(slash && name[0] != '[' &&
-					in_strs(fl->dsos, fl->ndsos, slash + 1))))
+					script_in_strs(fl->dsos, fl->ndsos, slash + 1))))
 				return 0;
 		}
 		if (fl->nsyms) {
@@ -107,8 +107,8 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 			if (!sym)
 				return 0;
 			snprintf(addr, sizeof(addr), "0x%" PRIx64, from);
-			if (!in_strs(fl->syms, fl->nsyms, sym->name) &&
-			    !in_strs(fl->syms, fl->nsyms, addr))
+			if (!script_in_strs(fl->syms, fl->nsyms, sym->name) &&
+			    !script_in_strs(fl->syms, fl->nsyms, addr))
 				return 0;
 		}
 	}

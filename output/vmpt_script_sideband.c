@@ -104,6 +104,95 @@ void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf
 		    (int)tid, ip, code, msg);
 }
 
+/* A record's start of line; its time is perf time already. */
+static void print_record_start(struct vmpt_consumer *c, unsigned f,
+			       const struct vmpt_perf_event *ev, int callchain)
+{
+	uint64_t ns = ev->sid.time;
+	char tmp[48];
+
+	script_print_start(c, f & ~VMPT_F_TIME, 0, 0, callchain);
+	if (!(f & VMPT_F_TIME))
+		return;
+	if (c->o->ns) {
+		script_outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000, ns % 1000000000);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64, ns / 1000000000,
+		 ns % 1000000000 / 1000);
+	script_outf(c, "%12s: ", tmp);
+}
+
+/* The fields perf prints of another event's samples: -F's or the
+ * defaults, less what the first event of its type does not sample
+ * (perf checks that one for the type) unless -F named it.
+ */
+static unsigned other_fields(const struct vmpt_consumer *c, const struct vmpt_perf_attr *a)
+{
+	const struct vmpt_perf_attr *first = script_first_of_type(c->o->pd, a->attr.type);
+	unsigned f = script_fields_sampled(c->o->f.set[VMPT_OUT_HW], c->o->f.named[VMPT_OUT_HW],
+					   (first ? first : a)->attr.sample_type);
+
+	/* Only Intel PT's samples have these. */
+	return f & ~(VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM | VMPT_F_IPC |
+		     VMPT_F_BRSTACK | VMPT_F_BRSTACKSYM | VMPT_F_SYNTH | VMPT_F_CALLINDENT);
+}
+
+void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
+{
+	const struct vmpt_perf_attr *a = ev->attr;
+	uint64_t chain[256];
+	char name[64];
+	const char *evname = name;
+	unsigned f;
+	int callchain;
+
+	if (!a || a->attr.type >= PERF_TYPE_MAX || a->attr.type == PERF_TYPE_TRACEPOINT) {
+		c->stats.other_unshown++;
+		return;
+	}
+	c->stats.other_samples++;
+	f = other_fields(c, a);
+	if (a->name)
+		evname = a->name;
+	else
+		script_attr_name(&a->attr, name, sizeof(name));
+	callchain = (f & VMPT_F_IP) && ev->sample.nr_chain;
+	print_record_start(c, f, ev, callchain);
+	if (f & VMPT_F_PERIOD)
+		script_outf(c, "%10" PRIu64 " ", ev->sample.period);
+	if (f & VMPT_F_EVENT)
+		script_outf(c, "%*s: ", c->o->name_width, evname);
+	if (f & VMPT_F_ADDR)
+		script_outf(c, "%16" PRIx64, ev->sample.addr);
+	if (callchain) {
+		size_t n = 0;
+
+		script_out_char(c, '\n');
+		for (uint64_t i = 0; i < ev->sample.nr_chain; i++) {
+			uint64_t ip = vmpt_perf_sample_chain(ev, i);
+
+			if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+				continue;	/* a context marker */
+			chain[n++] = ip;
+			if (n == sizeof(chain) / sizeof(chain[0])) {
+				script_print_callchain(c, f, chain, n, 0);
+				n = 0;
+			}
+		}
+		if (n)
+			script_print_callchain(c, f, chain, n, 0);
+		script_out_char(c, '\n');
+		return;
+	}
+	if (f & VMPT_F_IP) {
+		script_outf(c, " %16" PRIx64, ev->sample.ip);
+		script_print_sym_dso(c, f, ev->sample.ip ? script_find(c, ev->sample.ip, 0) : NULL,
+				     ev->sample.ip, 0);
+	}
+	script_out_char(c, '\n');
+}
+
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
 {
 	const unsigned start = VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
@@ -127,24 +216,7 @@ void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event
 		if (!(ev->sid.present & PERF_SAMPLE_TID))
 			f &= ~(VMPT_F_PID | VMPT_F_TID);
 	}
-	if (f & VMPT_F_TIME) {
-		/* The record's time is perf time already. */
-		uint64_t ns = ev->sid.time;
-
-		script_print_start(c, f & ~VMPT_F_TIME, 0, 0, 0);
-		if (c->o->ns) {
-			script_outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000,
-				    ns % 1000000000);
-		} else {
-			char tmp[48];
-
-			snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64,
-				 ns / 1000000000, ns % 1000000000 / 1000);
-			script_outf(c, "%12s: ", tmp);
-		}
-	} else {
-		script_print_start(c, f, 0, 0, 0);
-	}
+	print_record_start(c, f, ev, 0);
 	c->task = saved;
 	script_outf(c, "PERF_RECORD_%s", record_name(ev->type));
 	switch (ev->type) {

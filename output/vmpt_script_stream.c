@@ -101,6 +101,27 @@ static void stream_set_task(struct vmpt_consumer *c, const struct vmpt_task *tas
 	c->task = *task;
 }
 
+/* perf's sample filters for another event's sample (its time is perf
+ * time): --cpu, --pid, --tid, --comm, --time.
+ */
+static int other_shown(const struct vmpt_consumer *c, const struct vmpt_perf_event *ev,
+		       const struct vmpt_task *task)
+{
+	const struct vmpt_script_filter *fl = &c->o->filter;
+	int in = !fl->ntimes;
+
+	if (fl->npids && !script_in_list(fl->pids, fl->npids, task->pid))
+		return 0;
+	if (fl->ntids && !script_in_list(fl->tids, fl->ntids, task->tid))
+		return 0;
+	if (fl->ncomms && !script_in_strs(fl->comms, fl->ncomms, task->comm))
+		return 0;
+	for (size_t i = 0; i < fl->ntimes && !in; i++)
+		in = ev->sid.time >= fl->time_from[i] &&
+		     (!fl->time_to[i] || ev->sid.time <= fl->time_to[i]);
+	return in;
+}
+
 /* A sideband record among the samples: the ones --show-*-events asks
  * for, as perf prints them; truncated AUX data as perf's "Lost trace
  * data" error; a recorded AUXTRACE_ERROR as perf prints it.
@@ -125,6 +146,10 @@ static void stream_sideband(struct vmpt_consumer *c, const struct vmpt_perf_even
 		script_print_recorded_error(c, ev);
 		return;
 	}
+	if (ev->type == PERF_RECORD_SAMPLE && o->sample_fn)
+		return;		/* an export's: Intel PT's samples only */
+	if (ev->type == PERF_RECORD_SAMPLE && !other_shown(c, ev, task))
+		return;
 	if (fl->ncpus && task->cpu >= 0 && (task->cpu >= fl->ncpus || !fl->cpus[task->cpu]))
 		return;
 	switch (ev->type) {
@@ -145,6 +170,12 @@ static void stream_sideband(struct vmpt_consumer *c, const struct vmpt_perf_even
 		c->stats.lost_records++;
 		show = o->show_lost;
 		break;
+	case PERF_RECORD_SAMPLE:
+		script_settle_held(c, NULL);
+		c->task = *task;
+		script_print_other_sample(c, ev);
+		c->task = saved;
+		return;
 	case PERF_RECORD_AUX:
 		if (ev->aux.flags & VMPT_PERF_AUX_TRUNCATED) {
 			struct vmpt_flow_item e = { .kind = VMPT_FLOW_EVENT,
@@ -189,6 +220,8 @@ static void stream_close(struct vmpt_consumer *c)
 	s->stats.aux_collision += c->stats.aux_collision;
 	s->stats.recorded_errors += c->stats.recorded_errors;
 	s->stats.lost_records += c->stats.lost_records;
+	s->stats.other_samples += c->stats.other_samples;
+	s->stats.other_unshown += c->stats.other_unshown;
 	s->stats.synthesized += c->stats.synthesized;
 	s->stats.error_events += c->stats.error_events;
 	for (int i = 0; i < VMPT_ERR_COUNT; i++)

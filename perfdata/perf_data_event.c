@@ -326,9 +326,40 @@ static int parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
 	if (st & PERF_SAMPLE_PERIOD) {
 		TAKE(8);
 		ev->sample.period = pd_u64(p);
+		p += 8;
+	}
+	if (st & PERF_SAMPLE_READ) {
+		uint64_t rf = ev->attr->attr.read_format, one = 8, n = 1, head = 0;
+
+		one += rf & PERF_FORMAT_ID ? 8 : 0;
+		one += rf & PERF_FORMAT_LOST ? 8 : 0;
+		head += rf & PERF_FORMAT_TOTAL_TIME_ENABLED ? 8 : 0;
+		head += rf & PERF_FORMAT_TOTAL_TIME_RUNNING ? 8 : 0;
+		if (rf & PERF_FORMAT_GROUP) {
+			TAKE(8);
+			n = pd_u64(p);
+			head += 8;
+			if (n > (uint64_t)(end - p) / one)
+				TAKE((ptrdiff_t)(end - p) + 1);
+		}
+		TAKE((ptrdiff_t)(head + n * one));
+		p += head + n * one;
+	}
+	if (st & PERF_SAMPLE_CALLCHAIN) {
+		TAKE(8);
+		ev->sample.nr_chain = pd_u64(p);
+		p += 8;
+		if (ev->sample.nr_chain > (uint64_t)(end - p) / 8)
+			TAKE((ptrdiff_t)(end - p) + 1);
+		ev->sample.chain = p;
 	}
 #undef TAKE
 	return 0;
+}
+
+uint64_t vmpt_perf_sample_chain(const struct vmpt_perf_event *ev, uint64_t i)
+{
+	return pd_u64(ev->sample.chain + i * 8);
 }
 
 /* A NUL-terminated string at body offset off, within len body bytes. */

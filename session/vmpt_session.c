@@ -404,6 +404,7 @@ static int shown_record(uint32_t type)
 	case PERF_RECORD_COMM: case PERF_RECORD_FORK: case PERF_RECORD_EXIT:
 	case PERF_RECORD_MMAP: case PERF_RECORD_MMAP2: case PERF_RECORD_SWITCH:
 	case PERF_RECORD_SWITCH_CPU_WIDE: case PERF_RECORD_LOST: case PERF_RECORD_AUX:
+	case PERF_RECORD_SAMPLE:	/* other events' (cycles, cpu-clock, ...) */
 		return 1;
 	default:
 		return 0;
@@ -542,6 +543,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 				memcpy(&ev.sid.time, ev.raw + 40, 8);
 		}
 		s->n_records++;
+		s->n_samples += ev.type == PERF_RECORD_SAMPLE;
 		if (ret == 0 && (shown_record(ev.type) ||
 				 ev.type == VMPT_PERF_RECORD_AUXTRACE_ERROR))
 			ret = PUSH(s->sb, s->n_sb, ev);
@@ -606,14 +608,18 @@ void vmpt_session_task_until(const struct vmpt_session *s, const struct vmpt_ses
 	t->pid = t->tid = -1;
 	t->comm = NULL;
 	*until = UINT64_MAX;
-	if (b->tid >= 0) {
-		t->tid = b->tid;
-	} else if (b->cpu >= 0) {
+	/* A CPU's buffer runs what its context switches say, even where
+	 * the buffer names a thread (perf: the switches decide when the
+	 * recording has them).
+	 */
+	if (b->cpu >= 0) {
 		r = vmpt_task_recs_at(s->switches, s->n_switches, sizeof(*s->switches),
 				      VMPT_TASK_BY_CPU, b->cpu, time, until);
 		if (r)
 			t->pid = r->pid, t->tid = r->tid;
 	}
+	if (t->tid < 0 && b->tid >= 0)
+		t->tid = b->tid;
 	if (t->tid >= 0) {
 		r = vmpt_task_recs_at(s->comms, s->n_comms, sizeof(*s->comms),
 				      VMPT_TASK_BY_TID, t->tid, time, &until2);

@@ -201,8 +201,15 @@ struct vmpt_perf_event {
 			const uint8_t *old_bytes, *new_bytes;
 		} text_poke;
 		/* SAMPLE: the fields sample_type has (others 0; period is the
-		 * attr's sample_period when not sampled, as perf reports it). */
-		struct { uint64_t ip, addr, period; } sample;
+		 * attr's sample_period when not sampled, as perf reports it);
+		 * the callchain's nr_chain entries (PERF_CONTEXT_* markers
+		 * among them) at chain, unaligned: read with
+		 * vmpt_perf_sample_chain(). */
+		struct {
+			uint64_t ip, addr, period;
+			uint64_t nr_chain;
+			const uint8_t *chain;
+		} sample;
 		/* AUXTRACE: the data follows the record in the file. */
 		struct {
 			uint64_t size, offset, reference;
@@ -378,6 +385,9 @@ const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *p
 
 /* The record type's name as perf script -D prints it ("MMAP2", "AUXTRACE"). */
 const char *vmpt_perf_record_name(uint32_t type);
+
+/* Entry i (< ev->sample.nr_chain) of a SAMPLE record's callchain. */
+uint64_t vmpt_perf_sample_chain(const struct vmpt_perf_event *ev, uint64_t i);
 
 /* TSC <-> perf time (ns) with a TIME_CONV's values, as perf's tsc.c does
  * (cap_user_time_short: the TSC is extended from time_cycles by time_mask).

@@ -195,6 +195,8 @@ struct vmpt_script_stats {
 	 */
 	uint64_t aux, aux_lost, aux_partial, aux_collision, recorded_errors;
 	uint64_t lost_records;		/* LOST: sideband the kernel dropped */
+	/* Samples of other events: printed, and not (tracepoints, PMUs'). */
+	uint64_t other_samples, other_unshown;
 	uint64_t synthesized;		/* samples and errors made (perf's count) */
 	uint64_t error_events;		/* errors made (--itrace e): perf's count */
 };

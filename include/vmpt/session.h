@@ -97,10 +97,12 @@ struct vmpt_session {
 	struct vmpt_session_map *maps;		/* executable, file order */
 	size_t n_maps;
 	/* Records consumers may show, in file order: COMM, FORK, EXIT,
-	 * MMAP, MMAP2, SWITCH, SWITCH_CPU_WIDE, LOST, AUX.
+	 * MMAP, MMAP2, SWITCH, SWITCH_CPU_WIDE, LOST, AUX and the samples
+	 * of events other than Intel PT's.
 	 */
 	struct vmpt_perf_event *sb;
 	size_t n_sb;
+	size_t n_samples;	/* SAMPLE records among them: other events' */
 	size_t n_records;	/* in the file, of every type (perf's event count) */
 	/* The Intel PT event and its AUXTRACE_INFO (NULL: none). */
 	const struct perf_event_attr *intel_pt;

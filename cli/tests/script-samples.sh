@@ -1,0 +1,76 @@
+#!/bin/sh
+# vmpt script prints the samples of the recording's other events (cycles,
+# cpu-clock, ...) as perf script does, among Intel PT's by time: recordings
+# made here with perf record (a fixed period, a frequency, callchains,
+# -a) print perf script's lines byte for byte with nothing on stderr; a
+# tracepoint's samples are counted on stderr, not printed; and on the real
+# 4.14 recording (intel_pt and cycles) the cycles samples are perf's, and
+# Intel PT's branch lines lose the cpu column as perf's do (perf checks
+# the first hardware event, cycles, which samples no CPU).
+set -eu
+: "${VMPT:?}" "${SHARED:?}"
+command -v perf >/dev/null || { echo "SKIP: perf (linux-perf) not installed"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# rec NAME [perf record options]: perl adding numbers, as NAME.data.
+rec() {
+	n=$1
+	shift
+	perf record -q "$@" -o "$T/$n.data" -- \
+		perl -e 'my $x = 0; for (1..2000000) { $x += $_ }' >"$T/$n.log" 2>&1
+}
+
+# same NAME [options]: vmpt script's lines are perf script's, stderr empty.
+same() {
+	n=$1
+	shift
+	perf script -i "$T/$n.data" "$@" >"$T/$n.perf" 2>/dev/null
+	"$VMPT" script -i "$T/$n.data" "$@" >"$T/$n.vmpt" 2>"$T/$n.err" ||
+		{ cat "$T/$n.err"; fail "vmpt script $n $*: exit status"; }
+	[ "$(wc -l <"$T/$n.perf")" -gt 10 ] || fail "$n: perf script printed under 10 lines"
+	diff -u "$T/$n.perf" "$T/$n.vmpt" >&2 || fail "$n $*: not perf script's lines"
+	[ ! -s "$T/$n.err" ] || { cat "$T/$n.err"; fail "$n $*: vmpt wrote to stderr"; }
+	checked="$checked $n"
+	[ $# -eq 0 ] || checked="$checked ($*)"
+}
+
+checked=
+rec plain -e cpu-clock:u -c 500000 ||
+	{ cat "$T/plain.log"; echo "SKIP: perf record of cpu-clock not permitted"; exit 77; }
+same plain
+same plain --ns -F comm,pid,tid,time,period,event,ip,sym,symoff,dso
+rec freq -e cpu-clock:u -F 2000 || { cat "$T/freq.log"; fail "perf record -F"; }
+same freq
+rec chain -e cpu-clock:u -c 500000 -g || { cat "$T/chain.log"; fail "perf record -g"; }
+same chain
+rec wide -a -e cpu-clock:u -c 500000 || { cat "$T/wide.log"; fail "perf record -a"; }
+same wide
+
+# A tracepoint's samples: said, not printed; the others' are perf's.
+if rec tp -e sched:sched_switch -e cpu-clock:u -c 500000; then
+	n=$(perf script -i "$T/tp.data" 2>/dev/null | grep -c 'sched:sched_switch:' || true)
+	[ "$n" -gt 0 ] || fail "no sched_switch samples recorded"
+	perf script -i "$T/tp.data" 2>/dev/null | grep -v 'sched:sched_switch:' >"$T/tp.perf"
+	"$VMPT" script -i "$T/tp.data" >"$T/tp.vmpt" 2>"$T/tp.err" || fail "vmpt script tp"
+	diff -u "$T/tp.perf" "$T/tp.vmpt" >&2 || fail "tp: cpu-clock lines not perf's"
+	[ "$(cat "$T/tp.err")" = "vmpt script: $n samples of tracepoints or other PMUs not printed (perf script prints them)" ] ||
+		{ cat "$T/tp.err"; fail "tp: the count of samples not printed"; }
+	checked="$checked tracepoint($n)"
+fi
+
+# The real 4.14 recording: its binaries are missing, so perf's errors and
+# its PSB samples' ips (0 after an error) differ from vmpt's; all the
+# other lines are equal, cycles and branches.
+R=$SHARED/realtraces/perf-data/perf.data.intel_pt-4.14
+if [ -f "$R" ]; then
+	perf script -i "$R" 2>/dev/null | grep -v 'instruction trace error\| psb: ' >"$T/r.perf"
+	"$VMPT" script -i "$R" 2>/dev/null | grep -v 'instruction trace error\| psb: ' >"$T/r.vmpt" ||
+		true
+	[ "$(grep -c ' cycles: ' "$T/r.perf")" -eq 15 ] || fail "4.14: not 15 cycles samples in perf's lines"
+	grep -q ' branches: ' "$T/r.perf" || fail "4.14: no branch lines in perf's"
+	diff -u "$T/r.perf" "$T/r.vmpt" >&2 || fail "4.14: not perf's lines"
+	checked="$checked 4.14"
+fi
+echo "ok: perf script's lines:$checked"
