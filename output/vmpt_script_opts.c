@@ -97,15 +97,29 @@ static void modifiers(const struct perf_event_attr *a, char *buf, size_t size)
 	snprintf(buf, size, n ? ":%s" : "%s", m);
 }
 
-/* The name perf gives a recorded event without EVENT_DESC. */
+/* The name perf gives a recorded event without EVENT_DESC (a pipe's):
+ * evsel__hw_names, evsel__sw_names, then the modifiers.
+ */
 void script_attr_name(const struct perf_event_attr *a, char *buf, size_t size)
 {
+	static const char *const hw[] = {
+		"cycles", "instructions", "cache-references", "cache-misses", "branches",
+		"branch-misses", "bus-cycles", "stalled-cycles-frontend",
+		"stalled-cycles-backend", "ref-cycles",
+	};
+	static const char *const sw[] = {
+		"cpu-clock", "task-clock", "page-faults", "context-switches", "cpu-migrations",
+		"minor-faults", "major-faults", "alignment-faults", "emulation-faults", "dummy",
+		"bpf-output", "cgroup-switches",
+	};
 	char mod[16];
 	const char *base = "unknown";
 
 	modifiers(a, mod, sizeof(mod));
-	if (a->type == PERF_TYPE_SOFTWARE && a->config == PERF_COUNT_SW_DUMMY)
-		base = "dummy";
+	if (a->type == PERF_TYPE_HARDWARE && a->config < sizeof(hw) / sizeof(hw[0]))
+		base = hw[a->config];
+	else if (a->type == PERF_TYPE_SOFTWARE && a->config < sizeof(sw) / sizeof(sw[0]))
+		base = sw[a->config];
 	snprintf(buf, size, "%s%s", base, mod);
 }
 
