@@ -66,7 +66,8 @@ seed() {
 		done
 		# perf's pipe form of the smallest one.
 		f=$(find "$rt" -type f -name '*.perf.data' -size -1024k | head -1)
-		[ -n "$f" ] && perf inject -i "$f" -o - > "$c/seed-pipe" 2>/dev/null || true;;
+		[ -n "$f" ] && perf inject -i "$f" -o - > "$c/seed-pipe" 2>/dev/null || true
+		samples_seed "$c/seed-samples";;
 	perf-forms)
 		# The pipe form of each small recording, the directory form of
 		# it cut in two (data, data.0).
@@ -80,6 +81,7 @@ seed() {
 		done;;
 	session)
 		cp "$hase"/*/*.perf "$hase"/*/*.perf.data "$c/"
+		samples_seed "$c/seed-samples"
 		synth_seeds "$c" session;;
 	correlate)
 		synth_seeds "$c" correlate;;
@@ -106,6 +108,14 @@ open(sys.argv[1], 'wb').write(b'/usr/bin/ls\n' + s)
 PY
 		;;
 	esac
+}
+
+# samples_seed FILE: other events' samples (a cpu-clock and task-clock
+# group) with callchains and READ values, made here by perf record (none
+# where it may not).
+samples_seed() {
+	perf record -q -g -e '{cpu-clock:u,task-clock:u}:S' -c 200000 -o "$1" -- \
+		perl -e 'my $x = 0; for (1..300000) { $x += $_ }' >/dev/null 2>&1 || rm -f "$1"
 }
 
 # synth_seeds DIR TARGET: recordings vmpt-synth makes, as TARGET takes them.

@@ -343,6 +343,8 @@ static int parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
 				TAKE((ptrdiff_t)(end - p) + 1);
 		}
 		TAKE((ptrdiff_t)(head + n * one));
+		ev->sample.nr_read = n;
+		ev->sample.read = rf & PERF_FORMAT_GROUP ? p + head : p;
 		p += head + n * one;
 	}
 	if (st & PERF_SAMPLE_CALLCHAIN) {
@@ -355,6 +357,28 @@ static int parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
 	}
 #undef TAKE
 	return 0;
+}
+
+void vmpt_perf_sample_read(const struct vmpt_perf_event *ev, uint64_t i, uint64_t *id,
+			   uint64_t *value)
+{
+	uint64_t rf = ev->attr->attr.read_format;
+	const uint8_t *v;
+
+	if (rf & PERF_FORMAT_GROUP) {
+		/* nr, [enabled], [running], then { value, [id], [lost] } each */
+		v = ev->sample.read + i * (8 + (rf & PERF_FORMAT_ID ? 8 : 0) +
+					   (rf & PERF_FORMAT_LOST ? 8 : 0));
+		*value = pd_u64(v);
+		*id = rf & PERF_FORMAT_ID ? pd_u64(v + 8) : 0;
+		return;
+	}
+	/* value, [enabled], [running], [id], [lost] */
+	v = ev->sample.read;
+	*value = pd_u64(v);
+	v += 8 + (rf & PERF_FORMAT_TOTAL_TIME_ENABLED ? 8 : 0) +
+	     (rf & PERF_FORMAT_TOTAL_TIME_RUNNING ? 8 : 0);
+	*id = rf & PERF_FORMAT_ID ? pd_u64(v) : 0;
 }
 
 uint64_t vmpt_perf_sample_chain(const struct vmpt_perf_event *ev, uint64_t i)

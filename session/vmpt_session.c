@@ -465,6 +465,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	struct vmpt_perf_cursor cur;
 	struct vmpt_perf_event ev;
 	struct session_pokes pokes = { 0 };
+	struct session_reads reads = { 0 };
 	char kdir[4096];
 	int ret, tasks = 0;
 
@@ -543,13 +544,23 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 				memcpy(&ev.sid.time, ev.raw + 40, 8);
 		}
 		s->n_records++;
-		s->n_samples += ev.type == PERF_RECORD_SAMPLE;
-		if (ret == 0 && (shown_record(ev.type) ||
-				 ev.type == VMPT_PERF_RECORD_AUXTRACE_ERROR))
+		if (ret == 0 && ev.type == PERF_RECORD_SAMPLE && ev.sample.nr_read) {
+			struct vmpt_perf_event one;
+
+			for (uint64_t i = 0; ret >= 0 && i < ev.sample.nr_read; i++)
+				if ((ret = session_sample_value(&reads, &s->pd, &ev, i, &one)) > 0) {
+					ret = PUSH(s->sb, s->n_sb, one);
+					s->n_samples++;
+				}
+		} else if (ret == 0 && (shown_record(ev.type) ||
+					ev.type == VMPT_PERF_RECORD_AUXTRACE_ERROR)) {
+			s->n_samples += ev.type == PERF_RECORD_SAMPLE;
 			ret = PUSH(s->sb, s->n_sb, ev);
+		}
 		if (ret < 0)
 			break;
 	}
+	session_reads_free(&reads);
 	if (ret < 0) {
 		free(pokes.ev);
 		snprintf(s->errmsg, sizeof(s->errmsg), "%.590s",

@@ -52,4 +52,18 @@ struct session_pokes {
 int session_pokes_see(struct session_pokes *p, const struct vmpt_perf_event *ev);
 int session_pokes_apply(struct vmpt_session *s, struct session_pokes *p);
 
+/* vmpt_session_samples.c: value i (< ev->sample.nr_read) of a sample
+ * that reads counters, as a sample of that counter's event: 1 (out), 0
+ * (perf delivers none for it) or -VMPT_ERR_NOMEM.  The counters' last
+ * values are r's.
+ */
+struct session_reads {
+	uint64_t *id, *last;
+	uint8_t *used;
+	size_t n, cap;
+};
+int session_sample_value(struct session_reads *r, const struct vmpt_perf_data *pd,
+			 const struct vmpt_perf_event *ev, uint64_t i, struct vmpt_perf_event *out);
+void session_reads_free(struct session_reads *r);
+
 #endif

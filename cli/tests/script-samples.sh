@@ -2,7 +2,7 @@
 # vmpt script prints the samples of the recording's other events (cycles,
 # cpu-clock, ...) as perf script does, among Intel PT's by time: recordings
 # made here with perf record (a fixed period, a frequency, callchains, -a,
-# the pipe form) print perf script's lines byte for byte with nothing on
+# a group read at each sample, the pipe form) print perf script's lines byte for byte with nothing on
 # stderr; a tracepoint's samples are counted on stderr, not printed; and on
 # the real 4.14 recording (intel_pt and cycles) the cycles samples are
 # perf's, and Intel PT's branch lines lose the cpu column as perf's do
@@ -47,6 +47,10 @@ rec chain -e cpu-clock:u -c 500000 -g || { cat "$T/chain.log"; fail "perf record
 same chain
 rec wide -a -e cpu-clock:u -c 500000 || { cat "$T/wide.log"; fail "perf record -a"; }
 same wide
+# A group read at each sample: one sample per counter, its change.
+rec group -e '{cpu-clock:u,task-clock:u}:S' -c 200000 -g ||
+	{ cat "$T/group.log"; fail "perf record of a group"; }
+same group
 # perf's pipe form: no EVENT_DESC, the event named as perf names it.
 perf record -q -e cpu-clock:u -c 500000 -o - -- \
 	perl -e 'my $x = 0; for (1..2000000) { $x += $_ }' >"$T/pipe.data" 2>"$T/pipe.log" ||

@@ -209,6 +209,10 @@ struct vmpt_perf_event {
 			uint64_t ip, addr, period;
 			uint64_t nr_chain;
 			const uint8_t *chain;
+			/* READ: nr_read counter values (a group's members, or
+			 * one), read with vmpt_perf_sample_read(). */
+			uint64_t nr_read;
+			const uint8_t *read;
 		} sample;
 		/* AUXTRACE: the data follows the record in the file. */
 		struct {
@@ -386,6 +390,11 @@ const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *p
 /* The record type's name as perf script -D prints it ("MMAP2", "AUXTRACE"). */
 const char *vmpt_perf_record_name(uint32_t type);
 
+/* Value i (< ev->sample.nr_read) of a SAMPLE record's READ: the counter
+ * and its event id (0 without PERF_FORMAT_ID).
+ */
+void vmpt_perf_sample_read(const struct vmpt_perf_event *ev, uint64_t i, uint64_t *id,
+			   uint64_t *value);
 /* Entry i (< ev->sample.nr_chain) of a SAMPLE record's callchain. */
 uint64_t vmpt_perf_sample_chain(const struct vmpt_perf_event *ev, uint64_t i);
 
