@@ -110,12 +110,19 @@ static int whole_wraps(const struct vmpt_tsc_learn *l, const struct anchor *a,
 		       const struct vmpt_tsc_rec *r, uint64_t host, uint64_t tol)
 {
 	struct vmpt_tsc_rec w = *r;
-	uint64_t span = (uint64_t)ctc_ticks(l, 1 << 16), res = host - expect(l, a, r);
+	uint64_t span = (uint64_t)ctc_ticks(l, 1 << 16), res = host - expect(l, a, r), k;
+	int64_t d;
 
 	if ((int64_t)res <= 0 || !span)
 		return 0;
-	/* Shifted unsigned: a wild gap must not overflow a signed shift. */
-	w.ctc_pos += (int64_t)(((res + span / 2) / span) << 16);
+	/* A wild gap (a crafted TSC) is no whole number of wraps where the
+	 * CTC position it asks for leaves 64 bits.
+	 */
+	k = (res + span / 2) / span;
+	if (k > (uint64_t)INT64_MAX >> 16 ||
+	    __builtin_add_overflow(w.ctc_pos, (int64_t)(k << 16), &w.ctc_pos) ||
+	    __builtin_sub_overflow(w.ctc_pos, a->boundary, &d))
+		return 0;
 	return host - expect(l, a, &w) + tol <= 2 * tol;
 }
 
