@@ -273,6 +273,9 @@ void script_attr_name(const struct perf_event_attr *a, char *buf, size_t size);
 /* " sym+off (dso)" of ip by the fields f, then the srcline. */
 void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
 			  const struct vmpt_section *sec, uint64_t ip, int guest);
+/* perf script's --dsos and --symbols on the code at ip (sec NULL: looked up). */
+int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		      int guest);
 /* x among the n of v. */
 int script_in_list(const int *v, size_t n, int x);
 int script_in_strs(char *const *v, size_t n, const char *s);

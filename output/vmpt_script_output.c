@@ -56,6 +56,50 @@ int script_in_time(const struct vmpt_consumer *c, uint64_t tsc)
 	return 0;
 }
 
+/* perf script's --dsos and --symbols on the code at ip (sec: its
+ * section, or NULL to look it up).
+ */
+int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		      int guest)
+{
+	const struct vmpt_script_filter *fl = &c->o->filter;
+	struct vmpt_map_ref map = { NULL, 0, NULL };
+	const char *name = NULL;
+
+	if (!sec && ip)
+		sec = script_find(c, ip, guest);
+	if (sec)
+		name = sec->name;
+	else if (ip && c->o->map_of && c->o->map_of(c->o->map_ctx, c->task.pid, ip, &map) == 0)
+		name = map.name;
+	if (fl->ndsos) {
+		const char *slash = name ? strrchr(name, '/') : NULL;
+
+		/* perf matches the dso's short name (the file name) or its
+		 * long one (the path).
+		 */
+		if (!name || (!script_in_strs(fl->dsos, fl->ndsos, name) &&
+			      !(slash && name[0] != '[' &&
+				script_in_strs(fl->dsos, fl->ndsos, slash + 1))))
+			return 0;
+	}
+	if (fl->nsyms) {
+		const struct vmpt_symbol *sym = NULL;
+		uint64_t from, to;
+		char addr[24];
+
+		if (sec)
+			sym = vmpt_section_symbol_span(sec, ip, &from, &to);
+		if (!sym)
+			return 0;
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, from);
+		if (!script_in_strs(fl->syms, fl->nsyms, sym->name) &&
+		    !script_in_strs(fl->syms, fl->nsyms, addr))
+			return 0;
+	}
+	return 1;
+}
+
 /* perf script's -C, --pid, --tid, --comm, --dsos, --symbols and --time
  * on one sample (machine__resolve's filters).
  */
@@ -74,45 +118,7 @@ static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
 		return 0;
 	if (!script_in_time(c, smp->time))
 		return 0;
-	if (fl->ndsos || fl->nsyms) {
-		const struct vmpt_section *sec = smp->sec;
-		struct vmpt_map_ref map = { NULL, 0, NULL };
-		const char *name = NULL;
-
-		if (!sec && smp->ip)
-			sec = script_find(c, smp->ip, smp->guest);
-		if (sec)
-			name = sec->name;
-		else if (smp->ip && c->o->map_of &&
-			 c->o->map_of(c->o->map_ctx, t->pid, smp->ip, &map) == 0)
-			name = map.name;
-		if (fl->ndsos) {
-			const char *slash = name ? strrchr(name, '/') : NULL;
-
-			/* perf matches the dso's short name (the file name)
-			 * or its long one (the path).
-			 */
-			if (!name || (!script_in_strs(fl->dsos, fl->ndsos, name) &&
-				      !(slash && name[0] != '[' &&
-					script_in_strs(fl->dsos, fl->ndsos, slash + 1))))
-				return 0;
-		}
-		if (fl->nsyms) {
-			const struct vmpt_symbol *sym = NULL;
-			uint64_t from, to;
-			char addr[24];
-
-			if (sec)
-				sym = vmpt_section_symbol_span(sec, smp->ip, &from, &to);
-			if (!sym)
-				return 0;
-			snprintf(addr, sizeof(addr), "0x%" PRIx64, from);
-			if (!script_in_strs(fl->syms, fl->nsyms, sym->name) &&
-			    !script_in_strs(fl->syms, fl->nsyms, addr))
-				return 0;
-		}
-	}
-	return 1;
+	return !(fl->ndsos || fl->nsyms) || script_code_shown(c, smp->sec, smp->ip, smp->guest);
 }
 
 /* perf's s option: the first N samples synthesized are not delivered. */

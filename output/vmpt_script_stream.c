@@ -102,9 +102,9 @@ static void stream_set_task(struct vmpt_consumer *c, const struct vmpt_task *tas
 }
 
 /* perf's sample filters for another event's sample (its time is perf
- * time): --cpu, --pid, --tid, --comm, --time.
+ * time): --cpu, --pid, --tid, --comm, --time, --dsos, --symbols.
  */
-static int other_shown(const struct vmpt_consumer *c, const struct vmpt_perf_event *ev,
+static int other_shown(struct vmpt_consumer *c, const struct vmpt_perf_event *ev,
 		       const struct vmpt_task *task)
 {
 	const struct vmpt_script_filter *fl = &c->o->filter;
@@ -119,6 +119,13 @@ static int other_shown(const struct vmpt_consumer *c, const struct vmpt_perf_eve
 	for (size_t i = 0; i < fl->ntimes && !in; i++)
 		in = ev->sid.time >= fl->time_from[i] &&
 		     (!fl->time_to[i] || ev->sid.time <= fl->time_to[i]);
+	if (in && (fl->ndsos || fl->nsyms)) {
+		const struct vmpt_task saved = c->task;
+
+		c->task = *task;
+		in = script_code_shown(c, NULL, ev->sample.ip, 0);
+		c->task = saved;
+	}
 	return in;
 }
 
