@@ -45,6 +45,12 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 			}
 			if (i < c->n_missing)
 				c->missing[i].errors++;
+			/* perf: a binary whose data status it saw to be
+			 * ERROR fails silently (its decoder resyncs with no
+			 * error).
+			 */
+			if (script_unread_silent(c, map.name))
+				return;
 		}
 	}
 	if (err == -VMPT_ERR_OVERFLOW)

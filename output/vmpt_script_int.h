@@ -51,6 +51,15 @@ struct vmpt_script {
 	int use_stacks;
 	struct script_stacks stacks;
 	uint64_t num_events;		/* samples seen, for s (initial skip) */
+	/* Binaries missing here that a sample or the decoder met, as perf's
+	 * dso data status: ERROR once looked up or read, and "seen" once
+	 * the decoder found it so (its failures after that are silent).
+	 */
+	struct script_unread {
+		char *name;
+		uint8_t error, seen, looked_up;
+	} *unread;
+	size_t n_unread;
 	int spacing;			/* callindent's column, as perf's static */
 };
 
@@ -276,6 +285,13 @@ void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
 /* perf script's --dsos and --symbols on the code at ip (sec NULL: looked up). */
 int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		      int guest);
+/* perf's dso data status of a binary missing here: a sample looked it
+ * up (script_unread_looked_up), or the decoder failed to read it
+ * (script_unread_silent: 1 when perf's decoder passes over it silently,
+ * its status ERROR and seen before).
+ */
+void script_unread_looked_up(struct vmpt_consumer *c, const char *name);
+int script_unread_silent(struct vmpt_consumer *c, const char *name);
 /* x among the n of v. */
 int script_in_list(const int *v, size_t n, int x);
 int script_in_strs(char *const *v, size_t n, const char *s);

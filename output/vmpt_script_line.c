@@ -171,8 +171,11 @@ const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *
 	} else if (sec)
 		name = sec->name;
 	else if (addr && !guest && c->o->map_of &&
-		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0)
+		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0) {
 		name = map.name;
+		/* perf tried to load its symbols for the sample */
+		script_unread_looked_up(c, name);
+	}
 	*len = strlen(name);
 	return name;
 }
@@ -372,12 +375,13 @@ static void print_callindent(struct vmpt_consumer *c, unsigned f,
 }
 
 /* A callchain frame's address as perf prints it: relative to its
- * mapping in user space, as is in the kernel.
+ * mapping in user space (the vdso's too), as is in the kernel.
  */
 static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_section *sec,
 			   uint64_t ip)
 {
-	if (!sec || (c->o->kernel_start && ip >= c->o->kernel_start) || sec->name[0] == '[')
+	if (!sec || (c->o->kernel_start && ip >= c->o->kernel_start) ||
+	    (sec->name[0] == '[' && strcmp(sec->name, "[vdso]")))
 		return ip;
 	return sec->file_offset + (ip - sec->vaddr);
 }

@@ -359,6 +359,9 @@ void vmpt_script_free(struct vmpt_script *s)
 	for (size_t i = 0; i < s->n_missing; i++)
 		free(s->missing[i].name);
 	free(s->missing);
+	for (size_t i = 0; i < s->n_unread; i++)
+		free(s->unread[i].name);
+	free(s->unread);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -366,6 +369,59 @@ void vmpt_script_free(struct vmpt_script *s)
 const struct vmpt_consumer_ops *vmpt_script_consumer(struct vmpt_script *s)
 {
 	return &s->ops;
+}
+
+/* The status of binary name (NULL: no memory), under s->lock. */
+static struct script_unread *unread_of(struct vmpt_script *s, const char *name)
+{
+	struct script_unread *v;
+
+	for (size_t i = 0; i < s->n_unread; i++)
+		if (!strcmp(s->unread[i].name, name))
+			return &s->unread[i];
+	v = realloc(s->unread, (s->n_unread + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	s->unread = v;
+	v += s->n_unread;
+	*v = (struct script_unread){ .name = strdup(name) };
+	if (!v->name)
+		return NULL;
+	s->n_unread++;
+	return v;
+}
+
+void script_unread_looked_up(struct vmpt_consumer *c, const char *name)
+{
+	struct script_unread *u;
+
+	/* perf loads a dso's symbols once: that first time is as a failed
+	 * read, the status ERROR, seen if it was ERROR already (what perf's
+	 * output shows of the 4.14 recording's seven binaries).
+	 */
+	pthread_mutex_lock(&c->s->lock);
+	if ((u = unread_of(c->s, name)) && !u->looked_up) {
+		u->looked_up = 1;
+		u->seen |= u->error;
+		u->error = 1;
+	}
+	pthread_mutex_unlock(&c->s->lock);
+}
+
+int script_unread_silent(struct vmpt_consumer *c, const char *name)
+{
+	struct script_unread *u;
+	int silent = 0;
+
+	pthread_mutex_lock(&c->s->lock);
+	if ((u = unread_of(c->s, name))) {
+		/* perf: status ERROR && dso__data_status_seen() */
+		silent = u->error && u->seen;
+		u->seen |= u->error;
+		u->error = 1;
+	}
+	pthread_mutex_unlock(&c->s->lock);
+	return silent;
 }
 
 void vmpt_script_get_stats(struct vmpt_script *s, struct vmpt_script_stats *st)

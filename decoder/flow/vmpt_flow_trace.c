@@ -153,7 +153,14 @@ done:
 		dec->have_pkt = 1;
 		return 1;
 	}
-	psb = vmpt_flow_event(dec, VMPT_EV_PSB, have_fup ? dec->pkt_ip : dec->ip, have_fup, psb_off);
+	/* perf's decoder lost its IP with an error (NO_IP): the PSB comes
+	 * before the FUP in it sets one.
+	 */
+	if (dec->resync == RESYNC_NO_IP)
+		psb = vmpt_flow_event(dec, VMPT_EV_PSB, 0, 0, psb_off);
+	else
+		psb = vmpt_flow_event(dec, VMPT_EV_PSB, have_fup ? dec->pkt_ip : dec->ip,
+				      have_fup, psb_off);
 	if (!psb)
 		return -VMPT_ERR_NOMEM;
 	psb->cyc = vmpt_cycles_point(&dec->cyc);
