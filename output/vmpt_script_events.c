@@ -78,15 +78,8 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 		return;
 	if (!ns && c->o->have_tc && tsc && !c->o->it.timeless)
 		ns = vmpt_perf_tsc_to_time(&c->o->tc, tsc);
-	if (fl->ntimes && ns) {
-		size_t i;
-
-		for (i = 0; i < fl->ntimes; i++)
-			if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
-				break;
-		if (i == fl->ntimes)
-			return;
-	}
+	if (ns && !script_ns_in_time(c, ns))
+		return;
 	if (c->o->sample_fn) {
 		/* lost data has no TSC: only errors in the trace go on */
 		struct vmpt_script_sample out = {

@@ -292,6 +292,10 @@ int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, u
  */
 void script_unread_looked_up(struct vmpt_consumer *c, const char *name);
 int script_unread_silent(struct vmpt_consumer *c, const char *name);
+/* A perf time as perf script prints it (--ns or microseconds). */
+void script_print_ns(struct vmpt_consumer *c, uint64_t ns);
+/* Is perf time ns in --time's ranges (all, without --time)? */
+int script_ns_in_time(const struct vmpt_consumer *c, uint64_t ns);
 /* x among the n of v. */
 int script_in_list(const int *v, size_t n, int x);
 int script_in_strs(char *const *v, size_t n, const char *s);

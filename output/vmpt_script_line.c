@@ -131,15 +131,19 @@ void script_flags_name(uint32_t flags, char *buf, size_t size)
 static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 {
 	const struct vmpt_script_opts *o = c->o;
-	uint64_t ns;
-	char tmp[48];
 
 	if (!o->have_tc) {
 		script_outf(c, "%" PRIu64 ": ", tsc);
 		return;
 	}
-	ns = vmpt_perf_tsc_to_time(&o->tc, tsc);
-	if (o->ns) {
+	script_print_ns(c, vmpt_perf_tsc_to_time(&o->tc, tsc));
+}
+
+void script_print_ns(struct vmpt_consumer *c, uint64_t ns)
+{
+	char tmp[48];
+
+	if (c->o->ns) {
 		script_outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000, ns % 1000000000);
 		return;
 	}

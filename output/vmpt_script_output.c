@@ -44,16 +44,19 @@ int script_in_strs(char *const *v, size_t n, const char *s)
  */
 int script_in_time(const struct vmpt_consumer *c, uint64_t tsc)
 {
-	const struct vmpt_script_filter *fl = &c->o->filter;
-	uint64_t ns;
-
-	if (!fl->ntimes || !c->o->have_tc)
+	if (!c->o->filter.ntimes || !c->o->have_tc)
 		return 1;
-	ns = vmpt_perf_tsc_to_time(&c->o->tc, tsc);
+	return script_ns_in_time(c, vmpt_perf_tsc_to_time(&c->o->tc, tsc));
+}
+
+int script_ns_in_time(const struct vmpt_consumer *c, uint64_t ns)
+{
+	const struct vmpt_script_filter *fl = &c->o->filter;
+
 	for (size_t i = 0; i < fl->ntimes; i++)
 		if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
 			return 1;
-	return 0;
+	return !fl->ntimes;
 }
 
 /* perf script's --dsos and --symbols on the code at ip (sec: its

@@ -108,19 +108,9 @@ void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf
 static void print_record_start(struct vmpt_consumer *c, unsigned f,
 			       const struct vmpt_perf_event *ev, int callchain)
 {
-	uint64_t ns = ev->sid.time;
-	char tmp[48];
-
 	script_print_start(c, f & ~VMPT_F_TIME, 0, 0, callchain);
-	if (!(f & VMPT_F_TIME))
-		return;
-	if (c->o->ns) {
-		script_outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000, ns % 1000000000);
-		return;
-	}
-	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64, ns / 1000000000,
-		 ns % 1000000000 / 1000);
-	script_outf(c, "%12s: ", tmp);
+	if (f & VMPT_F_TIME)
+		script_print_ns(c, ev->sid.time);
 }
 
 /* The fields perf prints of another event's samples: -F's or the

@@ -108,7 +108,7 @@ static int other_shown(struct vmpt_consumer *c, const struct vmpt_perf_event *ev
 		       const struct vmpt_task *task)
 {
 	const struct vmpt_script_filter *fl = &c->o->filter;
-	int in = !fl->ntimes;
+	int in;
 
 	if (fl->npids && !script_in_list(fl->pids, fl->npids, task->pid))
 		return 0;
@@ -116,9 +116,7 @@ static int other_shown(struct vmpt_consumer *c, const struct vmpt_perf_event *ev
 		return 0;
 	if (fl->ncomms && !script_in_strs(fl->comms, fl->ncomms, task->comm))
 		return 0;
-	for (size_t i = 0; i < fl->ntimes && !in; i++)
-		in = ev->sid.time >= fl->time_from[i] &&
-		     (!fl->time_to[i] || ev->sid.time <= fl->time_to[i]);
+	in = script_ns_in_time(c, ev->sid.time);
 	if (in && (fl->ndsos || fl->nsyms)) {
 		const struct vmpt_task saved = c->task;
 
