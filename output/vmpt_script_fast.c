@@ -101,8 +101,9 @@ static int sym_text(struct vmpt_consumer *c, struct sym_seen *e, unsigned f,
 
 /* " sym+off (dso)" of ip in sec at p (fields f): the end, NULL when the
  * general path must print it (no section: the mapping names the dso).
+ * p has room for FAST_LINE_MAX.
  */
-static char *sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
+char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
 			const struct vmpt_section *sec, uint64_t ip, int guest)
 {
 	struct sym_seen *e;
@@ -153,7 +154,7 @@ int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, ui
 		if (f & (VMPT_F_SYM | VMPT_F_DSO)) {
 			if (!sec && ip)
 				sec = script_find(c, ip, guest);
-			if (!(p = sym_dso_at(c, p, f, ip ? sec : NULL, ip, guest)))
+			if (!(p = script_sym_dso_at(c, p, f, ip ? sec : NULL, ip, guest)))
 				return -1;
 		}
 	}
@@ -193,7 +194,7 @@ int script_fast_branch(struct vmpt_consumer *c, const struct vmpt_section *sec,
 		if (f & (VMPT_F_SYM | VMPT_F_DSO)) {
 			if (!sec && from)
 				sec = script_find(c, from, from_guest);
-			if (!(p = sym_dso_at(c, p, f, from ? sec : NULL, from, from_guest)))
+			if (!(p = script_sym_dso_at(c, p, f, from ? sec : NULL, from, from_guest)))
 				return -1;
 		}
 	}
@@ -203,7 +204,7 @@ int script_fast_branch(struct vmpt_consumer *c, const struct vmpt_section *sec,
 		script_hex16_at(p + 4, to);
 		p += 20;
 		if ((f & (VMPT_F_SYM | VMPT_F_DSO)) &&
-		    !(p = sym_dso_at(c, p, f, to ? script_find(c, to, to_guest) : NULL, to,
+		    !(p = script_sym_dso_at(c, p, f, to ? script_find(c, to, to_guest) : NULL, to,
 				     to_guest)))
 			return -1;
 	}

@@ -167,6 +167,11 @@ struct vmpt_consumer {
 	 */
 	int fast;
 	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
+	/* -F flags: the text of the flags printed last. */
+	int flags_named;
+	uint32_t flags_of;
+	size_t flags_len;
+	char flags_name[32];
 	/* perf 6.1 prints a PWRE of its own (after HLT) with the payload
 	 * of the last one bound to an MWAIT (its state's pwre_payload).
 	 */
@@ -250,6 +255,20 @@ static inline void script_out_mem(struct vmpt_consumer *c, const char *str, size
 	}
 }
 
+/* printf's columns without printf (vmpt_script_fmt.c): right-aligned
+ * in width, or SCRIPT_LEFT ('-'); SCRIPT_ZERO pads numbers with zeros
+ * after the sign ('0').
+ */
+#define SCRIPT_LEFT 1u
+#define SCRIPT_ZERO 2u
+void script_out_padded(struct vmpt_consumer *c, const char *s, size_t len, int width,
+		       unsigned how);
+void script_out_u64(struct vmpt_consumer *c, uint64_t v, int width, unsigned how);
+/* The decimal digits of v ending right before end: how many. */
+unsigned script_dec_digits(char *end, uint64_t v);
+void script_out_int(struct vmpt_consumer *c, int64_t v, int width, unsigned how);
+
+void script_print_event(struct vmpt_consumer *c, const char *name);
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp);
 /* The same with a callchain (g), a branch stack (l) and the call depth
  * (callindent).
@@ -334,6 +353,12 @@ void script_syms_free(struct vmpt_consumer *c);
 const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			    uint64_t addr, int guest, size_t *len);
 int script_fast_ok(const struct vmpt_script *s);
+/* " sym+off (dso)" of ip in sec at p, which has room for FAST_LINE_MAX,
+ * from the symbol's text: the end, or NULL where vmpt_script_line.c must
+ * print it (no section; a name too long).
+ */
+char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
+			const struct vmpt_section *sec, uint64_t ip, int guest);
 int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		     uint64_t addr, int guest);
 int script_fast_branch(struct vmpt_consumer *c, const struct vmpt_section *sec,

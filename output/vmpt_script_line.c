@@ -133,7 +133,8 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 	const struct vmpt_script_opts *o = c->o;
 
 	if (!o->have_tc) {
-		script_outf(c, "%" PRIu64 ": ", tsc);
+		script_out_u64(c, tsc, 0, 0);
+		out_small(c, ": ", 2);
 		return;
 	}
 	script_print_ns(c, vmpt_perf_tsc_to_time(&o->tc, tsc));
@@ -141,15 +142,22 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 
 void script_print_ns(struct vmpt_consumer *c, uint64_t ns)
 {
-	char tmp[48];
+	char tmp[32], *end = tmp + sizeof(tmp), *p = end;
+	uint64_t sec = ns / 1000000000, usec = ns % 1000000000 / 1000;
 
 	if (c->o->ns) {
-		script_outf(c, "%5" PRIu64 ".%09" PRIu64 ": ", ns / 1000000000, ns % 1000000000);
+		script_out_u64(c, sec, 5, 0);
+		script_out_char(c, '.');
+		script_out_u64(c, ns % 1000000000, 9, SCRIPT_ZERO);
+		out_small(c, ": ", 2);
 		return;
 	}
-	snprintf(tmp, sizeof(tmp), "%" PRIu64 ".%06" PRIu64, ns / 1000000000,
-		 ns % 1000000000 / 1000);
-	script_outf(c, "%12s: ", tmp);
+	/* "%12s: " of "%lu.%06lu" */
+	p -= script_dec_digits(p, usec + 1000000) - 1;	/* its leading zeros */
+	*--p = '.';
+	p -= script_dec_digits(p, sec);
+	script_out_padded(c, p, (size_t)(end - p), 12, 0);
+	out_small(c, ": ", 2);
 }
 
 /* The symbol at ip in sec (sym NULL: none there, or no sec). */
@@ -224,6 +232,18 @@ void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
 	}
 	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
 		return;
+	/* The symbol's text, made once (vmpt_script_fast.c). */
+	if (sec) {
+		char *end;
+
+		if (c->len > SCRIPT_OUT_CAP - FAST_LINE_MAX)
+			script_out_flush(c);
+		end = script_sym_dso_at(c, c->buf + c->len, f, sec, ip, guest);
+		if (end) {
+			c->len = (size_t)(end - c->buf);
+			return;
+		}
+	}
 	e = sym_at(c, sec, ip);
 	if (f & VMPT_F_SYM) {
 		script_out_char(c, ' ');
@@ -254,12 +274,21 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 	int gtask = t->machine_pid > 0 && (t->vcpu & GUEST_SAMPLE);
 
 	/* perf's machine_pid and vcpu: of the guest task's samples only. */
-	if ((f & VMPT_F_MACHINE_PID) && gtask)
-		script_outf(c, "VM:%5d ", t->machine_pid);
-	if ((f & VMPT_F_VCPU) && gtask)
-		script_outf(c, "VCPU:%03d ", t->vcpu & ~GUEST_SAMPLE);
-	if ((f & VMPT_F_VMCS) && guest && c->vmcs)
-		script_outf(c, "VMCS:%#" PRIx64 " ", c->vmcs);
+	if ((f & VMPT_F_MACHINE_PID) && gtask) {
+		out_small(c, "VM:", 3);
+		script_out_int(c, t->machine_pid, 5, 0);
+		script_out_char(c, ' ');
+	}
+	if ((f & VMPT_F_VCPU) && gtask) {
+		out_small(c, "VCPU:", 5);
+		script_out_int(c, t->vcpu & ~GUEST_SAMPLE, 3, SCRIPT_ZERO);
+		script_out_char(c, ' ');
+	}
+	if ((f & VMPT_F_VMCS) && guest && c->vmcs) {
+		out_small(c, "VMCS:0x", 7);
+		out_hex(c, c->vmcs);
+		script_out_char(c, ' ');
+	}
 	if (f & VMPT_F_COMM) {
 		char name[32];
 		const char *comm = t->comm;
@@ -274,14 +303,23 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			snprintf(name, sizeof(name), ":%d", t->tid);
 		if (!comm || (guest && !gtask))
 			comm = name;
-		script_outf(c, callchain ? "%s " : "%16s ", comm);
+		script_out_padded(c, comm, strlen(comm), callchain ? 0 : 16, 0);
+		script_out_char(c, ' ');
 	}
-	if ((f & VMPT_F_PID) && (f & VMPT_F_TID))
-		script_outf(c, "%5d/%-5d ", t->pid, t->tid);
-	else if (f & (VMPT_F_PID | VMPT_F_TID))
-		script_outf(c, "%5d ", f & VMPT_F_PID ? t->pid : t->tid);
-	if (f & VMPT_F_CPU)
-		script_outf(c, "[%03d] ", t->cpu);
+	if ((f & VMPT_F_PID) && (f & VMPT_F_TID)) {
+		script_out_int(c, t->pid, 5, 0);
+		script_out_char(c, '/');
+		script_out_int(c, t->tid, 5, SCRIPT_LEFT);
+		script_out_char(c, ' ');
+	} else if (f & (VMPT_F_PID | VMPT_F_TID)) {
+		script_out_int(c, f & VMPT_F_PID ? t->pid : t->tid, 5, 0);
+		script_out_char(c, ' ');
+	}
+	if (f & VMPT_F_CPU) {
+		script_out_char(c, '[');
+		script_out_int(c, t->cpu, 3, SCRIPT_ZERO);
+		out_small(c, "] ", 2);
+	}
 	if (f & VMPT_F_TIME)
 		print_time(c, time);
 }
@@ -570,15 +608,23 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 	}
 	if (f & (VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME))
 		script_print_start(c, f, smp->time, smp->guest, callchain);
-	if (f & VMPT_F_PERIOD)
-		script_outf(c, "%10" PRIu64 " ", smp->period);
+	if (f & VMPT_F_PERIOD) {
+		script_out_u64(c, smp->period, 10, 0);
+		script_out_char(c, ' ');
+	}
 	if (f & VMPT_F_EVENT)
-		script_outf(c, "%*s: ", o->name_width, o->ev_name[smp->ev] ? o->ev_name[smp->ev] : "");
+		script_print_event(c, o->ev_name[smp->ev]);
 	if (o->f.flags) {
-		char flags[32];
-
-		script_flags_name(smp->flags, flags, sizeof(flags));
-		script_outf(c, "  %-21s ", flags);
+		/* the name of the last flags: a line's are mostly the last's */
+		if (!c->flags_named || c->flags_of != smp->flags) {
+			script_flags_name(smp->flags, c->flags_name, sizeof(c->flags_name));
+			c->flags_len = strlen(c->flags_name);
+			c->flags_of = smp->flags;
+			c->flags_named = 1;
+		}
+		out_small(c, "  ", 2);
+		script_out_padded(c, c->flags_name, c->flags_len, 21, SCRIPT_LEFT);
+		script_out_char(c, ' ');
 	}
 	if (bts) {
 		if (f & VMPT_F_CALLINDENT)
@@ -628,6 +674,15 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 	print_insn(c, f, smp);
 	print_ipc(c, f, smp);
 	script_out_char(c, '\n');
+}
+
+/* "%*s: ": the event's name in the names' column. */
+void script_print_event(struct vmpt_consumer *c, const char *name)
+{
+	if (!name)
+		name = "";
+	script_out_padded(c, name, strlen(name), c->o->name_width, 0);
+	out_small(c, ": ", 2);
 }
 
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp)

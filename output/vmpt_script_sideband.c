@@ -149,10 +149,12 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 		script_attr_name(&a->attr, name, sizeof(name));
 	callchain = (f & VMPT_F_IP) && ev->sample.nr_chain;
 	print_record_start(c, f, ev, callchain);
-	if (f & VMPT_F_PERIOD)
-		script_outf(c, "%10" PRIu64 " ", ev->sample.period);
+	if (f & VMPT_F_PERIOD) {
+		script_out_u64(c, ev->sample.period, 10, 0);
+		script_out_char(c, ' ');
+	}
 	if (f & VMPT_F_EVENT)
-		script_outf(c, "%*s: ", c->o->name_width, evname);
+		script_print_event(c, evname);
 	if (f & VMPT_F_ADDR)
 		script_outf(c, "%16" PRIx64, ev->sample.addr);
 	if (callchain) {
