@@ -87,6 +87,12 @@ for v in $versions; do
 	tv=$(cpu "$v" script -i "$tmp/s.perf.data" --itrace=b -F ip,addr,sym,dso)
 	echo "branches (-F ip,addr,sym,dso): perf script $tp s, $v $tv s: $(ratio "$tp" "$tv")x"
 done
+# What a user types first: the default fields and samples.
+tp=$(cpu1 perf script -i "$tmp/s.perf.data")
+for v in $versions; do
+	tv=$(cpu "$v" script -i "$tmp/s.perf.data")
+	echo "default (no options): perf script $tp s, $v $tv s: $(ratio "$tp" "$tv")x"
+done
 
 # The output path against decoding alone, on a dense random walk (perl,
 # about 0.46 bytes of trace per branch): --itrace=e prints nothing.

@@ -35,8 +35,7 @@ unsigned script_dec_digits(char *end, uint64_t v)
 
 static const char spaces[32] = "                                ";
 
-/* n copies of ch. */
-static void out_fill(struct vmpt_consumer *c, char ch, size_t n)
+void script_out_fill(struct vmpt_consumer *c, char ch, size_t n)
 {
 	while (n) {
 		size_t k;
@@ -61,10 +60,10 @@ void script_out_padded(struct vmpt_consumer *c, const char *s, size_t len, int w
 
 	if (len + pad > 256) {
 		if (!(how & SCRIPT_LEFT))
-			out_fill(c, ' ', pad);
+			script_out_fill(c, ' ', pad);
 		script_out_mem(c, s, len);
 		if (how & SCRIPT_LEFT)
-			out_fill(c, ' ', pad);
+			script_out_fill(c, ' ', pad);
 		return;
 	}
 	/* the common column: room made once, written in place */
@@ -102,14 +101,14 @@ static void out_number(struct vmpt_consumer *c, uint64_t mag, int neg, int width
 		return;
 	}
 	if (!(how & (SCRIPT_LEFT | SCRIPT_ZERO)))
-		out_fill(c, ' ', pad);
+		script_out_fill(c, ' ', pad);
 	if (neg)
 		script_out_char(c, '-');
 	if ((how & SCRIPT_ZERO) && !(how & SCRIPT_LEFT))
-		out_fill(c, '0', pad);
+		script_out_fill(c, '0', pad);
 	script_out_mem(c, digits, n);
 	if (how & SCRIPT_LEFT)
-		out_fill(c, ' ', pad);
+		script_out_fill(c, ' ', pad);
 }
 void script_out_u64(struct vmpt_consumer *c, uint64_t v, int width, unsigned how)
 {

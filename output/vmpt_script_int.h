@@ -264,6 +264,8 @@ static inline void script_out_mem(struct vmpt_consumer *c, const char *str, size
 void script_out_padded(struct vmpt_consumer *c, const char *s, size_t len, int width,
 		       unsigned how);
 void script_out_u64(struct vmpt_consumer *c, uint64_t v, int width, unsigned how);
+/* n copies of ch. */
+void script_out_fill(struct vmpt_consumer *c, char ch, size_t n);
 /* The decimal digits of v ending right before end: how many. */
 unsigned script_dec_digits(char *end, uint64_t v);
 void script_out_int(struct vmpt_consumer *c, int64_t v, int width, unsigned how);

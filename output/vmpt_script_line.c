@@ -15,8 +15,8 @@
 
 static void out_spaces(struct vmpt_consumer *c, int n)
 {
-	while (n-- > 0)
-		script_out_char(c, ' ');
+	if (n > 0)
+		script_out_fill(c, ' ', (size_t)n);
 }
 
 /* Two hex digits per byte value. */
