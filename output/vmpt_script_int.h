@@ -166,6 +166,7 @@ struct vmpt_consumer {
 	 * sample_fn) and no field but ip, addr, sym, symoff, dso.
 	 */
 	int fast;
+	int branches_quiet;		/* no branch samples, no thread stacks */
 	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
 	/* -F flags: the text of the flags printed last. */
 	int flags_named;

@@ -592,16 +592,39 @@ static void sampled_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *
 	}
 }
 
-static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
+/* The instruction samples of block b: by period, or every one. */
+static void block_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 {
 	const struct vmpt_itrace *it = &c->o->it;
+	int every = script_time_period(c) && (!c->p_ticks || it->timeless || !b->time);
+
+	if (script_time_period(c) && c->next_time != c->p_ts) {
+		c->p_ts = c->next_time;
+		c->p_cnt = 0;
+	}
+	/* perf's walk stops at every branch and counts anew. */
+	c->p_left = 0;
+	if (c->fast && (every || !script_time_period(c)))
+		fast_insns(c, b, every ? 1 : it->period ? it->period : 1);
+	else
+		sampled_insns(c, b, every);
+}
+
+/* A block's state, then its samples.  The state is kept for every block
+ * (the events' samples show it), so its cost is per block whatever is
+ * printed: tests and calls only where a sample may come.
+ */
+static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
+{
 	/* Estimating, perf takes the count at a not taken jcc only when it
 	 * samples that instruction (else its decoder has no state there).
 	 */
 	int est_point = b->cyc_est && b->cyc && (b->taken || b->iclass != VMPT_IC_JCC);
 
-	script_settle_held(c, b);
-	script_settle_cfe(c, b);
+	if (c->held.on)
+		script_settle_held(c, b);
+	if (c->have_cfe)
+		script_settle_cfe(c, b);
 	script_track_time(c, b);
 	c->from_nr = c->nr;
 	c->ts_insns += b->ninsn;
@@ -609,21 +632,8 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	c->block_time = b->time;
 	c->have_block = 1;
 	c->stats.insns += b->ninsn;
-	if (it->insns) {
-		int every = script_time_period(c) &&
-			    (!c->p_ticks || it->timeless || !b->time);
-
-		if (script_time_period(c) && c->next_time != c->p_ts) {
-			c->p_ts = c->next_time;
-			c->p_cnt = 0;
-		}
-		/* perf's walk stops at every branch and counts anew. */
-		c->p_left = 0;
-		if (c->fast && (every || !script_time_period(c)))
-			fast_insns(c, b, every ? 1 : it->period ? it->period : 1);
-		else
-			sampled_insns(c, b, every);
-	}
+	if (c->o->it.insns)
+		block_insns(c, b);
 	c->insns += b->ninsn;
 	if (est_point)
 		c->est_cyc = b->cyc;
@@ -634,6 +644,14 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		c->stopped = *b;
 	if (!b->taken)
 		return;
+	/* No branch samples, no thread stacks: the branch moves perf's
+	 * state time, nothing else (script_branch_state's first steps).
+	 */
+	if (c->branches_quiet) {
+		branch_time(c, b->end_ip, b->to, b->time);
+		c->stats.branches++;
+		return;
+	}
 	uint32_t flags = script_insn_flags(b->iclass);
 	unsigned len = b->ninsn ? b->isize[b->ninsn - 1] : 0;
 

@@ -282,6 +282,7 @@ static struct vmpt_consumer *stream_open(void *ctx, FILE *f)
 	c->cbr_seen = ~0u;
 	c->err_offset = -1;
 	c->fast = script_fast_ok(s);
+	c->branches_quiet = !s->o->it.branches && !s->use_stacks;
 	if (script_time_period(c) && o->it.insns && o->it.period) {
 		/* perf: the period in TSC ticks, rounded down to a power of
 		 * two (raw traces: the period is in ticks already).
