@@ -592,8 +592,11 @@ static void sampled_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *
 	}
 }
 
-/* The instruction samples of block b: by period, or every one. */
-static void block_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
+/* The instruction samples of block b: by period, or every one.  Kept out
+ * of line (as block_branch), so that on_block, which runs for every
+ * block, stays small enough to be inlined where items are handed in.
+ */
+static __attribute__((noinline)) void block_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 {
 	const struct vmpt_itrace *it = &c->o->it;
 	int every = script_time_period(c) && (!c->p_ticks || it->timeless || !b->time);
@@ -608,6 +611,20 @@ static void block_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		fast_insns(c, b, every ? 1 : it->period ? it->period : 1);
 	else
 		sampled_insns(c, b, every);
+}
+
+/* The branch state a taken block ends in. */
+static __attribute__((noinline)) void block_branch(struct vmpt_consumer *c,
+						    const struct vmpt_flow_item *b)
+{
+	uint32_t flags = script_insn_flags(b->iclass);
+	unsigned len = b->ninsn ? b->isize[b->ninsn - 1] : 0;
+
+	if (b->iclass == VMPT_IC_VMENTRY && !c->nr)
+		/* Into the guest (its PIP comes after this block). */
+		script_branch_state(c, b, b->end_ip, b->to, flags, 0, 1, len, b->time);
+	else
+		script_branch_state(c, b, b->end_ip, b->to, flags, c->nr, c->nr, len, b->time);
 }
 
 /* A block's state, then its samples.  The state is kept for every block
@@ -625,7 +642,12 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		script_settle_held(c, b);
 	if (c->have_cfe)
 		script_settle_cfe(c, b);
-	script_track_time(c, b);
+	/* script_track_time's steps for a block, inline */
+	if (b->time != c->ts_time) {
+		c->ts_time = b->time;
+		c->ts_insns = c->undecided;
+	}
+	c->undecided = decided_by_trace(b) ? 0 : c->undecided + b->ninsn;
 	c->from_nr = c->nr;
 	c->ts_insns += b->ninsn;
 	c->insn_time = c->have_block ? c->block_time : b->time;
@@ -652,14 +674,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		c->stats.branches++;
 		return;
 	}
-	uint32_t flags = script_insn_flags(b->iclass);
-	unsigned len = b->ninsn ? b->isize[b->ninsn - 1] : 0;
-
-	if (b->iclass == VMPT_IC_VMENTRY && !c->nr)
-		/* Into the guest (its PIP comes after this block). */
-		script_branch_state(c, b, b->end_ip, b->to, flags, 0, 1, len, b->time);
-	else
-		script_branch_state(c, b, b->end_ip, b->to, flags, c->nr, c->nr, len, b->time);
+	block_branch(c, b);
 }
 
 /* A PSB+ decides nothing: it waits with the blocks around it. */

@@ -341,7 +341,9 @@ struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts)
 	s->ops = (struct vmpt_consumer_ops){
 		.open = stream_open, .close = stream_close, .set_file = stream_set_file,
 		.set_task = stream_set_task, .begin_buffer = stream_begin_buffer,
-		.item = script_eptw_item, .drain = script_eptw_drain, .flush = stream_flush,
+		/* the PTWRITE emulation's wrapper only where it is on */
+		.item = it->ptwrites ? script_eptw_item : script_stream_item,
+		.drain = script_eptw_drain, .flush = stream_flush,
 		.produced = stream_produced, .sideband = stream_sideband,
 		.time_wanted = opts->filter.ntimes ? stream_time_wanted : NULL,
 		.serial = !!(opts->f.set[VMPT_OUT_HW] & VMPT_F_IPC),
