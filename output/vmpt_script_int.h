@@ -168,6 +168,20 @@ struct vmpt_consumer {
 	int fast;
 	int branches_quiet;		/* no branch samples, no thread stacks */
 	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
+	/* A host task's columns printed last (script_print_start): what
+	 * they were made of, and their text (len 0: none).
+	 */
+	struct script_task_cols {
+		unsigned cols, len;
+		int callchain, pid, tid, cpu;
+		const char *comm;	/* comm_text, or NULL: none */
+		char comm_text[64];
+		char text[128];
+	} task_cols;
+	/* The time column printed last (print_time): its TSC and text. */
+	uint64_t time_tsc;
+	unsigned time_len;
+	char time_text[48];
 	/* -F flags: the text of the flags printed last. */
 	int flags_named;
 	uint32_t flags_of;

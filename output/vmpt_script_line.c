@@ -68,6 +68,15 @@ static inline void out_small(struct vmpt_consumer *c, const char *str, size_t n)
 	c->len += n;
 }
 
+/* A column's text kept from an earlier line (at most 256 bytes). */
+static inline void out_kept(struct vmpt_consumer *c, const char *text, size_t n)
+{
+	if (c->len > SCRIPT_OUT_CAP - 256)
+		script_out_flush(c);
+	memcpy(c->buf + c->len, text, n);
+	c->len += n;
+}
+
 /* Flag names as perf_sample__sprintf_flags: the combination's name
  * ("%-15s" and a 4-wide in-transaction mark), "tr strt NAME" or
  * "tr end  NAME", else one letter per flag.
@@ -131,13 +140,29 @@ void script_flags_name(uint32_t flags, char *buf, size_t size)
 static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 {
 	const struct vmpt_script_opts *o = c->o;
+	size_t start;
 
 	if (!o->have_tc) {
 		script_out_u64(c, tsc, 0, 0);
 		out_small(c, ": ", 2);
 		return;
 	}
+	/* Lines in a row mostly share their time: its text is kept. */
+	if (c->time_len && c->time_tsc == tsc) {
+		out_kept(c, c->time_text, c->time_len);
+		return;
+	}
+	/* room made first, so that the text is in one piece in the buffer */
+	if (c->len > SCRIPT_OUT_CAP - 512)
+		script_out_flush(c);
+	start = c->len;
 	script_print_ns(c, vmpt_perf_tsc_to_time(&o->tc, tsc));
+	c->time_len = 0;
+	if (c->len - start <= sizeof(c->time_text)) {
+		c->time_len = (unsigned)(c->len - start);
+		c->time_tsc = tsc;
+		memcpy(c->time_text, c->buf + start, c->time_len);
+	}
 }
 
 void script_print_ns(struct vmpt_consumer *c, uint64_t ns)
@@ -146,9 +171,13 @@ void script_print_ns(struct vmpt_consumer *c, uint64_t ns)
 	uint64_t sec = ns / 1000000000, usec = ns % 1000000000 / 1000;
 
 	if (c->o->ns) {
-		script_out_u64(c, sec, 5, 0);
-		script_out_char(c, '.');
-		script_out_u64(c, ns % 1000000000, 9, SCRIPT_ZERO);
+		/* "%5lu.%09lu: " */
+		p -= script_dec_digits(p, ns % 1000000000 + 1000000000) - 1;
+		*--p = '.';
+		p -= script_dec_digits(p, sec);
+		while (end - p < 15)	/* the seconds' width: 5 */
+			*--p = ' ';
+		script_out_mem(c, p, (size_t)(end - p));
 		out_small(c, ": ", 2);
 		return;
 	}
@@ -266,12 +295,64 @@ void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
 	}
 }
 
+/* The task's columns of a host sample (comm, pid/tid, cpu) as the last
+ * line had them: their text, or 0.
+ */
+static int task_cols_kept(struct vmpt_consumer *c, unsigned cols, int callchain)
+{
+	const struct vmpt_task *t = &c->task;
+	const struct script_task_cols *k = &c->task_cols;
+
+	return k->len && k->cols == cols && k->callchain == callchain && k->pid == t->pid &&
+	       k->tid == t->tid && k->cpu == t->cpu && !k->comm == !t->comm &&
+	       (!t->comm || !strcmp(k->comm, t->comm));
+}
+
+static void keep_task_cols(struct vmpt_consumer *c, unsigned cols, int callchain,
+			   size_t start)
+{
+	const struct vmpt_task *t = &c->task;
+	struct script_task_cols *k = &c->task_cols;
+	size_t n = c->len - start;
+
+	k->len = 0;
+	if (n > sizeof(k->text) || (t->comm && strlen(t->comm) >= sizeof(k->comm_text)))
+		return;
+	k->cols = cols;
+	k->callchain = callchain;
+	k->pid = t->pid;
+	k->tid = t->tid;
+	k->cpu = t->cpu;
+	k->comm = NULL;
+	if (t->comm)
+		k->comm = strcpy(k->comm_text, t->comm);
+	memcpy(k->text, c->buf + start, n);
+	k->len = (unsigned)n;
+}
+
 /* perf_sample__fprintf_start: the columns before the event. */
 void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 			int guest, int callchain)
 {
 	const struct vmpt_task *t = &c->task;
 	int gtask = t->machine_pid > 0 && (t->vcpu & GUEST_SAMPLE);
+	unsigned cols = f & (VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU);
+	/* A host task's columns are kept as text while they stay. */
+	int host = !guest && t->machine_pid <= 0;
+	size_t start = 0;
+
+	if (host && task_cols_kept(c, cols, callchain)) {
+		out_kept(c, c->task_cols.text, c->task_cols.len);
+		if (f & VMPT_F_TIME)
+			print_time(c, time);
+		return;
+	}
+	if (host) {
+		/* room first, so that the text is in one piece in the buffer */
+		if (c->len > SCRIPT_OUT_CAP - 1024)
+			script_out_flush(c);
+		start = c->len;
+	}
 
 	/* perf's machine_pid and vcpu: of the guest task's samples only. */
 	if ((f & VMPT_F_MACHINE_PID) && gtask) {
@@ -320,6 +401,8 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 		script_out_int(c, t->cpu, 3, SCRIPT_ZERO);
 		out_small(c, "] ", 2);
 	}
+	if (host)
+		keep_task_cols(c, cols, callchain, start);
 	if (f & VMPT_F_TIME)
 		print_time(c, time);
 }
@@ -342,11 +425,19 @@ static void print_insn(struct vmpt_consumer *c, unsigned f, const struct script_
 	if (!code)
 		return;
 	if (f & VMPT_F_INSN) {
-		script_out_mem(c, " insn:", 6);
-		for (unsigned i = 0; i < smp->insn_len; i++) {
-			script_out_char(c, ' ');
-			script_out_mem(c, &hex_pairs[2 * code[i]], 2);
+		char *p;
+
+		if (c->len > SCRIPT_OUT_CAP - 6 - 3 * 256)
+			script_out_flush(c);
+		p = c->buf + c->len;
+		memcpy(p, " insn:", 6);
+		p += 6;
+		/* (an instruction is at most 15 bytes; its length a byte) */
+		for (unsigned i = 0; i < smp->insn_len && i < 255; i++, p += 3) {
+			p[0] = ' ';
+			memcpy(p + 1, &hex_pairs[2 * code[i]], 2);
 		}
+		c->len = (size_t)(p - c->buf);
 	}
 	avail = smp->insn_len;
 	if (((f & VMPT_F_DISASM) || c->o->disasm) &&
