@@ -596,7 +596,8 @@ static void sampled_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *
  * of line (as block_branch), so that on_block, which runs for every
  * block, stays small enough to be inlined where items are handed in.
  */
-static __attribute__((noinline)) void block_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
+static __attribute__((noinline)) void block_insns(struct vmpt_consumer *c,
+						   const struct vmpt_flow_item *b)
 {
 	const struct vmpt_itrace *it = &c->o->it;
 	int every = script_time_period(c) && (!c->p_ticks || it->timeless || !b->time);
@@ -611,6 +612,20 @@ static __attribute__((noinline)) void block_insns(struct vmpt_consumer *c, const
 		fast_insns(c, b, every ? 1 : it->period ? it->period : 1);
 	else
 		sampled_insns(c, b, every);
+}
+
+/* perf's timestamp_insn_cnt: instructions since the timestamp changed.
+ * perf reads the timing packets before it walks the code up to the next
+ * branch the trace decides: code after a direct branch counts for the
+ * new timestamp already.
+ */
+static inline void track_block_time(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
+{
+	if (b->time != c->ts_time) {
+		c->ts_time = b->time;
+		c->ts_insns = c->undecided;
+	}
+	c->undecided = decided_by_trace(b) ? 0 : c->undecided + b->ninsn;
 }
 
 /* The branch state a taken block ends in. */
@@ -642,12 +657,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		script_settle_held(c, b);
 	if (c->have_cfe)
 		script_settle_cfe(c, b);
-	/* script_track_time's steps for a block, inline */
-	if (b->time != c->ts_time) {
-		c->ts_time = b->time;
-		c->ts_insns = c->undecided;
-	}
-	c->undecided = decided_by_trace(b) ? 0 : c->undecided + b->ninsn;
+	track_block_time(c, b);
 	c->from_nr = c->nr;
 	c->ts_insns += b->ninsn;
 	c->insn_time = c->have_block ? c->block_time : b->time;
@@ -722,23 +732,21 @@ void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it
 		script_on_event(c, it);
 }
 
-/* perf's timestamp_insn_cnt: instructions since the timestamp changed. */
+/* The time state at item it (track_block_time's for blocks). */
 void script_track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 {
-	/* perf reads the timing packets before it walks the code up to the
-	 * next branch the trace decides: code after a direct branch counts
-	 * for the new timestamp already.
-	 */
+	if (it->kind == VMPT_FLOW_BLOCK) {
+		track_block_time(c, it);
+		return;
+	}
 	if (it->time != c->ts_time) {
 		c->ts_time = it->time;
-		c->ts_insns = it->kind == VMPT_FLOW_BLOCK ? c->undecided : 0;
+		c->ts_insns = 0;
 	}
 	/* An event from a packet (an interrupt's FUP and TIP, say) was read
 	 * where the walk stood: the code before it is the timestamp's before.
 	 */
-	if (it->kind == VMPT_FLOW_BLOCK)
-		c->undecided = decided_by_trace(it) ? 0 : c->undecided + it->ninsn;
-	else if (decided_by_trace(it))
+	if (decided_by_trace(it))
 		c->undecided = 0;
 	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->to)
 		c->cbr = (unsigned)it->to;
