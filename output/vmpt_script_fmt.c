@@ -38,11 +38,8 @@ static const char spaces[32] = "                                ";
 void script_out_fill(struct vmpt_consumer *c, char ch, size_t n)
 {
 	while (n) {
-		size_t k;
+		size_t k = script_out_room(c, n);
 
-		if (c->len == SCRIPT_OUT_CAP)
-			script_out_flush(c);
-		k = SCRIPT_OUT_CAP - c->len < n ? SCRIPT_OUT_CAP - c->len : n;
 		memset(c->buf + c->len, ch, k);
 		c->len += k;
 		n -= k;

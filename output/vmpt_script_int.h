@@ -182,8 +182,7 @@ struct vmpt_consumer {
 	uint64_t time_tsc;
 	unsigned time_len;
 	char time_text[48];
-	/* -F flags: the text of the flags printed last. */
-	int flags_named;
+	/* -F flags: the text of the flags printed last (len 0: none). */
 	uint32_t flags_of;
 	size_t flags_len;
 	char flags_name[32];
@@ -248,6 +247,14 @@ void script_out_flush(struct vmpt_consumer *c);
 void script_outf(struct vmpt_consumer *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Room for up to n more bytes, the buffer written out first when full. */
+static inline size_t script_out_room(struct vmpt_consumer *c, size_t n)
+{
+	if (c->len == SCRIPT_OUT_CAP)
+		script_out_flush(c);
+	return SCRIPT_OUT_CAP - c->len < n ? SCRIPT_OUT_CAP - c->len : n;
+}
+
 static inline void script_out_char(struct vmpt_consumer *c, char ch)
 {
 	if (c->len == SCRIPT_OUT_CAP)
@@ -258,11 +265,8 @@ static inline void script_out_char(struct vmpt_consumer *c, char ch)
 static inline void script_out_mem(struct vmpt_consumer *c, const char *str, size_t n)
 {
 	while (n) {
-		size_t k;
+		size_t k = script_out_room(c, n);
 
-		if (c->len == SCRIPT_OUT_CAP)
-			script_out_flush(c);
-		k = SCRIPT_OUT_CAP - c->len < n ? SCRIPT_OUT_CAP - c->len : n;
 		memcpy(c->buf + c->len, str, k);
 		c->len += k;
 		str += k;

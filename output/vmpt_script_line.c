@@ -59,21 +59,14 @@ static inline void out_hex16(struct vmpt_consumer *c, uint64_t v)
 	c->len += 16;
 }
 
-/* A short string known at compile time, no loop. */
+/* A short string (at most 256 bytes: a literal, a column's kept text),
+ * no loop.
+ */
 static inline void out_small(struct vmpt_consumer *c, const char *str, size_t n)
-{
-	if (c->len > SCRIPT_OUT_CAP - 32)
-		script_out_flush(c);
-	memcpy(c->buf + c->len, str, n);
-	c->len += n;
-}
-
-/* A column's text kept from an earlier line (at most 256 bytes). */
-static inline void out_kept(struct vmpt_consumer *c, const char *text, size_t n)
 {
 	if (c->len > SCRIPT_OUT_CAP - 256)
 		script_out_flush(c);
-	memcpy(c->buf + c->len, text, n);
+	memcpy(c->buf + c->len, str, n);
 	c->len += n;
 }
 
@@ -149,7 +142,7 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 	}
 	/* Lines in a row mostly share their time: its text is kept. */
 	if (c->time_len && c->time_tsc == tsc) {
-		out_kept(c, c->time_text, c->time_len);
+		out_small(c, c->time_text, c->time_len);
 		return;
 	}
 	/* room made first, so that the text is in one piece in the buffer */
@@ -342,7 +335,7 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 	size_t start = 0;
 
 	if (host && task_cols_kept(c, cols, callchain)) {
-		out_kept(c, c->task_cols.text, c->task_cols.len);
+		out_small(c, c->task_cols.text, c->task_cols.len);
 		if (f & VMPT_F_TIME)
 			print_time(c, time);
 		return;
@@ -707,11 +700,10 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		script_print_event(c, o->ev_name[smp->ev]);
 	if (o->f.flags) {
 		/* the name of the last flags: a line's are mostly the last's */
-		if (!c->flags_named || c->flags_of != smp->flags) {
+		if (!c->flags_len || c->flags_of != smp->flags) {
 			script_flags_name(smp->flags, c->flags_name, sizeof(c->flags_name));
 			c->flags_len = strlen(c->flags_name);
 			c->flags_of = smp->flags;
-			c->flags_named = 1;
 		}
 		out_small(c, "  ", 2);
 		script_out_padded(c, c->flags_name, c->flags_len, 21, SCRIPT_LEFT);
