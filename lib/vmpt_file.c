@@ -21,7 +21,7 @@ static int read_in(struct vmpt_file *file, int fd, const char *path)
 	for (;;) {
 		if (size == cap) {
 			uint8_t *d = cap > SIZE_MAX / 2 ? NULL :
-				     realloc(data, cap = cap ? 2 * cap : 1 << 20);
+				     realloc(data, cap = cap ? 2 * cap : 64 << 10);
 
 			if (!d) {
 				free(data);

@@ -10,7 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The table starts small and grows by 4 up to MEMO_SLOTS while it fills
+ * (a short trace, or a decoder made per input as the fuzzer does, then
+ * allocates 40 KB, not 640 KB).  A slot's index is the low bits of one
+ * hash, so growing moves every run to a slot of its own: none is lost.
+ */
 #define MEMO_SLOTS (1u << 14)
+#define MEMO_SLOTS_FIRST (1u << 10)
 /* A memo that hits fewer than half of PROBE_WINDOW probes rests (no
  * probes, no recording) for REST_PROBES: a walk that does not repeat
  * itself then costs nothing.
@@ -32,8 +38,9 @@ struct slot {
 };
 
 struct vmpt_tnt_memo {
-	struct slot slot[MEMO_SLOTS];
-	struct start seen[MEMO_SLOTS];	/* the last start missed per slot */
+	struct slot *slot;
+	struct start *seen;		/* the last start missed per slot */
+	size_t mask;			/* slots - 1 */
 	struct vmpt_run *scratch;	/* being recorded, VMPT_RUN_MAX steps */
 	size_t n_runs;			/* slots holding a run: none, nothing to free */
 	uint32_t probes, hits, rest;
@@ -45,11 +52,14 @@ struct vmpt_tnt_memo *vmpt_tnt_memo_new(void)
 
 	if (!m)
 		return NULL;
+	m->mask = MEMO_SLOTS_FIRST - 1;
+	m->slot = calloc(MEMO_SLOTS_FIRST, sizeof(*m->slot));
+	m->seen = calloc(MEMO_SLOTS_FIRST, sizeof(*m->seen));
 	m->scratch = malloc(sizeof(*m->scratch) +
 			    VMPT_RUN_MAX * (sizeof(m->scratch->item[0]) +
 					    sizeof(m->scratch->step[0])));
-	if (!m->scratch) {
-		free(m);
+	if (!m->slot || !m->seen || !m->scratch) {
+		vmpt_tnt_memo_free(m);
 		return NULL;
 	}
 	m->scratch->step = (struct vmpt_run_step *)&m->scratch->item[VMPT_RUN_MAX];
@@ -60,21 +70,55 @@ void vmpt_tnt_memo_free(struct vmpt_tnt_memo *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; m->n_runs && i < MEMO_SLOTS; i++)
+	for (size_t i = 0; m->n_runs && i <= m->mask; i++)
 		if (m->slot[i].run) {
 			free(m->slot[i].run);
 			m->n_runs--;
 		}
+	free(m->slot);
+	free(m->seen);
 	free(m->scratch);
 	free(m);
 }
 
-static size_t slot_of(const struct vmpt_block *first, uint64_t key)
+static size_t slot_of(const struct vmpt_tnt_memo *m, const struct vmpt_block *first,
+		      uint64_t key)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)first ^ key * 0xff51afd7ed558ccdull) *
 		     0x9e3779b97f4a7c15ull;
 
-	return (size_t)(h >> 50) & (MEMO_SLOTS - 1);
+	return (size_t)(h >> 50) & m->mask;
+}
+
+/* Four times the slots, each entry at the slot its hash's low bits name
+ * now; no memory: the table stays as it is.
+ */
+static void grow(struct vmpt_tnt_memo *m)
+{
+	size_t n = 4 * (m->mask + 1);
+	struct slot *slot = calloc(n, sizeof(*slot));
+	struct start *seen = calloc(n, sizeof(*seen));
+	size_t old_mask = m->mask;
+
+	if (!slot || !seen) {
+		free(slot);
+		free(seen);
+		return;
+	}
+	m->mask = n - 1;
+	for (size_t i = 0; i <= old_mask; i++) {
+		if (m->slot[i].run) {
+			const struct vmpt_run *r = m->slot[i].run;
+
+			slot[slot_of(m, r->first, r->key)] = m->slot[i];
+		}
+		if (m->seen[i].first)
+			seen[slot_of(m, m->seen[i].first, m->seen[i].key)] = m->seen[i];
+	}
+	free(m->slot);
+	free(m->seen);
+	m->slot = slot;
+	m->seen = seen;
 }
 
 struct vmpt_run *vmpt_tnt_memo_find(struct vmpt_tnt_memo *m,
@@ -86,7 +130,7 @@ struct vmpt_run *vmpt_tnt_memo_find(struct vmpt_tnt_memo *m,
 		m->rest--;
 		return NULL;
 	}
-	sl = &m->slot[slot_of(first, key)];
+	sl = &m->slot[slot_of(m, first, key)];
 	if (sl->tag.first == first && sl->tag.key == key && sl->run) {
 		m->hits++;
 		return sl->run;
@@ -103,7 +147,7 @@ struct vmpt_run *vmpt_tnt_memo_start(struct vmpt_tnt_memo *m,
 				     const struct vmpt_block *first,
 				     uint64_t key)
 {
-	struct start *seen = &m->seen[slot_of(first, key)];
+	struct start *seen = &m->seen[slot_of(m, first, key)];
 
 	if (m->rest)
 		return NULL;
@@ -126,8 +170,14 @@ struct vmpt_run *vmpt_tnt_memo_start(struct vmpt_tnt_memo *m,
 
 static void keep(struct vmpt_tnt_memo *m, struct vmpt_run *r)
 {
-	struct slot *sl = &m->slot[slot_of(r->first, r->key)];
+	struct slot *sl = &m->slot[slot_of(m, r->first, r->key)];
 
+	/* Another run's slot: a table this full wants more room first. */
+	if (sl->run && (sl->tag.first != r->first || sl->tag.key != r->key) &&
+	    m->mask + 1 < MEMO_SLOTS) {
+		grow(m);
+		sl = &m->slot[slot_of(m, r->first, r->key)];
+	}
 	if (!sl->run)
 		m->n_runs++;
 	free(sl->run);
@@ -163,7 +213,7 @@ struct vmpt_run *vmpt_tnt_memo_find_chain(struct vmpt_tnt_memo *m,
 					  const struct vmpt_block *first,
 					  uint64_t key)
 {
-	const struct slot *sl = &m->slot[slot_of(first, key)];
+	const struct slot *sl = &m->slot[slot_of(m, first, key)];
 
 	if (m->rest || sl->tag.first != first || sl->tag.key != key)
 		return NULL;
@@ -173,8 +223,8 @@ struct vmpt_run *vmpt_tnt_memo_find_chain(struct vmpt_tnt_memo *m,
 void vmpt_tnt_memo_chain(struct vmpt_tnt_memo *m, struct vmpt_run *const runs[],
 			 unsigned n, uint64_t key)
 {
-	const struct vmpt_run *old = m->slot[slot_of(runs[0]->first, key)].run;
-	struct start *seen = &m->seen[slot_of(runs[0]->first, key)];
+	const struct vmpt_run *old = m->slot[slot_of(m, runs[0]->first, key)].run;
+	struct start *seen = &m->seen[slot_of(m, runs[0]->first, key)];
 	uint32_t nsteps = 0;
 	struct vmpt_run *r;
 
