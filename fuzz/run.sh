@@ -159,7 +159,11 @@ regressions() {
 		# A CYC count past 2^64 TSC ticks at CBR 25 (float-cast UB).
 		printf '\004\000\000\002\202\002\202\002\202\002\202\002\202\002\202\002\202\002\202' > "$2/cyc-overflow"
 		printf '\031\000\000\000\066\000\000\000\002\003\031\000' >> "$2/cyc-overflow"
-		printf '\377\377\377\377\377\377\377\017\321\074' >> "$2/cyc-overflow";;
+		printf '\377\377\377\377\377\377\377\017\321\074' >> "$2/cyc-overflow"
+		# An estimated cycle count past 2^64: a TMA, no TSC, then an MTC.
+		printf '\004\002\000\377\253\002\202\002\202\002\202\002\202\002\202' > "$2/estimate-overflow"
+		printf '\002\202\002\202\002\202\002\163\356\001\000\020\000\002\003' >> "$2/estimate-overflow"
+		printf '\041\000\002\043\061\001\112\131\231' >> "$2/estimate-overflow";;
 	correlate)
 		# TSC_CTC_D 0 with N 2, a guest TSC in a PSB+ (PIP with NR,
 		# VMCS): the learning divided by D (SIGFPE).

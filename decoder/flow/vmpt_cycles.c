@@ -21,6 +21,7 @@ static void restart(struct vmpt_cycles *c, const struct vmpt_time *t)
 /* Estimating: the cycles up to the time now.  perf computes in double. */
 static void estimate(struct vmpt_cycles *c, const struct vmpt_time *t)
 {
+	double est;
 	uint64_t tot;
 
 	if (!c->est)
@@ -28,7 +29,11 @@ static void estimate(struct vmpt_cycles *c, const struct vmpt_time *t)
 	c->fresh = 1;
 	if (!c->pge || t->tsc <= c->base_tsc)
 		return;
-	tot = (uint64_t)((double)(t->tsc - c->base_tsc) * c->tsc_to_cyc + (double)c->base);
+	est = (double)(t->tsc - c->base_tsc) * c->tsc_to_cyc + (double)c->base;
+	/* Past 2^64 cycles (a wild TSC): no count, not undefined behaviour. */
+	if (!(est < 18446744073709551616.0))
+		return;
+	tot = (uint64_t)est;
 	if (tot > c->tot)
 		c->tot = tot;
 }

@@ -545,6 +545,45 @@ static void test_cycles_huge(void **state)
 	assert_string_equal(out, "psb 0 t36000000 \nenabled 1000 t36000000 \n");
 }
 
+/* Estimating cycles (no CYC) from a TMA with no TSC: the MTC's time is
+ * ~2^64 ticks past the TIP.PGE's, a count no uint64_t holds (fuzz-flow;
+ * UBSan in make check's build saw the conversion).
+ */
+static void test_cycles_estimate_huge(void **state)
+{
+	static const uint8_t trace[] = {
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		0x02, 0x73, 0xee, 0x01, 0x00, 0x10, 0x00,	/* TMA CTC 0x1ee */
+		0x02, 0x03, 0x21, 0x00,				/* CBR 33 */
+		0x02, 0x23,					/* PSBEND */
+		0x31, 0x01, 0x4a,				/* TIP.PGE 0x4a01 */
+		0x59, 0x99,					/* MTC 0x99 */
+	};
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_flow_item it;
+	struct vmpt_flow *dec;
+	char out[512];
+	size_t len = 0;
+
+	(void)state;
+	cfg.begin = trace;
+	cfg.end = trace + sizeof(trace);
+	cfg.max_nonturbo_ratio = 32;
+	cfg.perf_resync = 1;
+	cfg.tsc_ctc_ratio_d = 1;
+	dec = vmpt_flow_new(&cfg);
+	assert_non_null(dec);
+	out[0] = 0;
+	while (vmpt_flow_next(dec, &it) == 0 && len < sizeof(out) - 64)
+		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s %lx t%lx c%lu\n",
+					it.kind == VMPT_FLOW_BLOCK ? "b" : vmpt_event_name(it.ev),
+					(unsigned long)it.ip, (unsigned long)it.time,
+					(unsigned long)it.cyc);
+	vmpt_flow_free(dec);
+	assert_string_equal(out, "psb 0 t0 c0\nenabled 4a01 t0 c0\n");
+}
+
 /* Decode t from offset to stop, taking over (when not NULL) after the
  * first PSB+ as vmpt_jobs does; the state there (*start, when not NULL)
  * and at the end.
@@ -640,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_bad_instruction),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_cycles_huge),
+		cmocka_unit_test(test_cycles_estimate_huge),
 		cmocka_unit_test(test_event_trace),
 		cmocka_unit_test(test_power),
 		cmocka_unit_test(test_ptw_bound),
