@@ -91,6 +91,7 @@ static int export_perf_data(const char *path, struct vmpt_image *img, struct vmp
 	op->have_tc = s.have_tc;
 	op->tc = s.tc;
 	op->map_of = vmpt_session_map_of;
+	op->vdso_unread = vmpt_session_vdso_unread;
 	op->map_ctx = &s;
 	if (vmpt_script_opts_recording(op, &s.pd, s.intel_pt, s.have_info ? &s.info : NULL,
 				       err, sizeof(err)) < 0 ||

@@ -207,8 +207,13 @@ const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *
 	else if (addr && !guest && c->o->map_of &&
 		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0) {
 		name = map.name;
-		/* perf tried to load its symbols for the sample */
-		script_unread_looked_up(c, name);
+		/* perf loaded its symbols for the sample: a kernel's load
+		 * leaves its data status ERROR, a user binary's does not
+		 * (perf.data.intel_pt-4.14's errors are the same with and
+		 * without samples).
+		 */
+		if (name[0] == '[')
+			script_unread_looked_up(c, name);
 	}
 	*len = strlen(name);
 	return name;

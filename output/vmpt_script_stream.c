@@ -127,6 +127,8 @@ static int other_shown(struct vmpt_consumer *c, const struct vmpt_perf_event *ev
 	return in;
 }
 
+static void vdso_mapped(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
+
 /* A sideband record among the samples: the ones --show-*-events asks
  * for, as perf prints them; truncated AUX data as perf's "Lost trace
  * data" error; a recorded AUXTRACE_ERROR as perf prints it.
@@ -165,6 +167,8 @@ static void stream_sideband(struct vmpt_consumer *c, const struct vmpt_perf_even
 		break;
 	case PERF_RECORD_MMAP:
 	case PERF_RECORD_MMAP2:
+		if (o->vdso_unread && ev->mmap.filename && !strcmp(ev->mmap.filename, "[vdso]"))
+			vdso_mapped(c, ev);
 		show = o->show_mmap;
 		break;
 	case PERF_RECORD_SWITCH:
@@ -396,9 +400,8 @@ void script_unread_looked_up(struct vmpt_consumer *c, const char *name)
 {
 	struct script_unread *u;
 
-	/* perf loads a dso's symbols once: that first time is as a failed
-	 * read, the status ERROR, seen if it was ERROR already (what perf's
-	 * output shows of the 4.14 recording's seven binaries).
+	/* perf loads a kernel's symbols once: that first time is as a
+	 * failed read, the status ERROR, seen if it was ERROR already.
 	 */
 	pthread_mutex_lock(&c->s->lock);
 	if ((u = unread_of(c->s, name)) && !u->looked_up) {
@@ -406,6 +409,22 @@ void script_unread_looked_up(struct vmpt_consumer *c, const char *name)
 		u->seen |= u->error;
 		u->error = 1;
 	}
+	pthread_mutex_unlock(&c->s->lock);
+}
+
+/* A process maps its vdso: the binaries perf then fails to open have
+ * their status ERROR (vmpt_vdso_fn), not yet seen.
+ */
+static void vdso_mapped(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
+{
+	const char *names[64];
+	size_t n = c->o->vdso_unread(c->o->map_ctx, ev, names, 64);
+	struct script_unread *u;
+
+	pthread_mutex_lock(&c->s->lock);
+	for (size_t i = 0; i < n; i++)
+		if ((u = unread_of(c->s, names[i])))
+			u->error = 1;
 	pthread_mutex_unlock(&c->s->lock);
 }
 

@@ -342,6 +342,7 @@ static void host_code(struct vmpt_session *s, const struct vmpt_perf_event *ev,
 				"was recorded)\n", m->name, m->changed_id, m->build_id);
 		return;
 	}
+	m->found = 1;
 	root = b.root[0] ? b.root : NULL;
 	if (vmpt_image_add_elf_map_in(s->image, root, b.path, m->name, ev->mmap.start,
 				      ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
@@ -604,6 +605,7 @@ void vmpt_session_close(struct vmpt_session *s)
 	free(s->forks);
 	free(s->procs);
 	free(s->maps);
+	free(s->maps_by_pid);
 	free(s->sb);
 	memset(s, 0, sizeof(*s));
 }

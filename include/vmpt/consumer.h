@@ -47,6 +47,14 @@ struct vmpt_map_ref {
  * 0, or -VMPT_ERR_NOT_FOUND.
  */
 typedef int (*vmpt_map_fn)(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
+/* The binaries perf fails to read as process ev->mmap.pid maps its vdso
+ * (ev, a "[vdso]" MMAP): perf asks its mappings for their ELF class in
+ * address order until a binary answers (machine__thread_dso_type), and a
+ * binary it cannot open has its data status ERROR from then on.  Up to
+ * max names of binaries missing here; their count.
+ */
+typedef size_t (*vmpt_vdso_fn)(void *ctx, const struct vmpt_perf_event *ev,
+			       const char **names, size_t max);
 
 /* A trace buffer a stream goes on with. */
 struct vmpt_buffer_ref {

@@ -50,6 +50,7 @@ struct vmpt_session_map {
 	 */
 	char changed_id[41];
 	uint64_t seq;		/* record order: the last mapping wins */
+	int found;		/* its binary is here: its code is in the image */
 };
 
 struct vmpt_session_proc {
@@ -96,6 +97,7 @@ struct vmpt_session {
 	size_t n_procs;
 	struct vmpt_session_map *maps;		/* executable, file order */
 	size_t n_maps;
+	size_t *maps_by_pid;	/* maps' indices by pid, then file order (made on use) */
 	/* Records consumers may show, in file order: COMM, FORK, EXIT,
 	 * MMAP, MMAP2, SWITCH, SWITCH_CPU_WIDE, LOST, AUX and the samples
 	 * of events other than Intel PT's.
@@ -156,6 +158,9 @@ const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t ti
 
 /* vmpt_map_fn over the recorded mappings (ctx: the session). */
 int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
+/* vmpt_vdso_fn over the recorded mappings (ctx: the session). */
+size_t vmpt_session_vdso_unread(void *ctx, const struct vmpt_perf_event *ev,
+				const char **names, size_t max);
 
 /* The host address space (VMPT_ASID_PID) process pid's code is in at perf
  * time `time`: its own once it mapped code, before that its parent's (a
