@@ -154,12 +154,13 @@ static int buffer_wanted(struct decode *d, struct queue *q, size_t i)
  */
 static int buffer_mapped(const struct vmpt_session *s, const struct vmpt_session_buffer *b)
 {
-	const struct vmpt_file *f = &s->pd.map;
+	for (size_t i = 0; i <= s->pd.nr_parts; i++) {
+		const struct vmpt_file *f = i ? &s->pd.parts[i - 1] : &s->pd.map;
 
-	for (size_t i = 0; i <= s->pd.nr_parts; i++, f = &s->pd.parts[i - 1])
 		if (!f->read_in && f->data && b->data >= f->data &&
 		    b->size <= f->size - (size_t)(b->data - f->data))
 			return 1;
+	}
 	return 0;
 }
 
