@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int grow(void **arr, size_t n, size_t size)
 {
@@ -348,6 +349,8 @@ static void host_code(struct vmpt_session *s, const struct vmpt_perf_event *ev,
 				      ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
 		vmpt_image_add_raw_in(s->image, root, b.path, ev->mmap.pgoff,
 				      ev->mmap.len, ev->mmap.start, asid);
+	if (b.temp)
+		unlink(b.path);
 }
 
 static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev)

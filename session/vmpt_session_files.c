@@ -66,14 +66,55 @@ static int holds(const char *root, const char *path, const char *id, int *other)
 	return 0;
 }
 
+/* A vdso recorded without a build-id (perf's pipe form) is this
+ * machine's, as perf takes it (its vdso.c copies its own to a temporary
+ * file): the same kernel's when the recording was made here.  Copied
+ * once to a file the image maps, then unlinks (out->temp); the image
+ * finds the mapping by that path for every other process.
+ */
+static int own_vdso(struct vmpt_session *s, struct session_binary *out)
+{
+	const char *tmp = getenv("TMPDIR");
+	const uint8_t *v;
+	size_t size, done = 0;
+	int fd;
+
+	out->root[0] = 0;
+	if (s->own_vdso[0]) {
+		snprintf(out->path, sizeof(out->path), "%s", s->own_vdso);
+		return 0;
+	}
+	if (vmpt_vdso_image(&v, &size) < 0)
+		return -VMPT_ERR_NOT_FOUND;
+	snprintf(out->path, sizeof(out->path), "%s/vmpt-vdso-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if ((fd = mkstemp(out->path)) < 0)
+		return -VMPT_ERR_NOT_FOUND;
+	while (done < size) {
+		ssize_t n = write(fd, v + done, size - done);
+
+		if (n <= 0)
+			break;
+		done += (size_t)n;
+	}
+	close(fd);
+	if (done < size) {
+		unlink(out->path);
+		return -VMPT_ERR_NOT_FOUND;
+	}
+	out->temp = 1;
+	snprintf(s->own_vdso, sizeof(s->own_vdso), "%s", out->path);
+	return 0;
+}
+
 int session_find_binary(struct vmpt_session *s, const char *name, const char *id,
 			struct session_binary *out, char *changed_id)
 {
 	char cache[4096];
-	struct session_binary fallback = { "", "" };
+	struct session_binary fallback = { "", "", 0 };
 	const char *symfs = s->opts.symfs;
 	int other = 0, vdso = !strcmp(name, "[vdso]");
 
+	out->temp = 0;
 	if (name[0] == '[' && !vdso)
 		return -VMPT_ERR_NOT_FOUND;
 	/* A recording's name is looked up inside its sysroot (a recording
@@ -127,6 +168,8 @@ int session_find_binary(struct vmpt_session *s, const char *name, const char *id
 			 slash ? s->pd.path : ".");
 		TRY(cache, "%s", strrchr(name, '/') + 1);
 	}
+	if (vdso && !id[0] && own_vdso(s, out) == 0)
+		return 0;
 none:
 #undef TRY
 	if (id[0] && !vdso &&

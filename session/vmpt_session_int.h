@@ -18,6 +18,7 @@ void vmpt_session_task_until(const struct vmpt_session *s,
 struct session_binary {
 	char root[4096];
 	char path[4096];
+	int temp;		/* a copy made here: unlink path once added */
 };
 
 /* Where the binary the recording mapped as name (build-id id, hex; ""
