@@ -17,7 +17,8 @@ void vmpt_pkt_decoder_init(struct vmpt_pkt_decoder *dec, const uint8_t *buf,
 {
 	memset(dec, 0, offsetof(struct vmpt_pkt_decoder, seam));
 	dec->begin = buf;
-	dec->end = buf + size;
+	/* An empty file maps to (NULL, 0): NULL + 0 is undefined in C. */
+	dec->end = size ? buf + size : buf;
 	dec->pos = buf;
 	dec->limit = dec->end;
 	dec->sync = UINT64_MAX;
