@@ -163,7 +163,11 @@ regressions() {
 		# An estimated cycle count past 2^64: a TMA, no TSC, then an MTC.
 		printf '\004\002\000\377\253\002\202\002\202\002\202\002\202\002\202' > "$2/estimate-overflow"
 		printf '\002\202\002\202\002\202\002\163\356\001\000\020\000\002\003' >> "$2/estimate-overflow"
-		printf '\041\000\002\043\061\001\112\131\231' >> "$2/estimate-overflow";;
+		printf '\041\000\002\043\061\001\112\131\231' >> "$2/estimate-overflow"
+		# A PSB+ cut off at the end: walked, the end; batched, an error.
+		printf '\000\002\000\164\376\002\202\002\202\002\202\002\202\002\202\002\202' > "$2/psb-cut-end"
+		printf '\002\202\002\202\002\043\061\000\020\376\002\202\002\202\002\202\002\202' >> "$2/psb-cut-end"
+		printf '\002\202\002\202\002\202\002\202\002' >> "$2/psb-cut-end";;
 	correlate)
 		# TSC_CTC_D 0 with N 2, a guest TSC in a PSB+ (PIP with NR,
 		# VMCS): the learning divided by D (SIGFPE).

@@ -90,10 +90,15 @@ int vmpt_flow_psb_plus(struct vmpt_flow *dec)
 		if (ret < 0) {
 			dec->pkt_off = off;
 			/* A buffer that fills up ends in a PSB+ often; status
-			 * only, so nothing of the flow is lost there.
+			 * only, so nothing of the flow is lost there.  The
+			 * end stays the end: a later step must not read the
+			 * cut packet again and call it an error (the batched
+			 * walk steps again after an end).
 			 */
-			if (ret == -VMPT_ERR_EOS || ret == -VMPT_ERR_TRUNCATED)
+			if (ret == -VMPT_ERR_EOS || ret == -VMPT_ERR_TRUNCATED) {
+				dec->stopping = 1;
 				return -VMPT_ERR_EOS;
+			}
 			return ret;
 		}
 		dec->pkt_off = off;

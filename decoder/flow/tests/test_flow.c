@@ -584,6 +584,76 @@ static void test_cycles_estimate_huge(void **state)
 	assert_string_equal(out, "psb 0 t0 c0\nenabled 4a01 t0 c0\n");
 }
 
+/* The items of a trace over code at 0x1000 as text: walked block by block
+ * or taken in batches; "end N": what the last call returned.
+ */
+static void items_text(const uint8_t *code, size_t code_size, const uint8_t *trace,
+		       size_t size, int batched, char *out, size_t cap)
+{
+	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_image *img = vmpt_image_new();
+	const struct vmpt_flow_item *items;
+	struct vmpt_flow_item one;
+	struct vmpt_flow *dec;
+	size_t len = 0, n = 0;
+	int ret;
+
+	assert_non_null(img);
+	assert_int_equal(vmpt_image_add_buffer(img, code, code_size, 0x1000, "code", &host), 0);
+	cfg.begin = trace;
+	cfg.end = trace + size;
+	cfg.image = img;
+	dec = vmpt_flow_new(&cfg);
+	assert_non_null(dec);
+	for (int calls = 0; calls < 64; calls++) {
+		if (batched) {
+			ret = vmpt_flow_next_items(dec, &items, &n);
+		} else {
+			ret = vmpt_flow_next(dec, &one);
+			items = &one;
+			n = 1;
+		}
+		if (ret < 0)
+			break;
+		for (size_t i = 0; i < n && len + 64 < cap; i++)
+			len += (size_t)snprintf(out + len, cap - len, "%s %lx %u\n",
+						items[i].kind == VMPT_FLOW_BLOCK ? "b" :
+						vmpt_event_name(items[i].ev),
+						(unsigned long)items[i].ip, items[i].ninsn);
+	}
+	snprintf(out + len, cap - len, "end %d\n", ret);
+	vmpt_flow_free(dec);
+	vmpt_image_free(img);
+}
+
+/* A trace that ends in a PSB+ cut off: the end, no error, whether the
+ * items are walked or batched (the batched walk steps again after an
+ * end: it read the cut packet and reported it; fuzz-flow).
+ */
+static void test_truncated_psb_end(void **state)
+{
+	static const uint8_t code[] = { 0x74, 0xfe };	/* je . */
+	static const uint8_t trace[] = {
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		0x02, 0x23,					/* PSBEND */
+		0x31, 0x00, 0x10,				/* TIP.PGE 0x1000 */
+		0xfe,						/* TNT TTTTTT */
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,	/* PSB */
+		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+		0x02,						/* cut off */
+	};
+	char walked[1024], batched[1024];
+
+	(void)state;
+	items_text(code, sizeof(code), trace, sizeof(trace), 0, walked, sizeof(walked));
+	items_text(code, sizeof(code), trace, sizeof(trace), 1, batched, sizeof(batched));
+	assert_string_equal(walked, batched);
+	assert_null(strstr(walked, "error"));
+	assert_non_null(strstr(walked, "end -4\n"));
+}
+
 /* Decode t from offset to stop, taking over (when not NULL) after the
  * first PSB+ as vmpt_jobs does; the state there (*start, when not NULL)
  * and at the end.
@@ -680,6 +750,7 @@ int main(void)
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_cycles_huge),
 		cmocka_unit_test(test_cycles_estimate_huge),
+		cmocka_unit_test(test_truncated_psb_end),
 		cmocka_unit_test(test_event_trace),
 		cmocka_unit_test(test_power),
 		cmocka_unit_test(test_ptw_bound),
