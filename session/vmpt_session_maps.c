@@ -11,24 +11,20 @@
 
 #include <stdlib.h>
 
-static int by_pid(const void *a, const void *b, void *arg)
+/* maps_by_pid's order: by pid, then address (the order perf asks them
+ * in), then file order.
+ */
+static int by_pid_start(const void *a, const void *b, void *arg)
 {
 	const struct vmpt_session_map *maps = arg;
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	const struct vmpt_session_map *x = &maps[*(const size_t *)a];
+	const struct vmpt_session_map *y = &maps[*(const size_t *)b];
 
-	if (maps[i].pid != maps[j].pid)
-		return maps[i].pid < maps[j].pid ? -1 : 1;
-	return i < j ? -1 : i > j;
-}
-
-static int by_start(const void *a, const void *b, void *arg)
-{
-	const struct vmpt_session_map *maps = arg;
-	size_t i = *(const size_t *)a, j = *(const size_t *)b;
-
-	if (maps[i].start != maps[j].start)
-		return maps[i].start < maps[j].start ? -1 : 1;
-	return i < j ? -1 : i > j;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x < y ? -1 : x > y;
 }
 
 /* The first index of pid's maps in s->maps_by_pid. */
@@ -51,8 +47,7 @@ size_t vmpt_session_vdso_unread(void *ctx, const struct vmpt_perf_event *ev,
 				const char **names, size_t max)
 {
 	struct vmpt_session *s = ctx;
-	size_t from, to, vdso = SIZE_MAX, k = 0, n = 0;
-	size_t *order;
+	size_t from, to, vdso = SIZE_MAX, n = 0;
 	int pid;
 
 	if (!s->n_maps)
@@ -62,7 +57,7 @@ size_t vmpt_session_vdso_unread(void *ctx, const struct vmpt_perf_event *ev,
 			return 0;
 		for (size_t i = 0; i < s->n_maps; i++)
 			s->maps_by_pid[i] = i;
-		qsort_r(s->maps_by_pid, s->n_maps, sizeof(size_t), by_pid, s->maps);
+		qsort_r(s->maps_by_pid, s->n_maps, sizeof(size_t), by_pid_start, s->maps);
 	}
 	pid = ev->mmap.pid == UINT32_MAX ? -1 : (int)ev->mmap.pid;
 	if (pid <= 0)
@@ -74,22 +69,19 @@ size_t vmpt_session_vdso_unread(void *ctx, const struct vmpt_perf_event *ev,
 	for (size_t i = from; i < to; i++)
 		if (s->maps[s->maps_by_pid[i]].name == ev->mmap.filename)
 			vdso = s->maps_by_pid[i];
-	if (vdso == SIZE_MAX || !(order = malloc((to - from) * sizeof(size_t))))
+	if (vdso == SIZE_MAX)
 		return 0;
-	for (size_t i = from; i < to && s->maps_by_pid[i] < vdso; i++)
-		order[k++] = s->maps_by_pid[i];
-	qsort_r(order, k, sizeof(size_t), by_start, s->maps);
-	for (size_t i = 0; i < k; i++) {
-		const struct vmpt_session_map *m = &s->maps[order[i]];
+	/* The process's mappings before it, in address order. */
+	for (size_t i = from; i < to; i++) {
+		const struct vmpt_session_map *m = &s->maps[s->maps_by_pid[i]];
 
 		/* perf asks file-backed dsos only ("//anon" is one to it). */
-		if (m->name[0] != '/')
+		if (s->maps_by_pid[i] >= vdso || m->name[0] != '/')
 			continue;
 		if (m->found)
 			break;
 		if (n < max)
 			names[n++] = m->name;
 	}
-	free(order);
 	return n;
 }

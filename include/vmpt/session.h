@@ -97,7 +97,7 @@ struct vmpt_session {
 	size_t n_procs;
 	struct vmpt_session_map *maps;		/* executable, file order */
 	size_t n_maps;
-	size_t *maps_by_pid;	/* maps' indices by pid, then file order (made on use) */
+	size_t *maps_by_pid;	/* maps' indices by pid, address, file order (made on use) */
 	char own_vdso[4096];	/* the copy of this machine's vdso, once made */
 	/* Records consumers may show, in file order: COMM, FORK, EXIT,
 	 * MMAP, MMAP2, SWITCH, SWITCH_CPU_WIDE, LOST, AUX and the samples

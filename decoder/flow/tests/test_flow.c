@@ -505,6 +505,45 @@ static void test_ptw_bound(void **state)
 		"e disabled 0 0 0\n");
 }
 
+/* The items cfg's decoder gives as text, walked block by block or taken
+ * in batches: kind, ip, time, instructions, an error's message; then
+ * "end N", what the last call returned.
+ */
+static void items_text(const struct vmpt_flow_config *cfg, int batched, char *out, size_t cap)
+{
+	const struct vmpt_flow_item *items;
+	struct vmpt_flow_item one;
+	struct vmpt_flow *dec = vmpt_flow_new(cfg);
+	size_t len = 0, n = 0;
+	int ret = 0;
+
+	assert_non_null(dec);
+	for (int calls = 0; calls < 64; calls++) {
+		if (batched) {
+			ret = vmpt_flow_next_items(dec, &items, &n);
+		} else {
+			ret = vmpt_flow_next(dec, &one);
+			items = &one;
+			n = 1;
+		}
+		if (ret < 0)
+			break;
+		for (size_t i = 0; i < n && len + 128 < cap; i++) {
+			const struct vmpt_flow_item *it = &items[i];
+
+			len += (size_t)snprintf(out + len, cap - len, "%s %lx t%lx n%u %s\n",
+						it->kind == VMPT_FLOW_BLOCK ? "b" :
+						vmpt_event_name(it->ev),
+						(unsigned long)it->ip, (unsigned long)it->time,
+						it->ninsn,
+						it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ERROR ?
+						vmpt_strerror(it->err) : "");
+		}
+	}
+	snprintf(out + len, cap - len, "end %d\n", ret);
+	vmpt_flow_free(dec);
+}
+
 /* A CYC count that times the CBR's ratio is past 2^64 TSC ticks (a
  * fuzzer's find: converting it was undefined behaviour) leaves the time
  * at the TSC packet's.
@@ -522,27 +561,15 @@ static void test_cycles_huge(void **state)
 		0x31, 0x00, 0x10,				/* TIP.PGE 0x1000 */
 	};
 	struct vmpt_flow_config cfg = { 0 };
-	struct vmpt_flow_item it;
-	struct vmpt_flow *dec;
 	char out[512];
-	size_t len = 0;
 
 	(void)state;
 	cfg.begin = trace;
 	cfg.end = trace + sizeof(trace);
 	cfg.max_nonturbo_ratio = 32;
 	cfg.perf_resync = 1;
-	dec = vmpt_flow_new(&cfg);
-	assert_non_null(dec);
-	out[0] = 0;
-	while (vmpt_flow_next(dec, &it) == 0 && len < sizeof(out) - 64)
-		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s %lx t%lx %s\n",
-					it.kind == VMPT_FLOW_BLOCK ? "b" : vmpt_event_name(it.ev),
-					(unsigned long)it.ip, (unsigned long)it.time,
-					it.kind == VMPT_FLOW_EVENT && it.ev == VMPT_EV_ERROR ?
-					vmpt_strerror(it.err) : "");
-	vmpt_flow_free(dec);
-	assert_string_equal(out, "psb 0 t36000000 \nenabled 1000 t36000000 \n");
+	items_text(&cfg, 0, out, sizeof(out));
+	assert_string_equal(out, "psb 0 t36000000 n0 \nenabled 1000 t36000000 n0 \nend -4\n");
 }
 
 /* Estimating cycles (no CYC) from a TMA with no TSC: the MTC's time is
@@ -561,10 +588,7 @@ static void test_cycles_estimate_huge(void **state)
 		0x59, 0x99,					/* MTC 0x99 */
 	};
 	struct vmpt_flow_config cfg = { 0 };
-	struct vmpt_flow_item it;
-	struct vmpt_flow *dec;
 	char out[512];
-	size_t len = 0;
 
 	(void)state;
 	cfg.begin = trace;
@@ -572,59 +596,8 @@ static void test_cycles_estimate_huge(void **state)
 	cfg.max_nonturbo_ratio = 32;
 	cfg.perf_resync = 1;
 	cfg.tsc_ctc_ratio_d = 1;
-	dec = vmpt_flow_new(&cfg);
-	assert_non_null(dec);
-	out[0] = 0;
-	while (vmpt_flow_next(dec, &it) == 0 && len < sizeof(out) - 64)
-		len += (size_t)snprintf(out + len, sizeof(out) - len, "%s %lx t%lx c%lu\n",
-					it.kind == VMPT_FLOW_BLOCK ? "b" : vmpt_event_name(it.ev),
-					(unsigned long)it.ip, (unsigned long)it.time,
-					(unsigned long)it.cyc);
-	vmpt_flow_free(dec);
-	assert_string_equal(out, "psb 0 t0 c0\nenabled 4a01 t0 c0\n");
-}
-
-/* The items of a trace over code at 0x1000 as text: walked block by block
- * or taken in batches; "end N": what the last call returned.
- */
-static void items_text(const uint8_t *code, size_t code_size, const uint8_t *trace,
-		       size_t size, int batched, char *out, size_t cap)
-{
-	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
-	struct vmpt_flow_config cfg = { 0 };
-	struct vmpt_image *img = vmpt_image_new();
-	const struct vmpt_flow_item *items;
-	struct vmpt_flow_item one;
-	struct vmpt_flow *dec;
-	size_t len = 0, n = 0;
-	int ret;
-
-	assert_non_null(img);
-	assert_int_equal(vmpt_image_add_buffer(img, code, code_size, 0x1000, "code", &host), 0);
-	cfg.begin = trace;
-	cfg.end = trace + size;
-	cfg.image = img;
-	dec = vmpt_flow_new(&cfg);
-	assert_non_null(dec);
-	for (int calls = 0; calls < 64; calls++) {
-		if (batched) {
-			ret = vmpt_flow_next_items(dec, &items, &n);
-		} else {
-			ret = vmpt_flow_next(dec, &one);
-			items = &one;
-			n = 1;
-		}
-		if (ret < 0)
-			break;
-		for (size_t i = 0; i < n && len + 64 < cap; i++)
-			len += (size_t)snprintf(out + len, cap - len, "%s %lx %u\n",
-						items[i].kind == VMPT_FLOW_BLOCK ? "b" :
-						vmpt_event_name(items[i].ev),
-						(unsigned long)items[i].ip, items[i].ninsn);
-	}
-	snprintf(out + len, cap - len, "end %d\n", ret);
-	vmpt_flow_free(dec);
-	vmpt_image_free(img);
+	items_text(&cfg, 0, out, sizeof(out));
+	assert_string_equal(out, "psb 0 t0 n0 \nenabled 4a01 t0 n0 \nend -4\n");
 }
 
 /* A trace that ends in a PSB+ cut off: the end, no error, whether the
@@ -644,11 +617,20 @@ static void test_truncated_psb_end(void **state)
 		0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
 		0x02,						/* cut off */
 	};
+	struct vmpt_asid host = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	struct vmpt_flow_config cfg = { 0 };
+	struct vmpt_image *img = vmpt_image_new();
 	char walked[1024], batched[1024];
 
 	(void)state;
-	items_text(code, sizeof(code), trace, sizeof(trace), 0, walked, sizeof(walked));
-	items_text(code, sizeof(code), trace, sizeof(trace), 1, batched, sizeof(batched));
+	assert_non_null(img);
+	assert_int_equal(vmpt_image_add_buffer(img, code, sizeof(code), 0x1000, "code", &host), 0);
+	cfg.begin = trace;
+	cfg.end = trace + sizeof(trace);
+	cfg.image = img;
+	items_text(&cfg, 0, walked, sizeof(walked));
+	items_text(&cfg, 1, batched, sizeof(batched));
+	vmpt_image_free(img);
 	assert_string_equal(walked, batched);
 	assert_null(strstr(walked, "error"));
 	assert_non_null(strstr(walked, "end -4\n"));
