@@ -127,6 +127,17 @@ same per-cpu "-i $tmp/m.data" "" --itrace=b --itrace=cr --itrace=bxwpe --call-tr
 	"--show-task-events --show-mmap-events --show-switch-events --itrace=cr"
 EMPTY_OK=1 same per-cpu "-i $tmp/m.data" "--time 10%/2,40%/5" "-C 1 --time 20%-60%"
 
+# Two programs' code at the same addresses on one CPU (dash's text where
+# bash's is, bash again after it): a line vmpt keeps the text of (an
+# address's symbol and dso, a block's -F ip lines) is another program's
+# there.
+"$SYNTH" -q --branches 3000 --elf /usr/bin/dash@0x55555557f000 --seed 23 --pid 300 \
+	--tsc0 $((T0 + 400000)) -o "$tmp/o"
+"$SYNTH" -q --branches 3000 --elf /usr/bin/bash --seed 25 --pid 500 --tsc0 $((T0 + 900000)) \
+	-o "$tmp/o2"
+"$MERGE" "$tmp/mo.data" 0:"$tmp/a.perf.data" 0:"$tmp/o.perf.data" 0:"$tmp/o2.perf.data"
+same overlaid "-i $tmp/mo.data" "" "${FAST[@]}"
+
 # Lost data: a LOST record (--show-lost-events), an AUX record flagged
 # truncated (perf's "Lost trace data" error at its time, and its warning
 # at the end), a recorded AUXTRACE_ERROR (as perf prints it; vmpt puts it
