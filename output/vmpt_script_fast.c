@@ -10,7 +10,6 @@
  */
 #include "vmpt_script_int.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #define FAST_FIELDS (VMPT_F_IP | VMPT_F_ADDR | VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO)
@@ -100,12 +99,20 @@ static int sym_text(struct vmpt_consumer *c, struct sym_seen *e, unsigned f,
 	return 0;
 }
 
-/* " sym+off (dso)" of ip in sec at p from its symbol's text. */
-static char *sym_dso_text(struct vmpt_consumer *c, char *p, unsigned f,
-			  const struct vmpt_section *sec, uint64_t ip, int guest)
+/* " sym+off (dso)" of ip in sec at p (fields f): the end, NULL when the
+ * general path must print it (no section: the mapping names the dso).
+ * p has room for FAST_LINE_MAX.
+ */
+char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
+			const struct vmpt_section *sec, uint64_t ip, int guest)
 {
-	struct sym_seen *e = script_sym_at(c, sec, ip);
+	struct sym_seen *e;
 
+	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
+		return p;
+	if (!sec)
+		return NULL;
+	e = script_sym_at(c, sec, ip);
 	if (sym_text(c, e, f & (VMPT_F_SYM | VMPT_F_DSO), guest) < 0)
 		return NULL;
 	if ((f & VMPT_F_SYMOFF) && (f & VMPT_F_SYM) && e->sym) {
@@ -123,26 +130,6 @@ static char *sym_dso_text(struct vmpt_consumer *c, char *p, unsigned f,
 	}
 	memcpy(p, e->text, e->text_len);
 	return p + e->text_len;
-}
-
-/* script_sym_dso_at's text not kept: made, then kept when it fits. */
-char *script_sym_dso_new(struct vmpt_consumer *c, char *p, unsigned f,
-			 const struct vmpt_section *sec, uint64_t ip, int guest)
-{
-	struct text_seen *t;
-	char *end = sym_dso_text(c, p, f, sec, ip, guest);
-
-	if (!c->texts && !(c->texts = calloc(1u << TEXT_BITS, sizeof(*c->texts))))
-		return end;
-	if (end && end - p <= TEXT_KEEP) {
-		t = script_text_slot(c, sec, ip);
-		t->addr = ip;
-		t->sec = sec;
-		t->ctx = script_text_ctx(c, f, guest);
-		t->len = (unsigned)(end - p);
-		memcpy(t->text, p, t->len);
-	}
-	return end;
 }
 
 int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
@@ -175,63 +162,6 @@ int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, ui
 	return finish(c, p);
 }
 
-/* -F ip's slot for a run at ip (NULL: no memory). */
-static struct run_seen *run_slot(struct vmpt_consumer *c, uint64_t ip)
-{
-	if (!c->runs && !(c->runs = calloc(1u << RUN_BITS, sizeof(*c->runs))))
-		return NULL;
-	return &c->runs[(ip * 0x9e3779b97f4a7c15ull) >> (64 - RUN_BITS)];
-}
-
-/* Is r the run of n instructions of sizes isize at ip?  Its text is
- * those addresses: its sizes are compared, not a block's address, which
- * a later decoder's memory may reuse.
- */
-static int run_is(const struct run_seen *r, uint64_t ip, const uint8_t *isize, uint32_t n)
-{
-	if (r->ip != ip || r->n != n)
-		return 0;
-	for (uint32_t k = 0; k < n; k++)
-		if (r->isize[k] != isize[k])
-			return 0;
-	return 1;
-}
-
-/* -F ip's lines, " %16lx\n" each, of n instructions of sizes isize
- * from *ip; *ip moves past them.  A run met again is copied; a run's
- * room is made once, so that its lines stay in the buffer to be kept.
- */
-static void ip_run(struct vmpt_consumer *c, const uint8_t *isize, uint64_t *ip, uint32_t n)
-{
-	struct run_seen *r = n <= RUN_LINES ? run_slot(c, *ip) : NULL;
-	uint64_t at = *ip;
-
-	if (!r) {
-		for (uint32_t i = 0; i < n; at += isize[i], i++)
-			ip_line(c, at);
-		*ip = at;
-		return;
-	}
-	if (c->len > SCRIPT_OUT_CAP - sizeof(r->text) - 32)
-		script_out_flush(c);
-	if (run_is(r, at, isize, n)) {
-		for (unsigned k = 0; k < n * 18; k += 16)
-			_mm_storeu_si128((__m128i *)(c->buf + c->len + k),
-					 _mm_loadu_si128((const __m128i *)(r->text + k)));
-		c->len += n * 18;
-		*ip = r->next;
-		return;
-	}
-	for (uint32_t i = 0; i < n; at += isize[i], i++)
-		ip_line(c, at);
-	r->ip = *ip;
-	r->n = n;
-	r->next = at;
-	memcpy(r->isize, isize, n);
-	memcpy(r->text, c->buf + c->len - n * 18, n * 18);
-	*ip = at;
-}
-
 uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			 const uint8_t *isize, uint64_t *ip, uint32_t n, int guest)
 {
@@ -239,11 +169,13 @@ uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec
 	uint32_t i = 0;
 
 	if (c->o->f.set[VMPT_OUT_HW] == VMPT_F_IP) {
-		ip_run(c, isize, ip, n);
-		return n;
+		/* -F ip: " %16lx\n" each. */
+		for (; i < n; at += isize[i], i++)
+			ip_line(c, at);
+	} else {
+		for (; i < n && script_fast_insn(c, sec, at, 0, guest) >= 0; at += isize[i], i++)
+			;
 	}
-	for (; i < n && script_fast_insn(c, sec, at, 0, guest) >= 0; at += isize[i], i++)
-		;
 	*ip = at;
 	return i;
 }

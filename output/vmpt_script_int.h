@@ -28,8 +28,6 @@
  * room a line takes at most.
  */
 #define SYM_TEXT_MAX 480
-#define RUN_BITS 12
-#define RUN_LINES 16
 #define FAST_LINE_MAX (2 * SYM_TEXT_MAX + 96)
 
 /* A binary missing here (its mapping named by the sideband) and the
@@ -107,21 +105,6 @@ struct vmpt_consumer {
 	 * allocation fails.
 	 */
 	struct script_syms *syms;
-	/* An address's whole " sym+off (dso)" as script_sym_dso_at wrote
-	 * it, by address and section (2^TEXT_BITS, made at the first line):
-	 * a line met again is copied, not looked up and formatted.
-	 */
-	struct text_seen *texts;
-	struct code_seen *code;
-	/* -F ip's lines of a block's instructions but its last, by address
-	 * (2^RUN_BITS, made at the first): a block met again is copied.
-	 */
-	struct run_seen {
-		uint64_t ip, next;
-		uint32_t n;
-		uint8_t isize[RUN_LINES];
-		char text[RUN_LINES * 18];
-	} *runs;
 	struct sym_seen *sym_last, *sym_prev;
 	struct sym_seen {
 		const struct vmpt_section *sec;	/* NULL: unused */
@@ -361,46 +344,8 @@ void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t 
 			    size_t n, int guest);
 /* A recorded AUXTRACE_ERROR as perf_event__fprintf_auxtrace_error. */
 void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
-/* The section of code at addr in machine guest (0: host) of c's task:
- * kept by address and address space (2^CODE_BITS, made at the first
- * lookup; the image is whole before decoding starts).
- */
-#define CODE_BITS 13
-struct code_seen {
-	uint64_t vaddr;
-	struct vmpt_asid space;		/* machine 0: unused */
-	const struct vmpt_section *sec;
-};
-const struct vmpt_section *script_find_new(struct vmpt_consumer *c, uint64_t addr,
-					   struct vmpt_asid space);
-
-static inline struct code_seen *script_code_slot(const struct vmpt_consumer *c, uint64_t addr,
-						 struct vmpt_asid space)
-{
-	uint64_t a = addr ^ space.cr3 ^ space.machine;
-
-	return &c->code[(a * 0x9e3779b97f4a7c15ull) >> (64 - CODE_BITS)];
-}
-
-static inline const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr,
-						     int guest)
-{
-	struct vmpt_asid space = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
-	const struct code_seen *e;
-
-	if (guest) {
-		space.machine = c->vmcs ? c->vmcs : VMPT_MACHINE_GUEST;
-		if (c->task.guest_space)
-			space.cr3 = c->task.guest_space;
-	} else if (c->task.space)
-		space.cr3 = c->task.space;
-	if (!c->code)
-		return script_find_new(c, addr, space);
-	e = script_code_slot(c, addr, space);
-	if (e->vaddr != addr || e->space.cr3 != space.cr3 || e->space.machine != space.machine)
-		return script_find_new(c, addr, space);
-	return e->sec;
-}
+/* The section of code at addr in machine guest (0: host) of c's task. */
+const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest);
 /* perf's "%-15s%4s"-style name of sample flags (perf_sample__sprintf_flags). */
 void script_flags_name(uint32_t flags, char *buf, size_t size);
 
@@ -433,53 +378,8 @@ int script_fast_ok(const struct vmpt_script *s);
  * from the symbol's text: the end, or NULL where vmpt_script_line.c must
  * print it (no section; a name too long).
  */
-#define TEXT_BITS 13
-#define TEXT_KEEP 96		/* longer texts are not kept */
-struct text_seen {
-	uint64_t addr;
-	const struct vmpt_section *sec;
-	uint64_t ctx;		/* script_text_ctx's: 0, none */
-	unsigned len;
-	char text[TEXT_KEEP];
-};
-char *script_sym_dso_new(struct vmpt_consumer *c, char *p, unsigned f,
-			 const struct vmpt_section *sec, uint64_t ip, int guest);
-
-/* What a text depends on besides its address and section: the fields,
- * and the machine and task a guest kernel's dso is named by.
- */
-static inline uint64_t script_text_ctx(const struct vmpt_consumer *c, unsigned f, int guest)
-{
-	return (uint64_t)f << 33 | (uint64_t)!!guest << 32 | (uint32_t)c->task.machine_pid;
-}
-
-static inline struct text_seen *script_text_slot(const struct vmpt_consumer *c,
-						 const struct vmpt_section *sec, uint64_t ip)
-{
-	uint64_t a = ip ^ (uint64_t)(uintptr_t)sec >> 4;
-
-	return &c->texts[(a * 0x9e3779b97f4a7c15ull) >> (64 - TEXT_BITS)];
-}
-
-static inline char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
-				      const struct vmpt_section *sec, uint64_t ip, int guest)
-{
-	const struct text_seen *t;
-
-	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
-		return p;
-	if (!sec)
-		return NULL;
-	if (!c->texts)
-		return script_sym_dso_new(c, p, f, sec, ip, guest);
-	t = script_text_slot(c, sec, ip);
-	if (t->addr != ip || t->sec != sec || t->ctx != script_text_ctx(c, f, guest))
-		return script_sym_dso_new(c, p, f, sec, ip, guest);
-	/* Whole 16-byte pieces: the line has room for FAST_LINE_MAX. */
-	for (unsigned k = 0; k < t->len; k += 16)
-		_mm_storeu_si128((__m128i *)(p + k), _mm_loadu_si128((const __m128i *)(t->text + k)));
-	return p + t->len;
-}
+char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
+			const struct vmpt_section *sec, uint64_t ip, int guest);
 int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		     uint64_t addr, int guest);
 int script_fast_branch(struct vmpt_consumer *c, const struct vmpt_section *sec,

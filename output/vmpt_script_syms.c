@@ -7,10 +7,7 @@
  *    mapping when it opens);
  *  - the symbols are kept per symbol, with the text the fast lines copy,
  *    and found again from an address by a table of hints, each checked
- *    before it is believed;
- *  - an address's whole " sym+off (dso)" is kept by address and section
- *    (vmpt_script_int.h's script_sym_dso_at): the hint, the symbol and
- *    the offset's digits cost more than the rest of a branch line.
+ *    before it is believed.
  */
 #include "vmpt_script_int.h"
 
@@ -19,8 +16,15 @@
 
 #define SYM_SLOTS 1024		/* symbols with their text */
 #define HINT_SLOTS 4096		/* addresses -> the symbol last found there */
+#define CODE_SLOTS 4096		/* addresses -> their section */
 
 struct script_syms {
+	struct code_seen {
+		uint64_t vaddr;
+		struct vmpt_asid space;
+		const struct vmpt_section *sec;
+		int used;
+	} code[CODE_SLOTS];
 	struct sym_seen *hint[HINT_SLOTS];
 	struct sym_seen slot[SYM_SLOTS];
 };
@@ -36,22 +40,31 @@ static struct script_syms *syms_of(struct vmpt_consumer *c)
 	return c->syms ? c->syms : (c->syms = calloc(1, sizeof(*c->syms)));
 }
 
-const struct vmpt_section *script_find_new(struct vmpt_consumer *c, uint64_t addr,
-					   struct vmpt_asid space)
+const struct vmpt_section *script_find(struct vmpt_consumer *c, uint64_t addr, int guest)
 {
-	const struct vmpt_section *sec;
+	struct vmpt_asid space = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
+	struct script_syms *t;
 	struct code_seen *e;
 
 	if (!c->o->image)
 		return NULL;
-	sec = vmpt_image_find(c->o->image, &space, addr);
-	if (!c->code && !(c->code = calloc(1u << CODE_BITS, sizeof(*c->code))))
-		return sec;
-	e = script_code_slot(c, addr, space);
-	e->vaddr = addr;
-	e->space = space;
-	e->sec = sec;
-	return sec;
+	if (guest) {
+		space.machine = c->vmcs ? c->vmcs : VMPT_MACHINE_GUEST;
+		if (c->task.guest_space)
+			space.cr3 = c->task.guest_space;
+	} else if (c->task.space)
+		space.cr3 = c->task.space;
+	if (!(t = syms_of(c)))
+		return vmpt_image_find(c->o->image, &space, addr);
+	e = &t->code[mix(addr ^ space.cr3 ^ space.machine, NULL, 12)];
+	if (!e->used || e->vaddr != addr || e->space.cr3 != space.cr3 ||
+	    e->space.machine != space.machine) {
+		e->sec = vmpt_image_find(c->o->image, &space, addr);
+		e->vaddr = addr;
+		e->space = space;
+		e->used = 1;
+	}
+	return e->sec;
 }
 
 static int covers(const struct sym_seen *e, const struct vmpt_section *sec, uint64_t ip)
@@ -106,12 +119,6 @@ struct sym_seen *script_sym_find(struct vmpt_consumer *c, const struct vmpt_sect
 void script_syms_free(struct vmpt_consumer *c)
 {
 	free(c->syms);
-	free(c->code);
-	free(c->texts);
-	free(c->runs);
 	c->syms = NULL;
-	c->code = NULL;
-	c->texts = NULL;
-	c->runs = NULL;
 	c->sym_last = c->sym_prev = NULL;
 }

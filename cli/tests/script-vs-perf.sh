@@ -128,9 +128,8 @@ same per-cpu "-i $tmp/m.data" "" --itrace=b --itrace=cr --itrace=bxwpe --call-tr
 EMPTY_OK=1 same per-cpu "-i $tmp/m.data" "--time 10%/2,40%/5" "-C 1 --time 20%-60%"
 
 # Two programs' code at the same addresses on one CPU (dash's text where
-# bash's is, bash again after it): a line vmpt keeps the text of (an
-# address's symbol and dso, a block's -F ip lines) is another program's
-# there.
+# bash's is, bash again after it): what vmpt keeps by address (the section
+# there, the symbol last found there, with its text) is another program's.
 "$SYNTH" -q --branches 3000 --elf /usr/bin/dash@0x55555557f000 --seed 23 --pid 300 \
 	--tsc0 $((T0 + 400000)) -o "$tmp/o"
 "$SYNTH" -q --branches 3000 --elf /usr/bin/bash --seed 25 --pid 500 --tsc0 $((T0 + 900000)) \
