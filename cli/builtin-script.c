@@ -132,6 +132,7 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	op->tc = s.tc;
 	op->map_of = vmpt_session_map_of;
 	op->vdso_unread = vmpt_session_vdso_unread;
+	op->kernel_sym = vmpt_session_kernel_sym;
 	op->map_ctx = &s;
 	if (vmpt_script_opts_recording(op, &s.pd, s.intel_pt, s.have_info ? &s.info : NULL,
 				       err, sizeof(err)) < 0) {

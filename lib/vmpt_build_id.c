@@ -8,10 +8,12 @@
 #include "vmpt/file.h"
 
 #include <elf.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 static int note_build_id(const uint8_t *n, size_t size, char hex[41])
 {
@@ -79,6 +81,21 @@ int vmpt_build_id_of_file(const char *path, char hex[41])
 	ret = vmpt_build_id_of_buffer(f.data, f.size, hex);
 	vmpt_file_unmap(&f);
 	return ret;
+}
+
+int vmpt_build_id_running_kernel(char hex[41])
+{
+	uint8_t notes[4096];
+	size_t size = 0;
+	int fd = open("/sys/kernel/notes", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -VMPT_ERR_NOT_FOUND;
+	while (size < sizeof(notes) && (n = read(fd, notes + size, sizeof(notes) - size)) > 0)
+		size += (size_t)n;
+	close(fd);
+	return note_build_id(notes, size, hex);
 }
 
 int vmpt_build_id_equal(const char *a, const char *b)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* printf's number and string columns (%5d, %-5d, %03d, %10lu, %16s, %*s)
- * written without printf.  The start of every default line (comm, tid,
+/* printf's number and string columns (%5d, %-5d, %03d, %10lu, %16s, %*s,
+ * %lx) written without printf.  The start of every default line (comm, tid,
  * time, period, event) was five or six vsnprintf calls, about 1,000
  * instructions each: most of the cost of a line.  The same bytes as
  * printf gives.
@@ -31,6 +31,27 @@ unsigned script_dec_digits(char *end, uint64_t v)
 		*--p = (char)('0' + v);
 	}
 	return (unsigned)(end - p);
+}
+
+const char script_hex_pairs[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+
+void script_out_hex(struct vmpt_consumer *c, uint64_t v)
+{
+	char tmp[18];
+	unsigned n = v ? (unsigned)(67 - __builtin_clzll(v)) / 4 : 1;
+
+	/* in pairs: an odd count writes a 0 before */
+	for (unsigned k = 0; k < n; k += 2, v >>= 8)
+		memcpy(tmp + sizeof(tmp) - k - 2, &script_hex_pairs[2 * (v & 0xff)], 2);
+	script_out_mem(c, tmp + sizeof(tmp) - n, n);
 }
 
 static const char spaces[32] = "                                ";

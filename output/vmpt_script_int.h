@@ -287,7 +287,47 @@ void script_out_u64(struct vmpt_consumer *c, uint64_t v, int width, unsigned how
 void script_out_fill(struct vmpt_consumer *c, char ch, size_t n);
 /* The decimal digits of v ending right before end: how many. */
 unsigned script_dec_digits(char *end, uint64_t v);
+/* "%lx" without printf. */
+void script_out_hex(struct vmpt_consumer *c, uint64_t v);
+/* Two hex digits per byte value. */
+extern const char script_hex_pairs[513];
 void script_out_int(struct vmpt_consumer *c, int64_t v, int width, unsigned how);
+
+static inline void script_out_spaces(struct vmpt_consumer *c, int n)
+{
+	if (n > 0)
+		script_out_fill(c, ' ', (size_t)n);
+}
+
+/* A short string (at most 256 bytes: a literal, a column's kept text),
+ * no loop.
+ */
+static inline void script_out_small(struct vmpt_consumer *c, const char *str, size_t n)
+{
+	if (c->len > SCRIPT_OUT_CAP - 256)
+		script_out_flush(c);
+	memcpy(c->buf + c->len, str, n);
+	c->len += n;
+}
+
+/* "%16lx" without printf. */
+static inline void script_out_hex16(struct vmpt_consumer *c, uint64_t v)
+{
+	if (c->len > SCRIPT_OUT_CAP - 32)
+		script_out_flush(c);
+	script_hex16_at(c->buf + c->len, v);
+	c->len += 16;
+}
+
+/* vmpt_script_symbol.c: the symbol at ip in sec (sym NULL: none there,
+ * or no sec); a dso's name padded as perf's; the srcline on a line of
+ * its own; " sym+off (dso)" by the fields f, then the srcline.
+ */
+const struct sym_seen *script_sym_or_none(struct vmpt_consumer *c,
+					  const struct vmpt_section *sec, uint64_t ip);
+void script_print_dso(struct vmpt_consumer *c, const char *name, size_t len);
+void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			  uint64_t ip);
 
 void script_print_event(struct vmpt_consumer *c, const char *name);
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp);

@@ -13,63 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void out_spaces(struct vmpt_consumer *c, int n)
-{
-	if (n > 0)
-		script_out_fill(c, ' ', (size_t)n);
-}
-
-/* Two hex digits per byte value. */
-static const char hex_pairs[513] =
-	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
-	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
-	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
-	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
-	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
-	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
-	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
-	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
-
-/* The hex digits of v, no leading zeros, ending right before end;
- * returns how many.  Written in pairs: an odd count writes a 0 before.
- */
-static unsigned hex_digits(char *end, uint64_t v)
-{
-	unsigned n = v ? (unsigned)(67 - __builtin_clzll(v)) / 4 : 1;
-
-	for (unsigned k = 0; k < n; k += 2, v >>= 8)
-		memcpy(end - k - 2, &hex_pairs[2 * (v & 0xff)], 2);
-	return n;
-}
-
-/* "%lx" without printf. */
-static void out_hex(struct vmpt_consumer *c, uint64_t v)
-{
-	char tmp[18];
-	unsigned n = hex_digits(tmp + sizeof(tmp), v);
-
-	script_out_mem(c, tmp + sizeof(tmp) - n, n);
-}
-
-static inline void out_hex16(struct vmpt_consumer *c, uint64_t v)
-{
-	if (c->len > SCRIPT_OUT_CAP - 32)
-		script_out_flush(c);
-	script_hex16_at(c->buf + c->len, v);
-	c->len += 16;
-}
-
-/* A short string (at most 256 bytes: a literal, a column's kept text),
- * no loop.
- */
-static inline void out_small(struct vmpt_consumer *c, const char *str, size_t n)
-{
-	if (c->len > SCRIPT_OUT_CAP - 256)
-		script_out_flush(c);
-	memcpy(c->buf + c->len, str, n);
-	c->len += n;
-}
-
 /* Flag names as perf_sample__sprintf_flags: the combination's name
  * ("%-15s" and a 4-wide in-transaction mark), "tr strt NAME" or
  * "tr end  NAME", else one letter per flag.
@@ -137,12 +80,12 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 
 	if (!o->have_tc) {
 		script_out_u64(c, tsc, 0, 0);
-		out_small(c, ": ", 2);
+		script_out_small(c, ": ", 2);
 		return;
 	}
 	/* Lines in a row mostly share their time: its text is kept. */
 	if (c->time_len && c->time_tsc == tsc) {
-		out_small(c, c->time_text, c->time_len);
+		script_out_small(c, c->time_text, c->time_len);
 		return;
 	}
 	/* room made first, so that the text is in one piece in the buffer */
@@ -171,7 +114,7 @@ void script_print_ns(struct vmpt_consumer *c, uint64_t ns)
 		while (end - p < 15)	/* the seconds' width: 5 */
 			*--p = ' ';
 		script_out_mem(c, p, (size_t)(end - p));
-		out_small(c, ": ", 2);
+		script_out_small(c, ": ", 2);
 		return;
 	}
 	/* "%12s: " of "%lu.%06lu" */
@@ -179,118 +122,7 @@ void script_print_ns(struct vmpt_consumer *c, uint64_t ns)
 	*--p = '.';
 	p -= script_dec_digits(p, sec);
 	script_out_padded(c, p, (size_t)(end - p), 12, 0);
-	out_small(c, ": ", 2);
-}
-
-/* The symbol at ip in sec (sym NULL: none there, or no sec). */
-static const struct sym_seen *sym_at(struct vmpt_consumer *c,
-				     const struct vmpt_section *sec, uint64_t ip)
-{
-	static const struct sym_seen none;
-
-	return sec ? script_sym_at(c, sec, ip) : &none;
-}
-
-const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			    uint64_t addr, int guest, size_t *len)
-{
-	struct vmpt_map_ref map;
-	const char *name = "[unknown]";
-
-	/* perf's name of a guest's kernel, once it knows the guest. */
-	if (sec && guest && c->task.machine_pid > 0 && !strcmp(sec->name, "[kernel.kallsyms]")) {
-		snprintf(c->guest_kernel, sizeof(c->guest_kernel),
-			 "[guest.kernel.kallsyms.%d]", c->task.machine_pid);
-		name = c->guest_kernel;
-	} else if (sec)
-		name = sec->name;
-	else if (addr && !guest && c->o->map_of &&
-		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0) {
-		name = map.name;
-		/* perf loaded its symbols for the sample: a kernel's load
-		 * leaves its data status ERROR, a user binary's does not
-		 * (perf.data.intel_pt-4.14's errors are the same with and
-		 * without samples).
-		 */
-		if (name[0] == '[')
-			script_unread_looked_up(c, name);
-	}
-	*len = strlen(name);
-	return name;
-}
-
-/* perf's scnprintf_pad: at most pad - 1 characters, spaces up to pad. */
-static void print_dso(struct vmpt_consumer *c, const char *name, size_t len)
-{
-	size_t pad = c->o->pad_dso;
-
-	if (pad && len >= pad)
-		len = pad - 1;
-	script_out_mem(c, name, len);
-	if (pad)
-		out_spaces(c, (int)(pad - len));
-}
-
-/* map__fprintf_srcline: the source line on a line of its own. */
-static void print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			  uint64_t ip)
-{
-	char buf[4200];
-	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
-
-	if (n) {
-		script_out_mem(c, "\n  ", 3);
-		script_out_mem(c, buf, n);
-	}
-}
-
-/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
- * the srcline.
- */
-void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
-			  const struct vmpt_section *sec, uint64_t ip, int guest)
-{
-	const struct sym_seen *e;
-
-	if (f & VMPT_F_SRCLINE) {
-		script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
-		print_srcline(c, sec, ip);
-		return;
-	}
-	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
-		return;
-	/* The symbol's text, made once (vmpt_script_fast.c). */
-	if (sec) {
-		char *end;
-
-		if (c->len > SCRIPT_OUT_CAP - FAST_LINE_MAX)
-			script_out_flush(c);
-		end = script_sym_dso_at(c, c->buf + c->len, f, sec, ip, guest);
-		if (end) {
-			c->len = (size_t)(end - c->buf);
-			return;
-		}
-	}
-	e = sym_at(c, sec, ip);
-	if (f & VMPT_F_SYM) {
-		script_out_char(c, ' ');
-		if (e->sym)
-			script_out_mem(c, e->sym->name, e->name_len);
-		else
-			script_out_mem(c, "[unknown]", 9);
-		if ((f & VMPT_F_SYMOFF) && e->sym) {
-			script_out_mem(c, "+0x", 3);
-			out_hex(c, ip - e->from);	/* from: the symbol's address */
-		}
-	}
-	if (f & VMPT_F_DSO) {
-		size_t len;
-		const char *name = script_dso_name(c, sec, ip, guest, &len);
-
-		script_out_mem(c, " (", 2);
-		print_dso(c, name, len);
-		script_out_char(c, ')');
-	}
+	script_out_small(c, ": ", 2);
 }
 
 /* The task's columns of a host sample (comm, pid/tid, cpu) as the last
@@ -340,7 +172,7 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 	size_t start = 0;
 
 	if (host && task_cols_kept(c, cols, callchain)) {
-		out_small(c, c->task_cols.text, c->task_cols.len);
+		script_out_small(c, c->task_cols.text, c->task_cols.len);
 		if (f & VMPT_F_TIME)
 			print_time(c, time);
 		return;
@@ -354,18 +186,18 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 
 	/* perf's machine_pid and vcpu: of the guest task's samples only. */
 	if ((f & VMPT_F_MACHINE_PID) && gtask) {
-		out_small(c, "VM:", 3);
+		script_out_small(c, "VM:", 3);
 		script_out_int(c, t->machine_pid, 5, 0);
 		script_out_char(c, ' ');
 	}
 	if ((f & VMPT_F_VCPU) && gtask) {
-		out_small(c, "VCPU:", 5);
+		script_out_small(c, "VCPU:", 5);
 		script_out_int(c, t->vcpu & ~GUEST_SAMPLE, 3, SCRIPT_ZERO);
 		script_out_char(c, ' ');
 	}
 	if ((f & VMPT_F_VMCS) && guest && c->vmcs) {
-		out_small(c, "VMCS:0x", 7);
-		out_hex(c, c->vmcs);
+		script_out_small(c, "VMCS:0x", 7);
+		script_out_hex(c, c->vmcs);
 		script_out_char(c, ' ');
 	}
 	if (f & VMPT_F_COMM) {
@@ -397,7 +229,7 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 	if (f & VMPT_F_CPU) {
 		script_out_char(c, '[');
 		script_out_int(c, t->cpu, 3, SCRIPT_ZERO);
-		out_small(c, "] ", 2);
+		script_out_small(c, "] ", 2);
 	}
 	if (host)
 		keep_task_cols(c, cols, callchain, start);
@@ -433,7 +265,7 @@ static void print_insn(struct vmpt_consumer *c, unsigned f, const struct script_
 		/* (an instruction is at most 15 bytes; its length a byte) */
 		for (unsigned i = 0; i < smp->insn_len && i < 255; i++, p += 3) {
 			p[0] = ' ';
-			memcpy(p + 1, &hex_pairs[2 * code[i]], 2);
+			memcpy(p + 1, &script_hex_pairs[2 * code[i]], 2);
 		}
 		c->len = (size_t)(p - c->buf);
 	}
@@ -469,14 +301,14 @@ static void print_callindent(struct vmpt_consumer *c, unsigned f,
 	if (smp->flags & PF_RETURN)
 		depth++;	/* the return was popped: the call's depth */
 	if (smp->flags & (PF_CALL | PF_TRACE_BEGIN)) {
-		e = sym_at(c, smp->addr ? script_find(c, smp->addr, smp->addr_guest) : NULL,
+		e = script_sym_or_none(c, smp->addr ? script_find(c, smp->addr, smp->addr_guest) : NULL,
 			   smp->addr);
 		if (e->sym)
 			name = e->sym->name;
 		else
 			ip = smp->addr;
 	} else if (smp->flags & (PF_RETURN | PF_TRACE_END)) {
-		e = sym_at(c, smp->sec, smp->ip);
+		e = script_sym_or_none(c, smp->sec, smp->ip);
 		if (e->sym)
 			name = e->sym->name;
 		else
@@ -487,87 +319,22 @@ static void print_callindent(struct vmpt_consumer *c, unsigned f,
 		const char *dso = script_dso_name(c, smp->sec, smp->ip, smp->guest, &dlen);
 
 		script_out_char(c, '(');
-		print_dso(c, dso, dlen);
+		script_print_dso(c, dso, dlen);
 		script_out_mem(c, ")\t", 2);
 	}
 	if (name) {
-		out_spaces(c, (int)depth * 4);
+		script_out_spaces(c, (int)depth * 4);
 		script_out_mem(c, name, strlen(name));
 		len = (int)depth * 4 + (int)strlen(name);
 	} else if (ip) {
-		out_spaces(c, (int)depth * 4);
-		out_hex16(c, ip);
+		script_out_spaces(c, (int)depth * 4);
+		script_out_hex16(c, ip);
 		len = (int)depth * 4 + 16;
 	}
 	if (len > c->s->spacing || (len && len < c->s->spacing - 52))
 		c->s->spacing = (len + 4 + 31) / 32 * 32;
 	if (len < c->s->spacing)
-		out_spaces(c, c->s->spacing - len);
-}
-
-/* A callchain frame's address as perf prints it: relative to its
- * mapping in user space (the vdso's too), as is in the kernel.
- */
-static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_section *sec,
-			   uint64_t ip)
-{
-	if (!sec || (c->o->kernel_start && ip >= c->o->kernel_start) ||
-	    (sec->name[0] == '[' && strcmp(sec->name, "[vdso]")))
-		return ip;
-	return sec->file_offset + (ip - sec->vaddr);
-}
-
-/* --inline: the frames of the functions inlined at a callchain's ip, as
- * perf's sample__fprintf_callchain prints inlined symbols (no dso, the
- * ip's srcline, " (inlined)"); 1 when the last one, the function they
- * are in, was printed too (its name is not its symbol's).
- */
-static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_section *sec,
-			 uint64_t ip)
-{
-	const struct vmpt_inline_frame *fr;
-	const struct sym_seen *e = sym_at(c, sec, ip);
-	size_t n = e->sym ? script_inlines(c, sec, ip, &fr) : 0;
-	int last_too;
-
-	if (!n)
-		return 0;
-	last_too = !fr[n - 1].func || strcmp(fr[n - 1].func, e->sym->name);
-	for (size_t k = 0; k < n - !last_too; k++) {
-		script_out_char(c, '\t');
-		out_hex16(c, frame_addr(c, sec, ip));
-		if (f & VMPT_F_SYM) {
-			script_out_char(c, ' ');
-			script_outf(c, "%s", fr[k].func ? fr[k].func : "??");
-			if (f & VMPT_F_SYMOFF) {
-				script_out_mem(c, "+0x", 3);
-				out_hex(c, ip - e->from);
-			}
-		}
-		if (f & VMPT_F_SRCLINE)
-			print_srcline(c, sec, ip);
-		script_out_mem(c, " (inlined)\n", 11);
-	}
-	return last_too;
-}
-
-void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
-			    size_t n, int guest)
-{
-	for (size_t i = 0; i < n; i++) {
-		const struct vmpt_section *sec;
-
-		if (chain[i] >= SCRIPT_CONTEXT_USER)
-			continue;	/* a context marker */
-		sec = script_find(c, chain[i], guest);
-		if (c->o->inline_frames && sec && print_inlined(c, f, sec, chain[i]))
-			continue;
-		script_out_char(c, '\t');
-		out_hex16(c, frame_addr(c, sec, chain[i]));
-		script_print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
-			      sec, chain[i], guest);
-		script_out_char(c, '\n');
-	}
+		script_out_spaces(c, c->s->spacing - len);
 }
 
 static void print_brstack(struct vmpt_consumer *c, unsigned f,
@@ -577,7 +344,7 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 		if (f & VMPT_F_BRSTACKSYM) {
 			const struct vmpt_section *from = script_find(c, br[i].from, guest);
 			const struct vmpt_section *to = script_find(c, br[i].to, guest);
-			const struct sym_seen *e = sym_at(c, from, br[i].from);
+			const struct sym_seen *e = script_sym_or_none(c, from, br[i].from);
 			size_t len;
 			const char *dso;
 
@@ -590,7 +357,7 @@ static void print_brstack(struct vmpt_consumer *c, unsigned f,
 				script_outf(c, "(%s)", dso);
 			}
 			script_out_char(c, '/');
-			e = sym_at(c, to, br[i].to);
+			e = script_sym_or_none(c, to, br[i].to);
 			if (e->sym)
 				script_outf(c, "%s+0x%" PRIx64, e->sym->name, br[i].to - e->from);
 			else
@@ -710,7 +477,7 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 			c->flags_len = strlen(c->flags_name);
 			c->flags_of = smp->flags;
 		}
-		out_small(c, "  ", 2);
+		script_out_small(c, "  ", 2);
 		script_out_padded(c, c->flags_name, c->flags_len, 21, SCRIPT_LEFT);
 		script_out_char(c, ' ');
 	}
@@ -719,13 +486,13 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 			print_callindent(c, f, smp, x ? x->depth : 0);
 		if (f & VMPT_F_IP) {
 			script_out_char(c, ' ');
-			out_hex16(c, smp->ip);
+			script_out_hex16(c, smp->ip);
 			script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->ip ? sec : NULL, smp->ip,
 				      smp->guest);
 		}
 		if ((f & VMPT_F_ADDR) || !o->f.user_set[VMPT_OUT_HW]) {
-			out_small(c, " => ", 4);
-			out_hex16(c, smp->addr);
+			script_out_small(c, " => ", 4);
+			script_out_hex16(c, smp->addr);
 			if (f & (VMPT_F_SYM | VMPT_F_DSO))
 				script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, smp->addr ?
 					      script_find(c, smp->addr, smp->addr_guest) : NULL,
@@ -734,7 +501,7 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		print_ipc(c, f, smp);
 		/* perf_sample__fprintf_bts: the srcline after the target. */
 		if (f & VMPT_F_SRCLINE)
-			print_srcline(c, smp->ip ? sec : NULL, smp->ip);
+			script_print_srcline(c, smp->ip ? sec : NULL, smp->ip);
 		if (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))
 			print_insn(c, f, smp);
 		script_out_char(c, '\n');
@@ -743,17 +510,17 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 	if (type == VMPT_OUT_SYNTH && (f & VMPT_F_SYNTH)) {
 		script_out_mem(c, smp->synth, (size_t)smp->synth_len);
 		if (smp->synth_len < 34)
-			out_spaces(c, 34 - smp->synth_len);
+			script_out_spaces(c, 34 - smp->synth_len);
 	}
 	if (f & VMPT_F_ADDR)
-		out_hex16(c, smp->addr);
+		script_out_hex16(c, smp->addr);
 	if (f & VMPT_F_IP) {
 		if (callchain) {
 			script_out_char(c, '\n');
 			script_print_callchain(c, f, x->chain, x->nchain, smp->guest);
 		} else {
 			script_out_char(c, ' ');
-			out_hex16(c, smp->ip);
+			script_out_hex16(c, smp->ip);
 			script_print_sym_dso(c, f, smp->ip ? sec : NULL, smp->ip, smp->guest);
 		}
 	}
@@ -770,7 +537,7 @@ void script_print_event(struct vmpt_consumer *c, const char *name)
 	if (!name)
 		name = "";
 	script_out_padded(c, name, strlen(name), c->o->name_width, 0);
-	out_small(c, ": ", 2);
+	script_out_small(c, ": ", 2);
 }
 
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp)

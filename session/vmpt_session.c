@@ -574,6 +574,11 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	ret = session_pokes_apply(s, &pokes);
 	if (ret < 0)
 		return ret;
+	ret = session_kernel_symbols(s);
+	if (ret < 0) {
+		snprintf(s->errmsg, sizeof(s->errmsg), "kallsyms: %s", vmpt_strerror(ret));
+		return ret;
+	}
 	for (size_t i = 0; s->have_info && i < s->pd.nr_attrs; i++)
 		if (s->pd.attrs[i].attr.type == s->info.priv[VMPT_INTEL_PT_PMU_TYPE])
 			s->intel_pt = &s->pd.attrs[i].attr;
@@ -597,6 +602,8 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 
 void vmpt_session_close(struct vmpt_session *s)
 {
+	if (s->ksym_dir[0])
+		pthread_mutex_destroy(&s->ksym_lock);
 	vmpt_corr_free(s->corr);
 	vmpt_guest_tasks_free(s->guest);
 	vmpt_perf_close(&s->pd);
@@ -684,8 +691,8 @@ const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t ti
 }
 
 /* The last mapping of pid holding addr. */
-static const struct vmpt_session_map *map_in(const struct vmpt_session *s, int pid,
-					     uint64_t addr)
+const struct vmpt_session_map *session_map_in(const struct vmpt_session *s, int pid,
+					      uint64_t addr)
 {
 	const struct vmpt_session_map *best = NULL;
 
@@ -709,15 +716,16 @@ int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *
 	for (int depth = 0; !m && depth < 64 && pid > 0; depth++) {
 		const struct vmpt_session_proc *p = find_proc(s, pid);
 
-		m = map_in(s, pid, addr);
+		m = session_map_in(s, pid, addr);
 		pid = p ? p->parent : -1;
 	}
 	if (!m)
-		m = map_in(s, -1, addr);
+		m = session_map_in(s, -1, addr);
 	if (!m)
 		return -VMPT_ERR_NOT_FOUND;
 	map->name = m->name;
 	map->start = m->start;
+	map->pgoff = m->pgoff;
 	map->build_id = m->build_id[0] ? m->build_id : NULL;
 	return 0;
 }

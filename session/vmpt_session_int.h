@@ -67,4 +67,14 @@ int session_sample_value(struct session_reads *r, const struct vmpt_perf_data *p
 			 const struct vmpt_perf_event *ev, uint64_t i, struct vmpt_perf_event *out);
 void session_reads_free(struct session_reads *r);
 
+/* The mapping of addr in process pid's own maps (-1: the kernel's), the
+ * last recorded one there, or NULL.
+ */
+const struct vmpt_session_map *session_map_in(const struct vmpt_session *s, int pid,
+					      uint64_t addr);
+/* vmpt_session_kallsyms.c: load the running kernel's symbols when perf
+ * would (see vmpt_session_kernel_sym): 0 or -VMPT_ERR_NOMEM.
+ */
+int session_kernel_symbols(struct vmpt_session *s);
+
 #endif

@@ -75,6 +75,52 @@ perf record -q -e cpu-clock:u -c 100000 -o - -- \
 same vdso
 grep -q '__vdso_.* (\[vdso\])' "$T/vdso.perf" || fail "vdso: perf named no vdso symbol"
 
+# Kernel code with no vmlinux or kcore: perf names it from this machine's
+# kallsyms when the recording's kernel is the running one (the file form:
+# its build-id; the pipe form: none recorded), else from the build-id
+# cache's copy for the recorded id, else not at all; under --symfs never.
+kern() {	# NAME [perf record options]: dd in the kernel, with callchains
+	n=$1
+	shift
+	perf record -q -e cpu-clock -c 200000 -g "$@" -- \
+		dd if=/dev/zero of=/dev/null bs=64k count=20000 2>"$T/$n.log"
+}
+named='[a-z_][a-z0-9_.]*+0x[0-9a-f]* (\[kernel.kallsyms\])'
+if kern kernel -o "$T/kernel.data" >/dev/null && kern kpipe -o - >"$T/kpipe.data" &&
+	awk '$1 != "0000000000000000" { f = 1 } END { exit !f }' /proc/kallsyms; then
+	export HOME="$T/home"	# perf record fills its build-id cache there
+	same kernel
+	same kernel -F ip,sym,symoff,dso
+	grep -q "$named" "$T/kernel.perf" || fail "kernel: perf named no kernel symbol"
+	same kpipe
+	grep -q "$named" "$T/kpipe.perf" || fail "kpipe: perf named no kernel symbol"
+	same kernel --symfs / -F ip,sym,dso	# "/": no symfs, as perf takes it
+	# (other binaries under an empty symfs: perf's and vmpt's differ)
+	mkdir "$T/empty"
+	for p in perf "$VMPT"; do
+		"$p" script -i "$T/kernel.data" --symfs "$T/empty" -F ip,sym,dso 2>/dev/null |
+			grep 'kernel\.kallsyms' >"$T/ksymfs.$(basename "$p")" || true
+	done
+	[ -s "$T/ksymfs.perf" ] || fail "kernel --symfs: perf printed no kernel line"
+	diff -u "$T/ksymfs.perf" "$T/ksymfs.vmpt" >&2 || fail "kernel --symfs: not perf's kernel lines"
+	! grep -q "$named" "$T/ksymfs.perf" || fail "kernel --symfs: perf named the kernel"
+	# Another kernel's build-id (one byte changed): unnamed, then named
+	# by a kallsyms in the build-id cache for that id.
+	id=$(perf buildid-list -i "$T/kernel.data" 2>/dev/null |
+		awk '$2 == "[kernel.kallsyms]" { print $1 }')
+	other=$(printf '%s' "$id" | sed 's/^./0/; t; s/^/0/')
+	[ "$other" != "$id" ] || other=1${id#?}
+	python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); a, b = (bytes.fromhex(x) for x in sys.argv[3:5]); assert d.count(a) == 1; open(sys.argv[2], "wb").write(d.replace(a, b))' \
+		"$T/kernel.data" "$T/kother.data" "$id" "$other" || fail "kother: build-id not changed"
+	same kother
+	! grep -q "$named" "$T/kother.perf" || fail "kother: perf named another kernel"
+	mkdir -p "$HOME/.debug/[kernel.kallsyms]/$other"
+	cp /proc/kallsyms "$HOME/.debug/[kernel.kallsyms]/$other/kallsyms"
+	same kother
+	grep -q "$named" "$T/kother.perf" || fail "kother: perf named nothing from the cache"
+	checked="$checked kallsyms(file,pipe,symfs,cache)"
+fi
+
 # A tracepoint's samples: said, not printed; the others' are perf's.
 if rec tp -e sched:sched_switch -e cpu-clock:u -c 500000; then
 	n=$(perf script -i "$T/tp.data" 2>/dev/null | grep -c 'sched:sched_switch:' || true)

@@ -491,7 +491,7 @@ static int cmp_sym_listed(const void *a, const void *b)
 }
 
 /* kallsyms lines: "ffffffff81000000 T _stext [module]". */
-int image_read_kallsyms(struct vmpt_image *img, const char *dir,
+int image_read_kallsyms(struct vmpt_image *img, const char *dir, int core_only,
 			struct vmpt_symbol **out, size_t *n_out)
 {
 	struct vmpt_symbol *syms = NULL;
@@ -509,9 +509,11 @@ int image_read_kallsyms(struct vmpt_image *img, const char *dir,
 	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long addr;
-		char type, name[256];
+		char type, name[256], module;
+		int got = sscanf(line, "%llx %c %255s %c", &addr, &type, name, &module);
 
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3 ||
+		/* (a name past 255 characters goes on where %c reads) */
+		if (got < 3 || (got == 4 && module == '[' && core_only) ||
 		    (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 			continue;
 		if (n == cap) {
@@ -555,4 +557,14 @@ int image_read_kallsyms(struct vmpt_image *img, const char *dir,
 	*out = syms;
 	*n_out = k;
 	return 0;
+}
+
+int vmpt_image_kallsyms(struct vmpt_image *img, const char *dir,
+			const struct vmpt_symbol **syms, size_t *n)
+{
+	struct vmpt_symbol *own;
+	int ret = image_read_kallsyms(img, dir, 1, &own, n);
+
+	*syms = own;
+	return ret;
 }

@@ -22,6 +22,11 @@ int vmpt_build_id_of_file(const char *path, char hex[41]);
 /* The same for an ELF image in memory. */
 int vmpt_build_id_of_buffer(const uint8_t *data, size_t size, char hex[41]);
 
+/* The running kernel's build-id (/sys/kernel/notes): 0, or
+ * -VMPT_ERR_NOT_FOUND.
+ */
+int vmpt_build_id_running_kernel(char hex[41]);
+
 /* Do two hex build-ids name the same binary?  perf pads short ids (a
  * 16-byte md5 one) with zeros to 20 bytes: trailing zeros do not count.
  */

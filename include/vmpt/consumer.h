@@ -41,12 +41,17 @@ struct vmpt_task {
 struct vmpt_map_ref {
 	const char *name;
 	uint64_t start;		/* the address the mapping starts at */
+	uint64_t pgoff;		/* the file offset there */
 	const char *build_id;	/* hex, or NULL when not recorded */
 };
 /* The mapping of addr in process pid (and its parents, and the kernel's):
  * 0, or -VMPT_ERR_NOT_FOUND.
  */
 typedef int (*vmpt_map_fn)(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
+/* The kernel symbol at addr (its name, its address) where no code in the
+ * image names it: 0, or -VMPT_ERR_NOT_FOUND.
+ */
+typedef int (*vmpt_ksym_fn)(void *ctx, uint64_t addr, const char **name, uint64_t *start);
 /* The binaries perf fails to read as process ev->mmap.pid maps its vdso
  * (ev, a "[vdso]" MMAP): perf asks its mappings for their ELF class in
  * address order until a binary answers (machine__thread_dso_type), and a

@@ -126,6 +126,7 @@ struct vmpt_script_opts {
 	const struct vmpt_image *image;	/* symbols and dsos */
 	vmpt_map_fn map_of;		/* missing binaries; NULL: none */
 	vmpt_vdso_fn vdso_unread;	/* with map_ctx too; NULL: none */
+	vmpt_ksym_fn kernel_sym;	/* with map_ctx too; NULL: none */
 	void *map_ctx;
 	/* perf.data: TSC -> perf time, printed sec.usec; else the TSC. */
 	int have_tc;

@@ -15,6 +15,7 @@
 #include "vmpt/perf_data.h"
 #include "vmpt/task_recs.h"
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,6 +100,18 @@ struct vmpt_session {
 	size_t n_maps;
 	size_t *maps_by_pid;	/* maps' indices by pid, address, file order (made on use) */
 	char own_vdso[4096];	/* the copy of this machine's vdso, once made */
+	/* The kernel's symbols where no kernel code is given
+	 * (vmpt_session_kernel_sym): the directory of the kallsyms to read
+	 * ("": none), read on first use; the recording's _text; delta:
+	 * theirs to the recording's addresses (another boot's KASLR).
+	 */
+	char ksym_dir[4200];
+	uint64_t ksym_text;
+	pthread_mutex_t ksym_lock;	/* with ksym_dir set */
+	int ksym_loaded;
+	const struct vmpt_symbol *ksyms;
+	size_t n_ksyms;
+	uint64_t ksym_delta;
 	/* Records consumers may show, in file order: COMM, FORK, EXIT,
 	 * MMAP, MMAP2, SWITCH, SWITCH_CPU_WIDE, LOST, AUX and the samples
 	 * of events other than Intel PT's.
@@ -159,6 +172,13 @@ const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t ti
 
 /* vmpt_map_fn over the recorded mappings (ctx: the session). */
 int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
+/* vmpt_ksym_fn (ctx: the session): the symbol of addr in the kernel's
+ * mapping when only this machine's kallsyms names it (no vmlinux or kcore
+ * given): as perf without them, /proc/kallsyms for a recording of the
+ * running kernel (or of no kernel build-id: the pipe form), else the
+ * build-id cache's ~/.debug/[kernel.kallsyms]/ID/kallsyms.
+ */
+int vmpt_session_kernel_sym(void *ctx, uint64_t addr, const char **name, uint64_t *start);
 /* vmpt_vdso_fn over the recorded mappings (ctx: the session). */
 size_t vmpt_session_vdso_unread(void *ctx, const struct vmpt_perf_event *ev,
 				const char **names, size_t max);

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* An address as perf script names it: " sym+off (dso)" and its source
+ * line (sample__fprintf_sym), a callchain's frames with the functions
+ * inlined there (sample__fprintf_callchain).  The symbols come from the
+ * code in the image (vmpt_script_syms.c keeps those met), a kernel with
+ * no code from this machine's kallsyms, the dso from the code or else
+ * the recorded mapping.
+ */
+#include "vmpt_script_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The symbol at ip in sec (sym NULL: none there, or no sec). */
+const struct sym_seen *script_sym_or_none(struct vmpt_consumer *c,
+					  const struct vmpt_section *sec, uint64_t ip)
+{
+	static const struct sym_seen none;
+
+	return sec ? script_sym_at(c, sec, ip) : &none;
+}
+
+const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			    uint64_t addr, int guest, size_t *len)
+{
+	struct vmpt_map_ref map;
+	const char *name = "[unknown]";
+
+	/* perf's name of a guest's kernel, once it knows the guest. */
+	if (sec && guest && c->task.machine_pid > 0 && !strcmp(sec->name, "[kernel.kallsyms]")) {
+		snprintf(c->guest_kernel, sizeof(c->guest_kernel),
+			 "[guest.kernel.kallsyms.%d]", c->task.machine_pid);
+		name = c->guest_kernel;
+	} else if (sec)
+		name = sec->name;
+	else if (addr && !guest && c->o->map_of &&
+		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0) {
+		name = map.name;
+		/* perf loaded its symbols for the sample: a kernel's load
+		 * leaves its data status ERROR, a user binary's does not
+		 * (perf.data.intel_pt-4.14's errors are the same with and
+		 * without samples).
+		 */
+		if (name[0] == '[')
+			script_unread_looked_up(c, name);
+	}
+	*len = strlen(name);
+	return name;
+}
+
+/* perf's scnprintf_pad: at most pad - 1 characters, spaces up to pad. */
+void script_print_dso(struct vmpt_consumer *c, const char *name, size_t len)
+{
+	size_t pad = c->o->pad_dso;
+
+	if (pad && len >= pad)
+		len = pad - 1;
+	script_out_mem(c, name, len);
+	if (pad)
+		script_out_spaces(c, (int)(pad - len));
+}
+
+/* map__fprintf_srcline: the source line on a line of its own. */
+void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			  uint64_t ip)
+{
+	char buf[4200];
+	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
+
+	if (n) {
+		script_out_mem(c, "\n  ", 3);
+		script_out_mem(c, buf, n);
+	}
+}
+
+/* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
+ * the srcline.
+ */
+void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
+			  const struct vmpt_section *sec, uint64_t ip, int guest)
+{
+	const struct sym_seen *e;
+
+	if (f & VMPT_F_SRCLINE) {
+		script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
+		script_print_srcline(c, sec, ip);
+		return;
+	}
+	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
+		return;
+	/* The symbol's text, made once (vmpt_script_fast.c). */
+	if (sec) {
+		char *end;
+
+		if (c->len > SCRIPT_OUT_CAP - FAST_LINE_MAX)
+			script_out_flush(c);
+		end = script_sym_dso_at(c, c->buf + c->len, f, sec, ip, guest);
+		if (end) {
+			c->len = (size_t)(end - c->buf);
+			return;
+		}
+	}
+	e = script_sym_or_none(c, sec, ip);
+	if (f & VMPT_F_SYM) {
+		const char *name = e->sym ? e->sym->name : NULL;
+		uint64_t from = e->from;	/* the symbol's address */
+
+		/* No kernel code: this machine's kallsyms may name it. */
+		if (!sec && !guest && ip && c->o->kernel_sym &&
+		    c->o->kernel_sym(c->o->map_ctx, ip, &name, &from) < 0)
+			name = NULL;
+		script_out_char(c, ' ');
+		if (name)
+			script_out_mem(c, name, e->sym && name == e->sym->name ? e->name_len :
+				       strlen(name));
+		else
+			script_out_mem(c, "[unknown]", 9);
+		if ((f & VMPT_F_SYMOFF) && name) {
+			script_out_mem(c, "+0x", 3);
+			script_out_hex(c, ip - from);
+		}
+	}
+	if (f & VMPT_F_DSO) {
+		size_t len;
+		const char *name = script_dso_name(c, sec, ip, guest, &len);
+
+		script_out_mem(c, " (", 2);
+		script_print_dso(c, name, len);
+		script_out_char(c, ')');
+	}
+}
+
+/* A callchain frame's address as perf prints it: relative to its
+ * mapping in user space (the vdso's too; a binary missing here, by its
+ * recorded mapping), as is in the kernel.
+ */
+static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_section *sec,
+			   uint64_t ip)
+{
+	struct vmpt_map_ref map;
+
+	if (c->o->kernel_start && ip >= c->o->kernel_start)
+		return ip;
+	if (!sec) {
+		if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, ip, &map) < 0 ||
+		    (map.name[0] == '[' && strcmp(map.name, "[vdso]")))
+			return ip;
+		return map.pgoff + (ip - map.start);
+	}
+	if (sec->name[0] == '[' && strcmp(sec->name, "[vdso]"))
+		return ip;
+	return sec->file_offset + (ip - sec->vaddr);
+}
+
+/* --inline: the frames of the functions inlined at a callchain's ip, as
+ * perf's sample__fprintf_callchain prints inlined symbols (no dso, the
+ * ip's srcline, " (inlined)"); 1 when the last one, the function they
+ * are in, was printed too (its name is not its symbol's).
+ */
+static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_section *sec,
+			 uint64_t ip)
+{
+	const struct vmpt_inline_frame *fr;
+	const struct sym_seen *e = script_sym_or_none(c, sec, ip);
+	size_t n = e->sym ? script_inlines(c, sec, ip, &fr) : 0;
+	int last_too;
+
+	if (!n)
+		return 0;
+	last_too = !fr[n - 1].func || strcmp(fr[n - 1].func, e->sym->name);
+	for (size_t k = 0; k < n - !last_too; k++) {
+		script_out_char(c, '\t');
+		script_out_hex16(c, frame_addr(c, sec, ip));
+		if (f & VMPT_F_SYM) {
+			script_out_char(c, ' ');
+			script_outf(c, "%s", fr[k].func ? fr[k].func : "??");
+			if (f & VMPT_F_SYMOFF) {
+				script_out_mem(c, "+0x", 3);
+				script_out_hex(c, ip - e->from);
+			}
+		}
+		if (f & VMPT_F_SRCLINE)
+			script_print_srcline(c, sec, ip);
+		script_out_mem(c, " (inlined)\n", 11);
+	}
+	return last_too;
+}
+
+void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
+			    size_t n, int guest)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct vmpt_section *sec;
+
+		if (chain[i] >= SCRIPT_CONTEXT_USER)
+			continue;	/* a context marker */
+		sec = script_find(c, chain[i], guest);
+		if (c->o->inline_frames && sec && print_inlined(c, f, sec, chain[i]))
+			continue;
+		script_out_char(c, '\t');
+		script_out_hex16(c, frame_addr(c, sec, chain[i]));
+		script_print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
+			      sec, chain[i], guest);
+		script_out_char(c, '\n');
+	}
+}
