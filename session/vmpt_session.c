@@ -602,7 +602,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 
 void vmpt_session_close(struct vmpt_session *s)
 {
-	if (s->ksym_dir[0])
+	if (s->ksym_path[0])
 		pthread_mutex_destroy(&s->ksym_lock);
 	vmpt_corr_free(s->corr);
 	vmpt_guest_tasks_free(s->guest);

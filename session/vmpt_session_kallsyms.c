@@ -59,15 +59,15 @@ int session_kernel_symbols(struct vmpt_session *s)
 		return 0;
 	if (!k->build_id[0] || (vmpt_build_id_running_kernel(here) == 0 &&
 				vmpt_build_id_equal(here, k->build_id)))
-		snprintf(s->ksym_dir, sizeof(s->ksym_dir), "/proc");
+		snprintf(s->ksym_path, sizeof(s->ksym_path), "/proc/kallsyms");
 	else if (vmpt_build_id_cache_dir(cache, sizeof(cache)) == 0)
-		snprintf(s->ksym_dir, sizeof(s->ksym_dir), "%.4000s/[kernel.kallsyms]/%s", cache,
-			 k->build_id);
-	if (!s->ksym_dir[0])
+		snprintf(s->ksym_path, sizeof(s->ksym_path), "%.4000s/[kernel.kallsyms]/%s/kallsyms",
+			 cache, k->build_id);
+	if (!s->ksym_path[0])
 		return 0;
 	s->ksym_text = k->pgoff;
 	if (pthread_mutex_init(&s->ksym_lock, NULL)) {
-		s->ksym_dir[0] = 0;
+		s->ksym_path[0] = 0;
 		return -VMPT_ERR_NOMEM;
 	}
 	return 0;
@@ -83,7 +83,7 @@ static int load(struct vmpt_session *s)
 	if (s->ksym_loaded)
 		return s->n_ksyms ? 0 : -VMPT_ERR_NOT_FOUND;
 	s->ksym_loaded = 1;
-	if (vmpt_image_kallsyms(s->image, s->ksym_dir, &s->ksyms, &s->n_ksyms) < 0) {
+	if (vmpt_image_kallsyms(s->image, s->ksym_path, &s->ksyms, &s->n_ksyms) < 0) {
 		s->n_ksyms = 0;		/* none: unnamed, as by perf */
 		return -VMPT_ERR_NOT_FOUND;
 	}
@@ -104,7 +104,7 @@ int vmpt_session_kernel_sym(void *ctx, uint64_t addr, const char **name, uint64_
 	uint64_t at;
 	int ret;
 
-	if (!s->ksym_dir[0] || !(m = session_map_in(s, -1, addr)) ||
+	if (!s->ksym_path[0] || !(m = session_map_in(s, -1, addr)) ||
 	    strcmp(m->name, "[kernel.kallsyms]"))
 		return -VMPT_ERR_NOT_FOUND;
 	pthread_mutex_lock(&s->ksym_lock);

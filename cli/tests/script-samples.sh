@@ -118,6 +118,14 @@ if kern kernel -o "$T/kernel.data" >/dev/null && kern kpipe -o - >"$T/kpipe.data
 	cp /proc/kallsyms "$HOME/.debug/[kernel.kallsyms]/$other/kallsyms"
 	same kother
 	grep -q "$named" "$T/kother.perf" || fail "kother: perf named nothing from the cache"
+	# a FIFO there is no kallsyms: unnamed, and no hang
+	rm "$HOME/.debug/[kernel.kallsyms]/$other/kallsyms"
+	mkfifo "$HOME/.debug/[kernel.kallsyms]/$other/kallsyms"
+	timeout 60 "$VMPT" script -i "$T/kother.data" >"$T/kfifo.vmpt" 2>&1 ||
+		fail "kother with a FIFO in the cache: exit status $?"
+	grep -q '\[unknown\] (\[kernel.kallsyms\])' "$T/kfifo.vmpt" ||
+		fail "kother with a FIFO in the cache: no unnamed kernel line"
+	! grep -q "$named" "$T/kfifo.vmpt" || fail "kother with a FIFO in the cache: named"
 	checked="$checked kallsyms(file,pipe,symfs,cache)"
 fi
 

@@ -540,7 +540,7 @@ int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 			       "[kernel.kallsyms]", &list, &n);
 	if (ret < 0)
 		return ret;
-	ret = image_read_kallsyms(img, dir, 0, &syms, &n_syms);
+	ret = image_read_kallsyms(img, dir, "kallsyms", 0, &syms, &n_syms);
 	if (ret == 0)
 		ret = image_attach_symbols(img, list, n, syms, n_syms, 0);
 	free(list);

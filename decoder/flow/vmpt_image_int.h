@@ -59,11 +59,11 @@ int image_map_file(struct vmpt_image *img, const char *root, const char *path,
 /* The symbols of an ELF file at its link addresses, parsed once. */
 int image_file_symbols(struct vmpt_image *img, Elf *elf, const struct vmpt_file *f,
 		       struct vmpt_symbol **out, size_t *n_out);
-/* A kcore_dir's kallsyms, one symbol per address, as perf keeps them
- * (core_only: no module's).
+/* A kallsyms (path inside root, as vmpt_path_open), one symbol per
+ * address, as perf keeps them (core_only: no module's).
  */
-int image_read_kallsyms(struct vmpt_image *img, const char *dir, int core_only,
-			struct vmpt_symbol **out, size_t *n_out);
+int image_read_kallsyms(struct vmpt_image *img, const char *root, const char *path,
+			int core_only, struct vmpt_symbol **out, size_t *n_out);
 /* Give each section the symbols inside it (syms sorted, at the file's
  * addresses: the sections are there + bias). */
 int image_attach_symbols(struct vmpt_image *img, struct vmpt_section *const *secs,

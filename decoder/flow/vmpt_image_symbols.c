@@ -491,13 +491,13 @@ static int cmp_sym_listed(const void *a, const void *b)
 }
 
 /* kallsyms lines: "ffffffff81000000 T _stext [module]". */
-int image_read_kallsyms(struct vmpt_image *img, const char *dir, int core_only,
-			struct vmpt_symbol **out, size_t *n_out)
+int image_read_kallsyms(struct vmpt_image *img, const char *root, const char *path,
+			int core_only, struct vmpt_symbol **out, size_t *n_out)
 {
 	struct vmpt_symbol *syms = NULL;
 	size_t n = 0, k = 0, cap = 0;
 	char line[512];
-	int fd = vmpt_path_open(dir, "kallsyms");
+	int fd = vmpt_path_open(root, path);
 	FILE *f = fd < 0 ? NULL : fdopen(fd, "r");
 
 	*out = NULL;
@@ -559,11 +559,11 @@ int image_read_kallsyms(struct vmpt_image *img, const char *dir, int core_only,
 	return 0;
 }
 
-int vmpt_image_kallsyms(struct vmpt_image *img, const char *dir,
+int vmpt_image_kallsyms(struct vmpt_image *img, const char *path,
 			const struct vmpt_symbol **syms, size_t *n)
 {
 	struct vmpt_symbol *own;
-	int ret = image_read_kallsyms(img, dir, 1, &own, n);
+	int ret = image_read_kallsyms(img, NULL, path, 1, &own, n);
 
 	*syms = own;
 	return ret;

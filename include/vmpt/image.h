@@ -175,12 +175,13 @@ int vmpt_image_add_kcore(struct vmpt_image *img, const char *path,
 int vmpt_image_add_kcore_dir(struct vmpt_image *img, const char *dir,
 			     const struct vmpt_asid *asid);
 
-/* The core kernel's symbols of DIR/kallsyms (opened inside DIR), as perf
- * reads them: text symbols, one per address, each ending where the next
- * begins; sorted, kept by img until it is freed.  0, -VMPT_ERR_IO (no
- * kallsyms there) or -VMPT_ERR_NOMEM.
+/* The core kernel's symbols of the kallsyms at path (the host's or the
+ * user's own file: links followed, a regular file only), as perf reads
+ * them: text symbols, one per address, each ending where the next
+ * begins; sorted, kept by img until it is freed.  0, -VMPT_ERR_IO (none
+ * there) or -VMPT_ERR_NOMEM.
  */
-int vmpt_image_kallsyms(struct vmpt_image *img, const char *dir,
+int vmpt_image_kallsyms(struct vmpt_image *img, const char *path,
 			const struct vmpt_symbol **syms, size_t *n);
 
 /* Add a page cache: PREFIX.addr holds little-endian u64 page addresses,

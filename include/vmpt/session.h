@@ -101,13 +101,13 @@ struct vmpt_session {
 	size_t *maps_by_pid;	/* maps' indices by pid, address, file order (made on use) */
 	char own_vdso[4096];	/* the copy of this machine's vdso, once made */
 	/* The kernel's symbols where no kernel code is given
-	 * (vmpt_session_kernel_sym): the directory of the kallsyms to read
+	 * (vmpt_session_kernel_sym): the kallsyms to read
 	 * ("": none), read on first use; the recording's _text; delta:
 	 * theirs to the recording's addresses (another boot's KASLR).
 	 */
-	char ksym_dir[4200];
+	char ksym_path[4200];
 	uint64_t ksym_text;
-	pthread_mutex_t ksym_lock;	/* with ksym_dir set */
+	pthread_mutex_t ksym_lock;	/* with ksym_path set */
 	int ksym_loaded;
 	const struct vmpt_symbol *ksyms;
 	size_t n_ksyms;
