@@ -10,7 +10,6 @@
 #include "vmpt/build_id.h"
 #include "vmpt/error.h"
 
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
