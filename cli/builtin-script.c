@@ -134,6 +134,15 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	op->vdso_unread = vmpt_session_vdso_unread;
 	op->kernel_sym = vmpt_session_kernel_sym;
 	op->map_ctx = &s;
+	/* Without libtraceevent the tracepoints' lines go without payload. */
+	ret = vmpt_script_tp_open(&s.pd, &op->tp, err, sizeof(err));
+	if (ret == -VMPT_ERR_NO_LIBRARY) {
+		fprintf(stderr, "vmpt script: warning: %s\n", err);
+	} else if (ret < 0) {
+		fprintf(stderr, "vmpt script: %s: %s\n", path,
+			ret == -VMPT_ERR_FORMAT ? err : vmpt_strerror(ret));
+		goto out;
+	}
 	if (vmpt_script_opts_recording(op, &s.pd, s.intel_pt, s.have_info ? &s.info : NULL,
 				       err, sizeof(err)) < 0) {
 		status = settle_error(err);
@@ -163,6 +172,8 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 	status = 0;
 out:
 	vmpt_script_free(sc);
+	vmpt_script_tp_free(op->tp);
+	op->tp = NULL;
 	vmpt_session_close(&s);
 	return status;
 }

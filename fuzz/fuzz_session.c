@@ -73,13 +73,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct vmpt_session s;
 	char err[512];
 
+	vmpt_script_opts_init(&op);
 	if (fuzz_write(rec, data, size) < 0)
 		return 0;
 	if (vmpt_session_open_opts(&s, rec, NULL, &so) < 0)
 		goto out;
 	if (s.corr)
 		vmpt_corr_summary(s.corr, sink, "fuzz");
-	vmpt_script_opts_init(&op);
 	op.show_task = op.show_mmap = op.show_switch = op.show_lost = 1;
 	s.cfg.perf_resync = 1;
 	op.image = s.image;
@@ -87,6 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	op.tc = s.tc;
 	op.map_of = vmpt_session_map_of;
 	op.map_ctx = &s;
+	if (vmpt_script_tp_open(&s.pd, &op.tp, err, sizeof(err)) < 0)
+		goto out;
 	if (vmpt_script_opts_recording(&op, &s.pd, s.intel_pt, s.have_info ? &s.info : NULL,
 				       err, sizeof(err)) < 0)
 		goto out;
@@ -96,6 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 out:
 	fflush(sink);
 	vmpt_script_free(sc);
+	vmpt_script_tp_free(op.tp);
 	vmpt_session_close(&s);
 	return 0;
 }

@@ -82,6 +82,7 @@ seed() {
 	session)
 		cp "$hase"/*/*.perf "$hase"/*/*.perf.data "$c/"
 		samples_seed "$c/seed-samples"
+		tracepoints_seed "$c/seed-tracepoints"
 		synth_seeds "$c" session;;
 	correlate)
 		synth_seeds "$c" correlate;;
@@ -116,6 +117,13 @@ PY
 samples_seed() {
 	perf record -q -g -e '{cpu-clock:u,task-clock:u}:S' -c 200000 -o "$1" -- \
 		perl -e 'my $x = 0; for (1..300000) { $x += $_ }' >/dev/null 2>&1 || rm -f "$1"
+}
+
+# tracepoints_seed FILE: three tracepoints' samples and their formats
+# (~30 KB: libtraceevent reads the formats), none where perf may not.
+tracepoints_seed() {
+	perf record -q -e sched:sched_switch -e kmem:kfree -e sched:sched_process_exec \
+		-o "$1" -- sh -c 'ls >/dev/null' >/dev/null 2>&1 || rm -f "$1"
 }
 
 # synth_seeds DIR TARGET: recordings vmpt-synth makes, as TARGET takes them.

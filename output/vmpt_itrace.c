@@ -222,7 +222,7 @@ static const struct { const char *name; unsigned bit; } field_names[] = {
 	{ "synth", VMPT_F_SYNTH }, { "ipc", VMPT_F_IPC }, { "disasm", VMPT_F_DISASM },
 	{ "machine_pid", VMPT_F_MACHINE_PID }, { "vcpu", VMPT_F_VCPU },
 	{ "vmcs", VMPT_F_VMCS },
-	{ "srcline", VMPT_F_SRCLINE },
+	{ "srcline", VMPT_F_SRCLINE }, { "trace", VMPT_F_TRACE },
 };
 
 const char *vmpt_script_field_name(size_t i)
@@ -234,7 +234,7 @@ const char *vmpt_script_field_name(size_t i)
 
 /* perf 6.1's other field names: known, not printed by vmpt. */
 static const char *const perf_only_fields[] = {
-	"trace", "iregs", "uregs", "data_src", "weight", "bpf-output",
+	"iregs", "uregs", "data_src", "weight", "bpf-output",
 	"brstackinsn", "brstackoff", "phys_addr", "metric", "misc", "srccode",
 	"tod", "data_page_size", "code_page_size", "ins_lat", "cgroup", "retire_lat", "brstackinsnlen",
 };
@@ -274,8 +274,10 @@ int vmpt_script_fields_parse(const char *arg, struct vmpt_script_fields *f,
 			type = VMPT_OUT_HW;
 		else if (n == 5 && !strncmp(arg, "synth", 5))
 			type = VMPT_OUT_SYNTH;
+		else if (n == 5 && !strncmp(arg, "trace", 5))
+			type = VMPT_OUT_TRACE;
 		else if ((n == 2 && !strncmp(arg, "sw", 2)) ||
-			 (n == 5 && (!strncmp(arg, "trace", 5) || !strncmp(arg, "break", 5))) ||
+			 (n == 5 && !strncmp(arg, "break", 5)) ||
 			 (n == 3 && !strncmp(arg, "raw", 3)))
 			type = VMPT_OUT_TYPES;	/* events an Intel PT trace has none of */
 		else {
@@ -333,8 +335,17 @@ int vmpt_script_fields_parse(const char *arg, struct vmpt_script_fields *f,
 		}
 		if (type == VMPT_OUT_TYPES)
 			continue;
+		/* Only tracepoints have a payload: perf takes "trace" for
+		 * them alone, and refuses it for one other type.
+		 */
+		if (field_names[i].bit == VMPT_F_TRACE && type != -1 && type != VMPT_OUT_TRACE) {
+			snprintf(err, errlen, "'trace' not valid for %s events.",
+				 type == VMPT_OUT_HW ? "hardware" : "synth");
+			return -VMPT_ERR_INVAL;
+		}
 		for (int t = 0; t < VMPT_OUT_TYPES; t++)
-			if (type == -1 || type == t)
+			if ((type == -1 || type == t) &&
+			    (field_names[i].bit != VMPT_F_TRACE || t == VMPT_OUT_TRACE))
 				set_type(f, t, how, field_names[i].bit);
 	}
 	return 0;

@@ -352,6 +352,8 @@ void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event
  * tracepoints' and PMUs' own are counted, not printed.
  */
 void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
+/* A tracepoint sample's payload (vmpt_script_trace.c). */
+void script_print_trace(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
 /* The recording's first event of a type (NULL: none). */
 const struct vmpt_perf_attr *script_first_of_type(const struct vmpt_perf_data *pd,
 						  uint32_t type);

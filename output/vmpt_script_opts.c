@@ -18,6 +18,8 @@
 		    VMPT_F_EVENT | VMPT_F_IP | VMPT_F_SYM | VMPT_F_SYMOFF | \
 		    VMPT_F_DSO | VMPT_F_PERIOD)
 #define SYNTH_DEFAULT ((HW_DEFAULT & ~VMPT_F_PERIOD) | VMPT_F_SYNTH)
+#define TRACE_DEFAULT (VMPT_F_COMM | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME | \
+		       VMPT_F_EVENT | VMPT_F_TRACE)
 
 void vmpt_script_opts_init(struct vmpt_script_opts *o)
 {
@@ -25,6 +27,7 @@ void vmpt_script_opts_init(struct vmpt_script_opts *o)
 	vmpt_itrace_default(&o->it);
 	o->f.set[VMPT_OUT_HW] = HW_DEFAULT;
 	o->f.set[VMPT_OUT_SYNTH] = SYNTH_DEFAULT;
+	o->f.set[VMPT_OUT_TRACE] = TRACE_DEFAULT;
 	o->kernel_start = 1ULL << 63;
 }
 
@@ -239,7 +242,7 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 	if (timeless)
 		o->it.timeless = 1;
 	o->est_tsc = !timeless;
-	for (int t = 0; t < VMPT_OUT_TYPES; t++) {
+	for (int t = 0; t < VMPT_OUT_TRACE; t++) {
 		const char *ev = o->ev_name[t == VMPT_OUT_HW ?
 					    (it->insns ? VMPT_SE_INSTRUCTIONS : VMPT_SE_BRANCHES) :
 					    VMPT_SE_CBR];

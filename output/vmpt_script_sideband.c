@@ -120,7 +120,8 @@ static void print_record_start(struct vmpt_consumer *c, unsigned f,
 static unsigned other_fields(const struct vmpt_consumer *c, const struct vmpt_perf_attr *a)
 {
 	const struct vmpt_perf_attr *first = script_first_of_type(c->o->pd, a->attr.type);
-	unsigned f = script_fields_sampled(c->o->f.set[VMPT_OUT_HW], c->o->f.named[VMPT_OUT_HW],
+	int t = a->attr.type == PERF_TYPE_TRACEPOINT ? VMPT_OUT_TRACE : VMPT_OUT_HW;
+	unsigned f = script_fields_sampled(c->o->f.set[t], c->o->f.named[t],
 					   (first ? first : a)->attr.sample_type);
 
 	/* Only Intel PT's samples have these. */
@@ -137,7 +138,7 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 	unsigned f;
 	int callchain;
 
-	if (!a || a->attr.type >= PERF_TYPE_MAX || a->attr.type == PERF_TYPE_TRACEPOINT) {
+	if (!a || a->attr.type >= PERF_TYPE_MAX) {
 		c->stats.other_unshown++;
 		return;
 	}
@@ -145,7 +146,8 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 	f = other_fields(c, a);
 	if (a->name)
 		evname = a->name;
-	else
+	else if (a->attr.type != PERF_TYPE_TRACEPOINT ||
+		 !vmpt_script_tp_name(c->o->tp, a->attr.config, name, sizeof(name)))
 		script_attr_name(&a->attr, name, sizeof(name));
 	callchain = (f & VMPT_F_IP) && ev->sample.nr_chain;
 	print_record_start(c, f, ev, callchain);
@@ -155,6 +157,8 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 	}
 	if (f & VMPT_F_EVENT)
 		script_print_event(c, evname);
+	if (f & VMPT_F_TRACE)
+		script_print_trace(c, ev);
 	if (f & VMPT_F_ADDR)
 		script_outf(c, "%16" PRIx64, ev->sample.addr);
 	if (callchain) {

@@ -354,6 +354,14 @@ static int parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
 		if (ev->sample.nr_chain > (uint64_t)(end - p) / 8)
 			TAKE((ptrdiff_t)(end - p) + 1);
 		ev->sample.chain = p;
+		p += ev->sample.nr_chain * 8;
+	}
+	if (st & PERF_SAMPLE_RAW) {
+		TAKE(4);
+		ev->sample.raw_size = pd_u32(p);
+		p += 4;
+		TAKE((ptrdiff_t)ev->sample.raw_size);
+		ev->sample.raw_data = p;
 	}
 #undef TAKE
 	return 0;

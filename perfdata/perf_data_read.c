@@ -267,6 +267,18 @@ int vmpt_perf_feature_data(const struct vmpt_perf_data *pd, unsigned feat,
 	return 0;
 }
 
+int vmpt_perf_tracing_data(const struct vmpt_perf_data *pd, const uint8_t **data,
+			   uint64_t *size)
+{
+	if (!pd->pipe)
+		return vmpt_perf_feature_data(pd, VMPT_PERF_FEAT_TRACING_DATA, data, size);
+	if (!pd->pipe_tracing_size)
+		return -VMPT_ERR_NOT_FOUND;
+	*data = pd->pipe_tracing;
+	*size = pd->pipe_tracing_size;
+	return 0;
+}
+
 static int read_file_header(struct vmpt_perf_data *pd)
 {
 	const uint8_t *d = pd->map.data;
@@ -368,6 +380,10 @@ static int scan_pipe_headers(struct vmpt_perf_data *pd)
 			/* The record is laid out as a BUILD_ID feature entry. */
 			ret = pd_parse_feature(pd, VMPT_PERF_FEAT_BUILD_ID, d + pos,
 					       size, pos);
+		} else if (type == VMPT_PERF_RECORD_HEADER_TRACING_DATA) {
+			/* pd_step checked that the data follows in the file. */
+			pd->pipe_tracing = d + pos + size;
+			pd->pipe_tracing_size = pd_u32(d + pos + 8);
 		} else if (type == VMPT_PERF_RECORD_HEADER_FEATURE && size >= 16) {
 			uint64_t feat = pd_u64(d + pos + 8);
 

@@ -7,7 +7,7 @@ libclang-rt-14-dev python3
 openssh-server busybox-static cpio qemu-system-x86
 libvirt-daemon-system xz-utils zstd pandoc man-db libc6-i386 libc6-dbg
 libiberty-dev libdw-dev libdebuginfod-dev debuginfod curl
-libsqlite3-dev libpq-dev sqlite3 postgresql python3-pyside2.qtsql python3-pyside2.qtcore
+libsqlite3-dev libpq-dev libtraceevent-dev sqlite3 postgresql python3-pyside2.qtsql python3-pyside2.qtcore
 libqt5sql5-sqlite libqt5sql5-psql protobuf-compiler python3-protobuf chromium nodejs npm"
 missing=""
 for p in $pkgs; do

@@ -213,6 +213,9 @@ struct vmpt_perf_event {
 			 * one), read with vmpt_perf_sample_read(). */
 			uint64_t nr_read;
 			const uint8_t *read;
+			/* RAW (a tracepoint's fields): raw_size bytes. */
+			const uint8_t *raw_data;
+			uint32_t raw_size;
 		} sample;
 		/* AUXTRACE: the data follows the record in the file. */
 		struct {
@@ -272,6 +275,9 @@ struct vmpt_perf_data {
 	char *path;			/* as given */
 	char *kcore_dir;		/* directory form: PATH/kcore_dir, or NULL */
 	int pipe;			/* pipe-mode ("PERFILE2" + size 16) */
+	/* Pipe mode: the HEADER_TRACING_DATA record's data (size 0: none). */
+	const uint8_t *pipe_tracing;
+	uint64_t pipe_tracing_size;
 	int swapped;			/* other endianness: not supported */
 	uint64_t data_offset, data_size;
 	uint64_t features[VMPT_PERF_FEAT_BITS / 64];
@@ -382,6 +388,13 @@ unsigned vmpt_perf_sample_id_size(const struct perf_event_attr *attr);
  */
 int vmpt_perf_feature_data(const struct vmpt_perf_data *pd, unsigned feat,
 			   const uint8_t **data, uint64_t *size);
+
+/* perf's tracing data (tracepoints' formats, vmpt/tracing_data.h): the
+ * TRACING_DATA feature section, or a pipe's HEADER_TRACING_DATA record's
+ * data.  -VMPT_ERR_NOT_FOUND when the recording has none.
+ */
+int vmpt_perf_tracing_data(const struct vmpt_perf_data *pd, const uint8_t **data,
+			   uint64_t *size);
 
 /* The attr an id belongs to, or NULL. */
 const struct vmpt_perf_attr *vmpt_perf_attr_by_id(const struct vmpt_perf_data *pd,

@@ -37,13 +37,14 @@ enum vmpt_script_field {
 	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
 	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
 	VMPT_F_MACHINE_PID = 1 << 20, VMPT_F_VCPU = 1 << 21, VMPT_F_VMCS = 1 << 22,
-	VMPT_F_SRCLINE = 1 << 23,
+	VMPT_F_SRCLINE = 1 << 23, VMPT_F_TRACE = 1 << 24,
 };
 
 /* perf's output types of Intel PT samples: instructions, branches and
- * transactions are hardware events, ptwrite, power and PSB events synth.
+ * transactions are hardware events, ptwrite, power and PSB events synth;
+ * and of the recording's tracepoints.
  */
-enum { VMPT_OUT_HW, VMPT_OUT_SYNTH, VMPT_OUT_TYPES };
+enum { VMPT_OUT_HW, VMPT_OUT_SYNTH, VMPT_OUT_TRACE, VMPT_OUT_TYPES };
 
 struct vmpt_script_fields {
 	unsigned set[VMPT_OUT_TYPES];		/* enum vmpt_script_field bits */
@@ -128,6 +129,7 @@ struct vmpt_script_opts {
 	vmpt_vdso_fn vdso_unread;	/* with map_ctx too; NULL: none */
 	vmpt_ksym_fn kernel_sym;	/* with map_ctx too; NULL: none */
 	void *map_ctx;
+	struct vmpt_script_tp *tp;	/* tracepoints' payloads; NULL: none */
 	/* perf.data: TSC -> perf time, printed sec.usec; else the TSC. */
 	int have_tc;
 	struct vmpt_perf_time_conv tc;
@@ -156,6 +158,19 @@ struct vmpt_script_opts {
 	void (*sample_fn)(void *ctx, const struct vmpt_script_sample *smp);
 	void *sample_ctx;
 };
+
+/* Tracepoints' payloads (perf's -F trace), from pd's tracing data with
+ * libtraceevent (opened now).  *tp NULL when pd has no tracepoint.  0, or
+ * a negative vmpt_err with err telling why (-VMPT_ERR_FORMAT: where in
+ * pd's file; -VMPT_ERR_NO_LIBRARY: libtraceevent missing).
+ */
+struct vmpt_script_tp;
+int vmpt_script_tp_open(const struct vmpt_perf_data *pd, struct vmpt_script_tp **tp,
+			char *err, size_t errlen);
+void vmpt_script_tp_free(struct vmpt_script_tp *tp);
+/* "system:name" of tracepoint id in buf, or NULL when tp has no such. */
+const char *vmpt_script_tp_name(struct vmpt_script_tp *tp, uint64_t id, char *buf,
+				size_t size);
 
 /* perf script's defaults: --itrace=cewxpo (vmpt_itrace_default), the
  * fields perf prints for Intel PT's hardware and synth events.

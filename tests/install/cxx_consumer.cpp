@@ -11,6 +11,7 @@
 #include "vmpt/packet.h"
 #include "vmpt/perf_data.h"
 #include "vmpt/report.h"
+#include "vmpt/tracing_data.h"
 #include "vmpt/script_output.h"
 #include "vmpt/session.h"
 

@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: MIT */
+/* Tracepoints' payloads as perf script prints them (its -F trace,
+ * event_format__fprintf): the recording's tracing data (event formats,
+ * kallsyms, printk formats, saved comms) read into libtraceevent, which
+ * prints a sample's raw fields with its event's print format.
+ * libtraceevent is opened at the first recording that has tracepoints
+ * (lib/vmpt_dl.h); perf 6.1 loads none of its plugins, nor does vmpt.
+ *
+ * The formats and the samples come from the same file: a sample's raw
+ * data is checked against its format (fixed fields, and where dynamic
+ * ones point) and printed from a copy ending in zeros, so that a string
+ * without its NUL ends there.
+ */
+#include "vmpt_script_int.h"
+#include "vmpt/error.h"
+#include "vmpt/tracing_data.h"
+#include "../lib/vmpt_dl.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <traceevent/event-parse.h>
+#include <traceevent/trace-seq.h>
+
+#define TEP_FUNCS(X)								\
+	X(tep_alloc) X(tep_free) X(tep_set_file_bigendian) X(tep_set_long_size)	\
+	X(tep_set_page_size) X(tep_parse_header_page) X(tep_parse_event)	\
+	X(tep_parse_kallsyms) X(tep_parse_printk_formats)			\
+	X(tep_parse_saved_cmdlines) X(tep_find_event) X(tep_print_event)	\
+	X(tep_set_loglevel) X(tep_set_function_resolver) X(trace_seq_init) X(trace_seq_reset)		\
+	X(trace_seq_destroy) X(trace_seq_terminate)
+VMPT_DL_TABLE(tep_lib, TEP_FUNCS, "libtraceevent.so.1", "libtraceevent1");
+#define TEP(f) VMPT_DL(tep_lib, f)
+
+/* Zeros after a sample's copy: a string field without its NUL ends in
+ * them (libtraceevent prints such strings with %s).
+ */
+#define PAD 8
+
+struct vmpt_script_tp {
+	struct tep_handle *tep;
+	struct trace_seq seq;
+	uint8_t *buf;		/* a sample's raw data, then PAD zeros */
+	size_t cap;
+	int swap;		/* the recording's byte order is not ours */
+	struct vmpt_consumer *c;	/* printing now */
+};
+
+/* A kernel address's function for %pS and the like, as perf's resolver
+ * (machine__resolve_kernel_addr): the image's symbols, else this
+ * machine's kallsyms (vmpt's script lines name kernel addresses so).
+ */
+static char *resolve(void *priv, unsigned long long *addrp, char **modp)
+{
+	struct vmpt_consumer *c = ((struct vmpt_script_tp *)priv)->c;
+	uint64_t addr = *addrp, from;
+	const struct vmpt_section *sec;
+	const struct sym_seen *e;
+	const char *name = NULL;
+
+	if (!c || addr < c->o->kernel_start)
+		return NULL;
+	sec = script_find(c, addr, 0);
+	e = script_sym_or_none(c, sec, addr);
+	if (e->sym) {
+		name = e->sym->name;
+		from = e->from;
+	} else if (sec || !c->o->kernel_sym ||
+		   c->o->kernel_sym(c->o->map_ctx, addr, &name, &from) < 0) {
+		return NULL;
+	}
+	*addrp = from;
+	*modp = NULL;
+	return (char *)name;
+}
+
+/* A text part as libtraceevent's parsers take it: NUL-terminated. */
+static char *text(const struct vmpt_tracing_blob *b)
+{
+	char *s;
+
+	if (b->size >= SIZE_MAX || !(s = malloc((size_t)b->size + 1)))
+		return NULL;
+	memcpy(s, b->data, (size_t)b->size);
+	s[b->size] = 0;
+	return s;
+}
+
+/* The tables a text part fills (kallsyms, printk formats, comms). */
+static int load_text(struct tep_handle *tep, const struct vmpt_tracing_blob *b,
+		     int (*parse)(struct tep_handle *, const char *))
+{
+	char *s;
+
+	if (!b->size)
+		return 0;
+	if (!(s = text(b)))
+		return -VMPT_ERR_NOMEM;
+	/* Lines it cannot read are left out, as perf leaves them. */
+	parse(tep, s);
+	free(s);
+	return 0;
+}
+
+static int load(struct vmpt_script_tp *tp, const struct vmpt_tracing_data *td)
+{
+	struct tep_handle *tep = tp->tep;
+	char *page;
+	int ret;
+
+	TEP(tep_set_file_bigendian)(tep, td->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	TEP(tep_set_long_size)(tep, td->long_size);
+	TEP(tep_set_page_size)(tep, (int)td->page_size);
+	if (!(page = text(&td->header_page)))
+		return -VMPT_ERR_NOMEM;
+	TEP(tep_parse_header_page)(tep, page, (unsigned long)td->header_page.size,
+				   td->long_size);
+	free(page);
+	/* A format libtraceevent cannot read still names its event, whose
+	 * payload it then prints as "[FAILED TO PARSE]".
+	 */
+	for (size_t i = 0; i < td->n_formats; i++)
+		TEP(tep_parse_event)(tep, (const char *)td->formats[i].text.data,
+				     (unsigned long)td->formats[i].text.size,
+				     td->formats[i].system);
+	if ((ret = load_text(tep, &td->kallsyms, TEP(tep_parse_kallsyms))) < 0 ||
+	    (ret = load_text(tep, &td->printk, TEP(tep_parse_printk_formats))) < 0)
+		return ret;
+	return load_text(tep, &td->cmdlines, TEP(tep_parse_saved_cmdlines));
+}
+
+static int has_tracepoints(const struct vmpt_perf_data *pd)
+{
+	for (size_t i = 0; i < pd->nr_attrs; i++)
+		if (pd->attrs[i].attr.type == PERF_TYPE_TRACEPOINT)
+			return 1;
+	return 0;
+}
+
+int vmpt_script_tp_open(const struct vmpt_perf_data *pd, struct vmpt_script_tp **out,
+			char *err, size_t errlen)
+{
+	struct vmpt_tracing_data td;
+	struct vmpt_script_tp *tp;
+	const uint8_t *data;
+	uint64_t size, off;
+	const char *what;
+	int ret;
+
+	*out = NULL;
+	if (!has_tracepoints(pd) || vmpt_perf_tracing_data(pd, &data, &size) < 0)
+		return 0;
+	ret = vmpt_tracing_data_parse(data, size, &td, &off, &what);
+	if (ret == -VMPT_ERR_FORMAT) {
+		snprintf(err, errlen, "offset %#llx: tracing data: %s does not read as perf's",
+			 (unsigned long long)(data - pd->map.data + off), what);
+		return ret;
+	}
+	if (ret < 0)
+		return ret;
+	if ((ret = vmpt_dl_load(&tep_lib)) < 0) {
+		snprintf(err, errlen, "tracepoints' payloads not printed: %s",
+			 vmpt_dl_errmsg(&tep_lib));
+		vmpt_tracing_data_free(&td);
+		return ret;
+	}
+	TEP(tep_set_loglevel)(TEP_LOG_NONE);
+	tp = calloc(1, sizeof(*tp));
+	if (!tp || !(tp->tep = TEP(tep_alloc)())) {
+		free(tp);
+		vmpt_tracing_data_free(&td);
+		return -VMPT_ERR_NOMEM;
+	}
+	TEP(trace_seq_init)(&tp->seq);
+	/* perf script sets its resolver before it reads the data, so a
+	 * pipe's tracing data, read later, prints kernel addresses bare.
+	 */
+	if (!pd->pipe)
+		TEP(tep_set_function_resolver)(tp->tep, resolve, tp);
+	tp->swap = td.big_endian != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+	ret = load(tp, &td);
+	vmpt_tracing_data_free(&td);
+	if (ret < 0) {
+		vmpt_script_tp_free(tp);
+		return ret;
+	}
+	*out = tp;
+	return 0;
+}
+
+void vmpt_script_tp_free(struct vmpt_script_tp *tp)
+{
+	if (!tp)
+		return;
+	TEP(trace_seq_destroy)(&tp->seq);
+	TEP(tep_free)(tp->tep);
+	free(tp->buf);
+	free(tp);
+}
+
+const char *vmpt_script_tp_name(struct vmpt_script_tp *tp, uint64_t id, char *buf,
+				size_t size)
+{
+	struct tep_event *e = tp && id <= INT32_MAX ? TEP(tep_find_event)(tp->tep, (int)id) : NULL;
+
+	if (!e)
+		return NULL;
+	snprintf(buf, size, "%s:%s", e->system, e->name);
+	return buf;
+}
+
+/* Do fields lie within size bytes of data, and what dynamic ones point at? */
+static int fields_fit(const struct tep_format_field *f, const uint8_t *data, uint32_t size,
+		      int swap)
+{
+	for (; f; f = f->next) {
+		uint32_t loc, at, len;
+
+		if (f->offset < 0 || f->size < 0 || (uint64_t)f->offset + (uint64_t)f->size > size)
+			return 0;
+		if (!(f->flags & TEP_FIELD_IS_DYNAMIC))
+			continue;
+		if (f->size < 4)
+			return 0;
+		memcpy(&loc, data + f->offset, 4);
+		if (swap)
+			loc = __builtin_bswap32(loc);
+		at = loc & 0xffff;
+		len = loc >> 16;
+		/* __rel_loc: from the end of the field */
+		if (f->flags & TEP_FIELD_IS_RELATIVE)
+			at += (uint32_t)f->offset + (uint32_t)f->size;
+		if ((uint64_t)at + len > size)
+			return 0;
+	}
+	return 1;
+}
+
+void script_print_trace(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
+{
+	struct vmpt_script_tp *tp = c->o->tp;
+	uint32_t size = ev->sample.raw_size;
+	struct tep_record rec;
+	struct tep_event *e;
+
+	if (!tp || !ev->sample.raw_data || ev->attr->attr.config > INT32_MAX ||
+	    !(e = TEP(tep_find_event)(tp->tep, (int)ev->attr->attr.config)))
+		return;
+	if (!fields_fit(e->format.common_fields, ev->sample.raw_data, size, tp->swap) ||
+	    !fields_fit(e->format.fields, ev->sample.raw_data, size, tp->swap)) {
+		script_outf(c, "[%u bytes that do not fit the format of %s:%s]", size,
+			    e->system, e->name);
+		return;
+	}
+	if (tp->cap < (size_t)size + PAD) {
+		uint8_t *b = realloc(tp->buf, (size_t)size + PAD);
+
+		if (!b)
+			return;
+		tp->buf = b;
+		tp->cap = (size_t)size + PAD;
+	}
+	memcpy(tp->buf, ev->sample.raw_data, size);
+	memset(tp->buf + size, 0, PAD);
+	memset(&rec, 0, sizeof(rec));
+	rec.cpu = (int)ev->sid.cpu;
+	rec.size = (int)size;
+	rec.data = tp->buf;
+	tp->c = c;
+	TEP(trace_seq_reset)(&tp->seq);
+	TEP(tep_print_event)(tp->tep, &tp->seq, &rec, "%s", TEP_PRINT_INFO);
+	TEP(trace_seq_terminate)(&tp->seq);
+	tp->c = NULL;
+	script_out_mem(c, tp->seq.buffer, tp->seq.len);
+}
