@@ -136,7 +136,12 @@ static int copy_features(struct merge *m)
 		const uint8_t *data;
 		uint64_t size;
 
-		if (vmpt_perf_feature_data(&m->host, keep[i], &data, &size) == 0)
+		/* A pipe's tracing data comes as a record: the file keeps it
+		 * as the feature.
+		 */
+		if ((keep[i] == VMPT_PERF_FEAT_TRACING_DATA ?
+		     vmpt_perf_tracing_data(&m->host, &data, &size) :
+		     vmpt_perf_feature_data(&m->host, keep[i], &data, &size)) == 0)
 			ret = vmpt_perf_writer_copy_feature(m->w, keep[i], data, size);
 	}
 	return ret;
@@ -247,9 +252,7 @@ static int copy_host(struct merge *m, const struct vmpt_perf_event *ev)
 					       ev->auxtrace.idx, ev->auxtrace.tid,
 					       ev->auxtrace.cpu);
 	else if (ev->type == VMPT_PERF_RECORD_HEADER_TRACING_DATA)
-		return gm_fail(m, VMPT_ERR_UNSUPPORTED,
-			       "%s: offset %#llx: tracepoint data in a pipe-mode recording: not supported",
-			       m->cfg->host, (unsigned long long)ev->offset);
+		return 0;	/* the TRACING_DATA feature (copy_features) */
 	else
 		ret = vmpt_perf_write_event(m->w, ev->raw);
 	if (ret < 0)

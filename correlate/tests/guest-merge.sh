@@ -13,7 +13,7 @@
 # vCPU, interleaved with the host's by time); the same from a saved vCPU map
 # and in the directory form with the guest's kcore_dir, and into host
 # recordings without FINISHED_INIT (where perf inject merges nothing) and
-# in pipe mode (where it fails).
+# in pipe mode (where it fails), one with a tracepoint among them.
 # SCALE 1.5: perf divides in double and truncates, vmpt takes the first
 # host tick; the lines differ only in the host times of the guest records
 # where the two give different nanoseconds, each pinned to its formula.
@@ -143,6 +143,25 @@ perf inject -i "$T/host-p.data" -o - >"$T/host-pipe.data" 2>"$T/pipe.err" ||
 	2>"$T/vmpt-pipe.sum" || { cat "$T/vmpt-pipe.sum"; fail "vmpt correlate of a pipe-mode host"; }
 show "$T/vmpt-pipe" --ns | diff -u "$T/vmpt-p.ns" - || fail "the merge into a pipe-mode host differs"
 
+# A pipe-mode host recording with a tracepoint (perf record -o -; perf
+# inject -o - writes tracing data that perf script cannot read back): the
+# tracing data comes as a record there; the merge keeps it as the file's
+# TRACING_DATA, where perf script reads the host's tracepoint lines as in
+# the pipe.
+perf record -q --sample-identifier -e dummy --switch-events -e sched:sched_switch -a -o - -- \
+	sleep 0.2 >"$T/host-tp.raw" 2>"$T/host-tp.log" || { cat "$T/host-tp.log"; fail "perf record -o - of a tracepoint"; }
+$EDIT time-conv "$T/host-tp.raw" "$T/host-tp.data" $SHIFT $MULT $HOST_ZERO || fail "time-conv host-tp"
+"$VMPT" correlate -i "$T/host-tp.data" -o "$T/vmpt-tp" --guest-data="$T/guest.data,$QEMU,$OFFSET" \
+	2>"$T/vmpt-tp.sum" || { cat "$T/vmpt-tp.sum"; fail "vmpt correlate of a pipe-mode host with a tracepoint"; }
+for f in host-tp.data vmpt-tp; do
+	perf script -i "$T/$f" --ns 2>"$T/tp.err" |
+		grep ' sched:sched_switch: prev_comm=' >"$T/$f.tp" || fail "$f: no sched_switch lines"
+	[ ! -s "$T/tp.err" ] || { cat "$T/tp.err"; fail "perf script -i $f complained"; }
+done
+diff -u "$T/host-tp.data.tp" "$T/vmpt-tp.tp" || fail "the tracepoint lines of a merged pipe differ"
+"$VMPT" script -i "$T/vmpt-tp" --ns 2>"$T/tp.err" | grep ' sched:sched_switch: prev_comm=' |
+	diff -u "$T/vmpt-tp.tp" - || fail "vmpt script's tracepoint lines of the merge are not perf's"
+
 # perf record -z: host and guest recordings whose records are COMPRESSED
 # records of one zstd stream, records cut across them: the same merge.
 for f in host-p guest; do
@@ -195,4 +214,4 @@ fi
 show "$T/perf-scaled" >"$T/a"
 show "$T/vmpt-scaled" >"$T/b"
 diff "$T/a" "$T/b" >"$T/diff" || true
-echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form, no FINISHED_INIT, pipe mode, perf record -z); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"
+echo "ok: $N guest records merged as perf inject does (-p and -a hosts, vCPU map, directory form, no FINISHED_INIT, pipe mode, a tracepoint in a pipe, perf record -z); SCALE $SCALE: $differ of $N host times differ by 1 ns as pinned ($(grep -c '^<' "$T/diff" || true) lines at perf script's microseconds)"

@@ -7,7 +7,8 @@
 #       give it a TIME_CONV record: replace the one perf record wrote, or
 #       insert one at the start of the data when there is none (a machine
 #       whose perf clock is not the TSC: a KVM guest with kvm-clock, like
-#       the machines these tests run on)
+#       the machines these tests run on); in pipe mode (perf record -o -)
+#       too, where a new one goes first
 #   perf_data_edit.py drop IN OUT TYPE
 #       remove the first record of TYPE (82: FINISHED_INIT, which vmpt
 #       record's files had none of)
@@ -18,6 +19,7 @@ import sys
 
 TIME_CONV = 79
 AUXTRACE = 71
+TRACING_DATA = 66
 
 
 def tsc_to_ns(shift, mult, zero, tsc):
@@ -28,6 +30,8 @@ def tsc_to_ns(shift, mult, zero, tsc):
 def load(path):
     b = bytearray(open(path, 'rb').read())
     magic, hsize = struct.unpack_from('<QQ', b, 0)
+    if magic == 0x32454c4946524550 and hsize == 16:
+        return b
     if magic != 0x32454c4946524550 or hsize != 104:
         sys.exit('%s: not a perf.data file' % path)
     if b[72 + 18 // 8] >> (18 % 8) & 1:
@@ -35,19 +39,31 @@ def load(path):
     return b
 
 
+def is_pipe(b):
+    return struct.unpack_from('<Q', b, 8)[0] == 16
+
+
 def records(b):
-    data_off, data_size = struct.unpack_from('<QQ', b, 40)
+    data_off, data_size = (16, len(b) - 16) if is_pipe(b) else struct.unpack_from('<QQ', b, 40)
     pos = data_off
     while pos < data_off + data_size:
         rtype, _, size = struct.unpack_from('<IHH', b, pos)
+        if size < 8:
+            sys.exit('record at %#x: size %d' % (pos, size))
         yield pos, rtype, size
+        # the data that follows these records, not counted in their size
         if rtype == AUXTRACE:
             size += struct.unpack_from('<Q', b, pos + 8)[0]
+        elif rtype == TRACING_DATA:
+            size += struct.unpack_from('<I', b, pos + 8)[0]
         pos += size
 
 
 def resize(b, pos, old, new):
     """Replace old bytes at pos (in the data section) by new."""
+    if is_pipe(b):
+        b[pos:pos + old] = new
+        return
     data_off, data_size = struct.unpack_from('<QQ', b, 40)
     delta = len(new) - old
     table = data_off + data_size
@@ -74,7 +90,7 @@ def main():
                 resize(b, pos, size, rec)
                 break
         else:
-            resize(b, struct.unpack_from('<Q', b, 40)[0], 0, rec)
+            resize(b, 16 if is_pipe(b) else struct.unpack_from('<Q', b, 40)[0], 0, rec)
     elif cmd == 'drop':
         for pos, rtype, size in records(b):
             if rtype == int(args[2]):
