@@ -42,7 +42,8 @@ static void usage(FILE *out)
 		"  -o, --output PATH      perf.data to write (default perf.data; a directory with --kcore);\n"
 		"                         a previous one is kept as PATH.old\n"
 		"  -e, --event SPEC       intel_pt/TERMS/MODS (default intel_pt//), or 'dummy' for the\n"
-		"                         sideband only (machines without Intel PT)\n"
+		"                         sideband only (machines without Intel PT); SYSTEM:NAME\n"
+		"                         (any number: kvm:kvm_exit, kvm:*) a tracepoint beside it\n"
 		"      --filter FILTERS   address filters: 'filter ADDR/SIZE@FILE, start ADDR, ...'\n"
 		"  -p, --pid PID          a running QEMU: its vCPU threads\n"
 		"      --qmp SOCKET       that QEMU's QMP socket (else from its command line)\n"
@@ -146,12 +147,30 @@ int cmd_record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	static const char *tps[64];
+	size_t nr_tps = 0;
 	int c, ret;
 	/* '+': stop at the first non-option, the COMMAND */
 	while ((c = getopt_long(argc, argv, "+o:e:p:c:aC:m:S::qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o': o.output = optarg; break;
-		case 'e': o.event = optarg; break;
+		case 'e':
+			/* SYSTEM:NAME is a tracepoint; intel_pt/../ and dummy[:u] the trace. */
+			if (strchr(optarg, ':') && !strchr(optarg, '/') &&
+			    strcmp(optarg, "dummy:u")) {
+				if (nr_tps == sizeof(tps) / sizeof(tps[0])) {
+					fprintf(stderr, "vmpt record: -e %s: at most %zu tracepoint "
+						"options (globs take many: kvm:*)\n", optarg,
+						sizeof(tps) / sizeof(tps[0]));
+					return 2;
+				}
+				tps[nr_tps++] = optarg;
+				o.tracepoints = tps;
+				o.nr_tracepoints = nr_tps;
+			} else {
+				o.event = optarg;
+			}
+			break;
 		case OPT_FILTER: o.filter = optarg; break;
 		case 'p': {
 			char *end;

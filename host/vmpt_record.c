@@ -348,6 +348,8 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 		return -VMPT_ERR_NOMEM;
 	}
 	rc = rec_events_prepare(&r);
+	if (!rc)
+		rc = rec_tp_prepare(&r);
 	if (!rc && o.control_fifo) {
 		r.fifo = open(o.control_fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 		if (r.fifo < 0)
@@ -360,6 +362,7 @@ int vmpt_record(const struct vmpt_record_opts *opts, struct vmpt_record_stats *s
 	}
 	rc = rec_write_close(&r, rc);
 	rec_events_close(&r);
+	rec_tp_free(&r);
 	free(r.vcpus);
 	vmpt_kvm_tsc_series_free(&r.tsc);
 	vmpt_perf_clock_close(&r.clock);

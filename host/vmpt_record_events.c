@@ -178,7 +178,8 @@ static int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu,
 	return (int)syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
 }
 
-static int open_error(struct rec *r, const char *what, pid_t tid, int cpu, int e)
+int rec_open_error(struct rec *r, const char *what, pid_t tid, int cpu, uint64_t config,
+		   int e)
 {
 	char where[64];
 
@@ -203,7 +204,7 @@ static int open_error(struct rec *r, const char *what, pid_t tid, int cpu, int e
 		return rec_fail(r, -VMPT_ERR_UNSUPPORTED, "perf_event_open(%s on %s): "
 				"%s: the kernel refused this configuration (config "
 				"0x%" PRIx64 "); see 'vmpt doctor'", what, where,
-				strerror(e), (uint64_t)r->main_attr.config);
+				strerror(e), config);
 	return rec_fail(r, -VMPT_ERR_IO, "perf_event_open(%s on %s): %s", what,
 			where, strerror(e));
 }
@@ -236,7 +237,8 @@ static int map_open_aux(struct rec *r, struct rec_map *m)
 	m->sb_fd = sys_perf_event_open(&r->sb_attr, m->tid, m->cpu, -1,
 				       PERF_FLAG_FD_CLOEXEC);
 	if (m->sb_fd < 0)
-		return open_error(r, "dummy sideband", m->tid, m->cpu, errno);
+		return rec_open_error(r, "dummy sideband", m->tid, m->cpu, r->sb_attr.config,
+				      errno);
 	if (ioctl(m->sb_fd, PERF_EVENT_IOC_ID, &m->sb_id) ||
 	    ioctl(m->sb_fd, PERF_EVENT_IOC_SET_OUTPUT, m->fd))
 		return rec_fail(r, -VMPT_ERR_IO, "sideband event setup: %s",
@@ -247,12 +249,14 @@ static int map_open_aux(struct rec *r, struct rec_map *m)
 static int map_open(struct rec *r, struct rec_map *m)
 {
 	unsigned data_pages = r->o->data_pages;
+	int rc;
 
 	m->sb_fd = -1;
 	m->fd = sys_perf_event_open(&r->main_attr, m->tid, m->cpu, -1,
 				    PERF_FLAG_FD_CLOEXEC);
 	if (m->fd < 0)
-		return open_error(r, r->pt ? r->o->event : "dummy", m->tid, m->cpu, errno);
+		return rec_open_error(r, r->pt ? r->o->event : "dummy", m->tid, m->cpu,
+				      r->main_attr.config, errno);
 	if (ioctl(m->fd, PERF_EVENT_IOC_ID, &m->id))
 		return rec_fail(r, -VMPT_ERR_IO, "PERF_EVENT_IOC_ID: %s", strerror(errno));
 	if (r->pt && r->filter[0] && ioctl(m->fd, PERF_EVENT_IOC_SET_FILTER, r->filter))
@@ -272,7 +276,9 @@ static int map_open(struct rec *r, struct rec_map *m)
 	m->ring.pc = m->base;
 	m->ring.base = (uint8_t *)m->base + r->page;
 	m->ring.size = data_pages * r->page;
-	return r->pt ? map_open_aux(r, m) : 0;
+	if (r->pt && (rc = map_open_aux(r, m)))
+		return rc;
+	return rec_tp_open(r, m);
 }
 
 int rec_events_open(struct rec *r)
@@ -282,7 +288,7 @@ int rec_events_open(struct rec *r)
 	for (size_t i = 0; i < r->nr_maps; i++)
 		if ((rc = map_open(r, &r->maps[i])))
 			return rc;
-	r->st->nr_events = r->nr_maps * (r->pt ? 2 : 1);
+	r->st->nr_events = r->nr_maps * ((r->pt ? 2 : 1) + r->nr_tps);
 	return 0;
 }
 
@@ -296,6 +302,7 @@ void rec_events_enable(struct rec *r, int on)
 		ioctl(r->maps[i].fd, req, 0);
 		if (r->maps[i].sb_fd >= 0)
 			ioctl(r->maps[i].sb_fd, req, 0);
+		rec_tp_enable(r, &r->maps[i], req);
 	}
 }
 
@@ -304,6 +311,7 @@ void rec_events_close(struct rec *r)
 	for (size_t i = 0; i < r->nr_maps; i++) {
 		struct rec_map *m = &r->maps[i];
 
+		rec_tp_close(r, m);
 		if (m->aux_base)
 			munmap(m->aux_base, m->aux_len);
 		if (m->base)

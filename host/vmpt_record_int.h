@@ -7,6 +7,7 @@
  *                         records, the companions, write errors, and the
  *                         periodic sync that a SIGKILL leaves readable
  *   vmpt_record_output.c  where it goes (public: vmpt/record.h)
+ *   vmpt_record_tracepoints.c  tracepoints beside the trace, their formats
  * One struct rec is one recording; nothing here is thread-safe.
  */
 #ifndef VMPT_RECORD_INT_H
@@ -38,6 +39,16 @@ struct rec_map {
 	size_t aux_len;
 	struct vmpt_aux_area aux;
 	int hup;
+	int *tp_fd;		/* one per tracepoint (-1: not open), or NULL */
+	uint64_t *tp_id;
+};
+
+/* A tracepoint recorded beside the trace (vmpt_record_tracepoints.c). */
+struct rec_tp {
+	char *sys, *name, *label;	/* label: "sys:name" */
+	uint64_t id;			/* tracefs's events/SYS/NAME/id */
+	char *format;			/* events/SYS/NAME/format */
+	size_t format_len;
 };
 
 struct rec {
@@ -55,6 +66,9 @@ struct rec {
 	struct perf_event_attr main_attr, sb_attr;
 	struct rec_map *maps;
 	size_t nr_maps;
+	char tracefs[4200];
+	struct rec_tp *tps;
+	size_t nr_tps;
 	pid_t target_pid, child;
 	int command;			/* the command is the target */
 	struct vmpt_vcpus *vcpus;
@@ -93,6 +107,18 @@ int rec_events_build(struct rec *r);
 int rec_events_open(struct rec *r);
 void rec_events_enable(struct rec *r, int on);
 void rec_events_close(struct rec *r);
+/* perf_event_open's failure errno for what (its config) on tid or cpu. */
+int rec_open_error(struct rec *r, const char *what, pid_t tid, int cpu, uint64_t config,
+		   int e);
+
+/* vmpt_record_tracepoints.c */
+int rec_tp_prepare(struct rec *r);
+void rec_tp_free(struct rec *r);
+void rec_tp_attr(const struct rec *r, size_t i, struct perf_event_attr *a);
+int rec_tp_open(struct rec *r, struct rec_map *m);
+void rec_tp_enable(struct rec *r, struct rec_map *m, unsigned long req);
+void rec_tp_close(struct rec *r, struct rec_map *m);
+int rec_tp_write_tracing_data(struct rec *r);
 
 /* vmpt_record_write.c */
 int rec_write_open(struct rec *r);

@@ -94,9 +94,9 @@ static int write_intel_pt_info(struct rec *r, const struct vmpt_perf_time_conv *
 
 int rec_write_header(struct rec *r)
 {
-	size_t n = r->nr_maps;
+	size_t n = r->nr_maps, per_map = 2 + r->nr_tps, n_idx = 0;
 	uint64_t *ids = calloc(n, sizeof(*ids)), *sb_ids = calloc(n, sizeof(*sb_ids));
-	struct vmpt_perf_id_entry *idx = calloc(2 * n, sizeof(*idx));
+	struct vmpt_perf_id_entry *idx = calloc(per_map * n, sizeof(*idx));
 	struct perf_event_mmap_page *pc = r->maps[0].base;
 	int rc = -VMPT_ERR_NOMEM;
 
@@ -112,9 +112,13 @@ int rec_write_header(struct rec *r)
 
 		ids[i] = r->maps[i].id;
 		sb_ids[i] = r->maps[i].sb_id;
-		idx[2 * i] = e;
+		idx[n_idx++] = e;
 		e.id = r->maps[i].sb_id;
-		idx[2 * i + 1] = e;
+		idx[n_idx++] = e;
+		for (size_t t = 0; t < r->nr_tps; t++) {
+			e.id = r->maps[i].tp_id[t];
+			idx[n_idx++] = e;
+		}
 	}
 	errno = 0;
 	rc = vmpt_perf_writer_add_attr(r->w, &r->main_attr, r->pt ? r->o->event : "dummy",
@@ -123,6 +127,16 @@ int rec_write_header(struct rec *r)
 		rc = vmpt_perf_writer_add_attr(r->w, &r->sb_attr,
 					       r->sb_attr.exclude_kernel ? "dummy:u" : "dummy",
 					       sb_ids, n);
+	for (size_t t = 0; !rc && t < r->nr_tps; t++) {
+		struct perf_event_attr a;
+
+		rec_tp_attr(r, t, &a);
+		for (size_t i = 0; i < n; i++)
+			ids[i] = r->maps[i].tp_id[t];
+		rc = vmpt_perf_writer_add_attr(r->w, &a, r->tps[t].label, ids, n);
+	}
+	if (!rc)
+		rc = rec_tp_write_tracing_data(r);
 	r->tc = (struct vmpt_perf_time_conv){
 		.time_shift = pc->time_shift, .time_mult = pc->time_mult,
 		.time_zero = pc->time_zero, .time_cycles = pc->time_cycles,
@@ -136,7 +150,7 @@ int rec_write_header(struct rec *r)
 	if (!rc && r->pt)
 		rc = write_intel_pt_info(r, &r->tc);
 	if (!rc && r->pt)
-		rc = vmpt_perf_write_id_index(r->w, idx, 2 * n);
+		rc = vmpt_perf_write_id_index(r->w, idx, n_idx);
 	if (rc == -VMPT_ERR_IO) {
 		/* reported with the totals, like any write error */
 		note_write_error(r);

@@ -36,6 +36,15 @@ check "vmpt record: cyc is not supported by intel_pt on this machine (caps/psb_c
 	$R --sysfs-root $F/sysfs-broadwell-4.14 -e intel_pt/cyc/ -- true
 check "vmpt record: Too many address filters: 3 given, intel_pt has 2 (caps/num_address_ranges)" \
 	$R --sysfs-root $F/sysfs-skylake-5.4 --filter "filter 0x1000/16@/bin/true,start 0x1000@/bin/true,stop 0x1004@/bin/true" -- true
+# Tracepoints beside the trace: a name tracefs lacks, no name, no tracefs.
+if [ -r /sys/kernel/tracing/events/header_page ]; then
+	check "vmpt record: tracepoint 'nosuch:thing': none such in /sys/kernel/tracing/events (/sys/kernel/tracing/available_events lists them)" \
+		$R -e dummy -e nosuch:thing -- true
+	check "vmpt record: tracepoint 'sched:': not SYSTEM:NAME (as kvm:kvm_exit)" \
+		$R -e dummy -e sched: -- true
+fi
+check "vmpt record: tracepoints: no tracefs readable at $F/sysfs-skylake-5.4/kernel/tracing or $T/none/tracing (mount -t tracefs nodev /sys/kernel/tracing; root may read it)" \
+	$R --sysfs-root $F/sysfs-skylake-5.4 --debugfs-root "$T/none" -e dummy -e kvm:kvm_exit -- true
 check "vmpt record: intel_pt PMU: $F/sysfs-bad-format/bus/event_source/devices/intel_pt/format/psb_period: cannot parse format 'config:24-x'" \
 	$R --sysfs-root $F/sysfs-bad-format -- true
 check "vmpt record: give one target: --pid PID, --domain NAME or -- COMMAND (or -a / -C for CPUs)" \

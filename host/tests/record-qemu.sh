@@ -6,7 +6,7 @@
 #  - with neither: a clear error
 # and per-CPU mode (-a, -C) on the QEMU's CPUs; the vCPU map saved with
 # its source; a TCG QEMU is no KVM VM (no tsc-offset, and vmpt doctor says
-# its vCPU threads are emulated).
+# its vCPU threads are emulated); tracepoints on its vCPU threads.
 set -u
 . "$(dirname "$0")/recorder-lib.sh"
 QEMU=$(command -v qemu-system-x86_64)
@@ -125,6 +125,24 @@ fi
 "$VMPT" doctor --no-libvirt >"$T/doctor.out" 2>&1
 grep -qx "PROBLEM QEMU vCPUs: process $QPID: 2 vCPU threads named 'CPU n/TCG': QEMU emulates this guest, so its code never runs in VMX non-root and Intel PT sees QEMU translating, no VM entries; start it with -accel kvm (libvirt: <domain type='kvm'>)" "$T/doctor.out" &&
 	ok "vmpt doctor: the TCG QEMU's vCPU threads are emulated" || fail "doctor: $(grep QEMU "$T/doctor.out")"
+
+# Tracepoints beside the trace on the vCPU threads (-e SYSTEM:NAME, globs
+# too): perf script reads the file as its own and vmpt script prints the
+# same lines; a TCG QEMU's vCPU threads never hit kvm:kvm_exit.
+"$VMPT" record --event dummy -e sched:sched_switch -e 'kvm:kvm_e*' --pid $QPID --duration 0.5 \
+	-o "$T/tp.data" >/dev/null 2>"$T/tp.err" || fail "record -e tracepoints: $(cat "$T/tp.err")"
+perf evlist -i "$T/tp.data" >"$T/tp.evlist" 2>&1
+grep -qx 'kvm:kvm_exit' "$T/tp.evlist" && grep -qx 'kvm:kvm_entry' "$T/tp.evlist" &&
+	grep -qx 'sched:sched_switch' "$T/tp.evlist" && ok "tracepoints in perf evlist: $(grep -c : "$T/tp.evlist")" ||
+	fail "perf evlist: $(cat "$T/tp.evlist")"
+perf script -i "$T/tp.data" >"$T/tp.perf" 2>"$T/tp.perr"
+"$VMPT" script -i "$T/tp.data" >"$T/tp.vmpt" 2>"$T/tp.verr"
+n=$(grep -c "^ *CPU [01]/TCG .* sched:sched_switch: prev_comm=CPU [01]/TCG prev_pid=" "$T/tp.perf")
+[ "$n" -gt 0 ] && [ ! -s "$T/tp.perr" ] && ok "perf script: $n switches of the vCPU threads" ||
+	fail "perf script of the tracepoints: $n switches, $(cat "$T/tp.perr")"
+cmp -s "$T/tp.perf" "$T/tp.vmpt" && [ ! -s "$T/tp.verr" ] && ok "vmpt script: perf's lines" ||
+	fail "vmpt script of the tracepoints: $(diff "$T/tp.perf" "$T/tp.vmpt" | head -5) $(cat "$T/tp.verr")"
+! grep -q 'kvm:kvm_exit:' "$T/tp.perf" && ok "TCG: no kvm_exit" || fail "TCG: kvm_exit samples"
 
 # 4. neither
 start_qemu anon || exit 1

@@ -19,6 +19,9 @@ struct vmpt_record_opts {
 	const char *output;		/* perf.data (a directory with kcore) */
 	const char *event;		/* "intel_pt//", "intel_pt/cyc/u", "dummy" */
 	const char *filter;		/* address filters, perf's syntax */
+	/* Tracepoints recorded beside it ("kvm:kvm_exit", globs "kvm:*"). */
+	const char *const *tracepoints;
+	size_t nr_tracepoints;
 	/* The target: one of these. */
 	pid_t pid;			/* a running QEMU */
 	const char *qmp;		/* its QMP socket when not on its command line */

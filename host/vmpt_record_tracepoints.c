@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/* Tracepoints beside the trace (vmpt record -e kvm:kvm_exit): each one
+ * opened per target as perf record opens it (a sample of its raw fields at
+ * every hit, into the target's data ring), and the tracing data perf
+ * keeps of them (the TRACING_DATA feature, perf's trace-event-info.c
+ * layout; docs/perf-data.md) made from tracefs: the header files, each
+ * event's format, the printk formats.
+ */
+#include "vmpt_record_int.h"
+#include "vmpt/error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* A tracefs file read whole (its size is not known before: stat says 0).
+ * 0, -VMPT_ERR_NOT_FOUND, -VMPT_ERR_IO or -VMPT_ERR_NOMEM.
+ */
+static int read_all(const char *path, char **out, size_t *len)
+{
+	size_t n = 0, cap = 4096;
+	char *buf = malloc(cap);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+
+	if (!buf || fd < 0) {
+		int e = errno;
+
+		free(buf);
+		if (fd >= 0)
+			close(fd);
+		return !buf ? -VMPT_ERR_NOMEM : e == ENOENT ? -VMPT_ERR_NOT_FOUND : -VMPT_ERR_IO;
+	}
+	while ((got = read(fd, buf + n, cap - n)) > 0) {
+		n += (size_t)got;
+		if (n == cap) {
+			char *b = realloc(buf, cap *= 2);
+
+			if (!b) {
+				free(buf);
+				close(fd);
+				return -VMPT_ERR_NOMEM;
+			}
+			buf = b;
+		}
+	}
+	close(fd);
+	if (got < 0) {
+		free(buf);
+		return -VMPT_ERR_IO;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+/* tracefs: where the kernel mounts it, else under debugfs. */
+static int find_tracefs(struct rec *r)
+{
+	const struct vmpt_record_opts *o = r->o;
+	char path[4300];
+
+	snprintf(r->tracefs, sizeof(r->tracefs), "%s/kernel/tracing", o->sysfs_root);
+	snprintf(path, sizeof(path), "%s/events/header_page", r->tracefs);
+	if (access(path, R_OK) == 0)
+		return 0;
+	snprintf(r->tracefs, sizeof(r->tracefs), "%s/tracing", o->debugfs_root);
+	snprintf(path, sizeof(path), "%s/events/header_page", r->tracefs);
+	if (access(path, R_OK) == 0)
+		return 0;
+	return rec_fail(r, -VMPT_ERR_NOT_FOUND, "tracepoints: no tracefs readable at "
+			"%s/kernel/tracing or %s/tracing (mount -t tracefs nodev "
+			"/sys/kernel/tracing; root may read it)", o->sysfs_root, o->debugfs_root);
+}
+
+static int add_tp(struct rec *r, const char *sys, const char *name)
+{
+	char path[4800], id[32];
+	struct rec_tp *t;
+	char *end;
+	int rc;
+
+	for (size_t i = 0; i < r->nr_tps; i++)
+		if (!strcmp(r->tps[i].sys, sys) && !strcmp(r->tps[i].name, name))
+			return 0;
+	t = realloc(r->tps, (r->nr_tps + 1) * sizeof(*t));
+	if (!t)
+		return -VMPT_ERR_NOMEM;
+	r->tps = t;
+	t = &r->tps[r->nr_tps];
+	memset(t, 0, sizeof(*t));
+	snprintf(path, sizeof(path), "%s/events/%s/%s/id", r->tracefs, sys, name);
+	if (vmpt_read_small_file(path, id, sizeof(id)) < 0)
+		return rec_fail(r, -VMPT_ERR_IO, "tracepoint %s:%s: %s: %s", sys, name, path,
+				strerror(errno));
+	t->id = strtoull(id, &end, 10);
+	if (end == id || *end)
+		return rec_fail(r, -VMPT_ERR_FORMAT, "tracepoint %s:%s: %s holds '%s', no id",
+				sys, name, path, id);
+	snprintf(path, sizeof(path), "%s/events/%s/%s/format", r->tracefs, sys, name);
+	if ((rc = read_all(path, &t->format, &t->format_len)) < 0)
+		return rc == -VMPT_ERR_NOMEM ? rc : rec_fail(r, rc, "tracepoint %s:%s: %s: %s",
+							   sys, name, path, strerror(errno));
+	t->sys = strdup(sys);
+	t->name = strdup(name);
+	t->label = malloc(strlen(sys) + strlen(name) + 2);
+	if (!t->sys || !t->name || !t->label) {
+		free(t->format);
+		free(t->sys);
+		free(t->name);
+		free(t->label);
+		return -VMPT_ERR_NOMEM;
+	}
+	sprintf(t->label, "%s:%s", sys, name);
+	r->nr_tps++;
+	return 0;
+}
+
+/* The tracepoints SYS:NAME matches (perf's globs: kvm:*). */
+static int add_spec(struct rec *r, const char *spec)
+{
+	char sys_pat[256], path[4500];
+	const char *colon = strchr(spec, ':');
+	size_t before = r->nr_tps;
+	struct dirent *s;
+	DIR *events;
+	int rc = 0;
+
+	if (!colon || colon == spec || !colon[1] || (size_t)(colon - spec) >= sizeof(sys_pat))
+		return rec_fail(r, -VMPT_ERR_INVAL, "tracepoint '%s': not SYSTEM:NAME (as "
+				"kvm:kvm_exit)", spec);
+	memcpy(sys_pat, spec, (size_t)(colon - spec));
+	sys_pat[colon - spec] = 0;
+	snprintf(path, sizeof(path), "%s/events", r->tracefs);
+	if (!(events = opendir(path)))
+		return rec_fail(r, -VMPT_ERR_IO, "%s: %s", path, strerror(errno));
+	while (!rc && (s = readdir(events))) {
+		struct dirent *e;
+		DIR *sys;
+
+		if (s->d_name[0] == '.' || fnmatch(sys_pat, s->d_name, 0))
+			continue;
+		snprintf(path, sizeof(path), "%s/events/%s", r->tracefs, s->d_name);
+		if (!(sys = opendir(path)))
+			continue;	/* header_page and the other files */
+		while (!rc && (e = readdir(sys))) {
+			char id[4800];
+
+			if (e->d_name[0] == '.' || fnmatch(colon + 1, e->d_name, 0))
+				continue;
+			snprintf(id, sizeof(id), "%s/%s/id", path, e->d_name);
+			if (access(id, F_OK) == 0)
+				rc = add_tp(r, s->d_name, e->d_name);
+		}
+		closedir(sys);
+	}
+	closedir(events);
+	if (!rc && r->nr_tps == before)
+		rc = rec_fail(r, -VMPT_ERR_NOT_FOUND, "tracepoint '%s': none such in %s/events "
+			      "(%s/available_events lists them)", spec, r->tracefs, r->tracefs);
+	return rc;
+}
+
+int rec_tp_prepare(struct rec *r)
+{
+	int rc;
+
+	if (!r->o->nr_tracepoints)
+		return 0;
+	if ((rc = find_tracefs(r)))
+		return rc;
+	for (size_t i = 0; i < r->o->nr_tracepoints; i++)
+		if ((rc = add_spec(r, r->o->tracepoints[i])))
+			return rc;
+	return 0;
+}
+
+void rec_tp_free(struct rec *r)
+{
+	for (size_t i = 0; i < r->nr_tps; i++) {
+		free(r->tps[i].sys);
+		free(r->tps[i].name);
+		free(r->tps[i].label);
+		free(r->tps[i].format);
+	}
+	free(r->tps);
+	r->tps = NULL;
+	r->nr_tps = 0;
+}
+
+/* perf record's attr of a tracepoint: a sample of its raw fields at every
+ * hit, the sideband's sample fields (IDENTIFIER first: the file's attrs
+ * differ) and period.
+ */
+void rec_tp_attr(const struct rec *r, size_t i, struct perf_event_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_TRACEPOINT;
+	a->config = r->tps[i].id;
+	a->sample_period = 1;
+	a->sample_type = r->sb_attr.sample_type | PERF_SAMPLE_PERIOD | PERF_SAMPLE_RAW;
+	a->sample_id_all = 1;
+	a->disabled = 1;
+	a->inherit = r->sb_attr.inherit;
+	a->enable_on_exec = r->sb_attr.enable_on_exec;
+}
+
+int rec_tp_open(struct rec *r, struct rec_map *m)
+{
+	if (!r->nr_tps)
+		return 0;
+	m->tp_fd = malloc(r->nr_tps * sizeof(*m->tp_fd));
+	m->tp_id = calloc(r->nr_tps, sizeof(*m->tp_id));
+	if (!m->tp_fd || !m->tp_id)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 0; i < r->nr_tps; i++)
+		m->tp_fd[i] = -1;
+	for (size_t i = 0; i < r->nr_tps; i++) {
+		struct perf_event_attr a;
+
+		rec_tp_attr(r, i, &a);
+		m->tp_fd[i] = (int)syscall(SYS_perf_event_open, &a, m->tid, m->cpu, -1,
+					   PERF_FLAG_FD_CLOEXEC);
+		if (m->tp_fd[i] < 0)
+			return rec_open_error(r, r->tps[i].label, m->tid, m->cpu, a.config,
+					      errno);
+		if (ioctl(m->tp_fd[i], PERF_EVENT_IOC_ID, &m->tp_id[i]) ||
+		    ioctl(m->tp_fd[i], PERF_EVENT_IOC_SET_OUTPUT, m->fd))
+			return rec_fail(r, -VMPT_ERR_IO, "tracepoint %s setup: %s",
+					r->tps[i].label, strerror(errno));
+	}
+	return 0;
+}
+
+void rec_tp_enable(struct rec *r, struct rec_map *m, unsigned long req)
+{
+	for (size_t i = 0; m->tp_fd && i < r->nr_tps; i++)
+		if (m->tp_fd[i] >= 0)
+			ioctl(m->tp_fd[i], req, 0);
+}
+
+void rec_tp_close(struct rec *r, struct rec_map *m)
+{
+	for (size_t i = 0; m->tp_fd && i < r->nr_tps; i++)
+		if (m->tp_fd[i] >= 0)
+			close(m->tp_fd[i]);
+	free(m->tp_fd);
+	free(m->tp_id);
+	m->tp_fd = NULL;
+	m->tp_id = NULL;
+}
+
+/* The tracing data under construction. */
+struct buf {
+	uint8_t *d;
+	size_t n, cap;
+	int nomem;
+};
+
+static void put(struct buf *b, const void *p, size_t n)
+{
+	if (b->nomem)
+		return;
+	if (b->cap - b->n < n) {
+		size_t cap = b->cap ? b->cap : 16384;
+		uint8_t *d;
+
+		while (cap - b->n < n)
+			cap *= 2;
+		if (!(d = realloc(b->d, cap))) {
+			b->nomem = 1;
+			return;
+		}
+		b->d = d;
+		b->cap = cap;
+	}
+	memcpy(b->d + b->n, p, n);
+	b->n += n;
+}
+
+static void put_u32(struct buf *b, uint32_t v)
+{
+	put(b, &v, 4);
+}
+
+static void put_u64(struct buf *b, uint64_t v)
+{
+	put(b, &v, 8);
+}
+
+/* A tracefs file with its size (size_bytes of it) before it. */
+static int put_file(struct rec *r, struct buf *b, const char *name, unsigned size_bytes)
+{
+	char path[4300], *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", r->tracefs, name);
+	rc = read_all(path, &text, &len);
+	if (rc == -VMPT_ERR_NOMEM)
+		return rc;
+	if (rc == -VMPT_ERR_IO)
+		return rec_fail(r, rc, "tracepoints: %s: %s", path, strerror(errno));
+	/* A file the kernel does not have (printk formats) is an empty part. */
+	if (size_bytes == 4)
+		put_u32(b, (uint32_t)len);
+	else
+		put_u64(b, len);
+	if (len)
+		put(b, text, len);
+	free(text);
+	return 0;
+}
+
+int rec_tp_write_tracing_data(struct rec *r)
+{
+	static const uint8_t magic[10] = { 23, 8, 68, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
+	struct buf b = { 0 };
+	uint8_t endian[2] = { __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__, sizeof(long) };
+	size_t nsys = 0;
+	int rc;
+
+	if (!r->nr_tps)
+		return 0;
+	put(&b, magic, sizeof(magic));
+	put(&b, "0.6", 4);
+	put(&b, endian, 2);
+	put_u32(&b, (uint32_t)r->page);
+	put(&b, "header_page", 12);
+	if ((rc = put_file(r, &b, "events/header_page", 8)))
+		goto out;
+	put(&b, "header_event", 13);
+	if ((rc = put_file(r, &b, "events/header_event", 8)))
+		goto out;
+	put_u32(&b, 0);		/* ftrace's own events: none asked for */
+	for (size_t i = 0; i < r->nr_tps; i++) {
+		size_t k;
+
+		for (k = 0; k < i && strcmp(r->tps[k].sys, r->tps[i].sys); k++)
+			;
+		nsys += k == i;
+	}
+	put_u32(&b, (uint32_t)nsys);
+	/* Per system (in the order first asked for) its events' formats. */
+	for (size_t i = 0; i < r->nr_tps; i++) {
+		uint32_t n = 0;
+		size_t k;
+
+		for (k = 0; k < i && strcmp(r->tps[k].sys, r->tps[i].sys); k++)
+			;
+		if (k < i)
+			continue;
+		for (k = i; k < r->nr_tps; k++)
+			n += !strcmp(r->tps[k].sys, r->tps[i].sys);
+		put(&b, r->tps[i].sys, strlen(r->tps[i].sys) + 1);
+		put_u32(&b, n);
+		for (k = i; k < r->nr_tps; k++) {
+			if (strcmp(r->tps[k].sys, r->tps[i].sys))
+				continue;
+			put_u64(&b, r->tps[k].format_len);
+			put(&b, r->tps[k].format, r->tps[k].format_len);
+		}
+	}
+	put_u32(&b, 0);		/* kallsyms: none, as perf 6.1 */
+	if ((rc = put_file(r, &b, "printk_formats", 4)) ||
+	    (rc = put_file(r, &b, "saved_cmdlines", 8)))
+		goto out;
+	rc = b.nomem ? -VMPT_ERR_NOMEM :
+	     vmpt_perf_writer_copy_feature(r->w, VMPT_PERF_FEAT_TRACING_DATA, b.d, b.n);
+out:
+	free(b.d);
+	return rc;
+}
