@@ -122,6 +122,18 @@ static int is_exec_map(const struct vmpt_perf_event *ev)
 	       (ev->type == PERF_RECORD_MMAP2 && (ev->mmap.prot & 4));
 }
 
+/* A guest's record merged into the host's recording (perf inject
+ * --guest-data, vmpt correlate --guest-data give them a guest cpumode):
+ * perf files its tasks and mappings under the guest machine, and a guest
+ * tid or pid is no host one.
+ */
+static int guest_machine_record(const struct vmpt_perf_event *ev)
+{
+	unsigned cpumode = ev->misc & PERF_RECORD_MISC_CPUMODE_MASK;
+
+	return cpumode == PERF_RECORD_MISC_GUEST_KERNEL || cpumode == PERF_RECORD_MISC_GUEST_USER;
+}
+
 /* The guest side of a VM recording: DIR/guest in perf's directory form,
  * FILE.guest beside a file.
  */
@@ -510,7 +522,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	vmpt_perf_cursor_init(&s->pd, &cur);
 	while ((ret = vmpt_perf_next(&s->pd, &cur, &ev)) > 0) {
 		if (ev.type == PERF_RECORD_MMAP2 || ev.type == PERF_RECORD_MMAP) {
-			if (is_exec_map(&ev))
+			if (is_exec_map(&ev) && !guest_machine_record(&ev))
 				ret = host_mapping(s, &ev);
 		} else if (ev.type == VMPT_PERF_RECORD_TIME_CONV) {
 			s->tc = ev.time_conv;
@@ -530,7 +542,7 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 			};
 
 			ret = PUSH(s->bufs, s->n_bufs, b);
-		} else {
+		} else if (!guest_machine_record(&ev)) {
 			ret = sideband(s, &ev);
 		}
 		if (ret == 0)

@@ -147,11 +147,17 @@ show "$T/vmpt-pipe" --ns | diff -u "$T/vmpt-p.ns" - || fail "the merge into a pi
 # inject -o - writes tracing data that perf script cannot read back): the
 # tracing data comes as a record there; the merge keeps it as the file's
 # TRACING_DATA, where perf script reads the host's tracepoint lines as in
-# the pipe.
+# the pipe.  The guest (this machine, recorded before) names the stand-in's
+# vCPU thread guest-cpu here: a guest's tid is no host thread, and the
+# host's lines keep CPU 0/KVM, as perf's.
 perf record -q --sample-identifier -e dummy --switch-events -e sched:sched_switch -a -o - -- \
 	sleep 0.2 >"$T/host-tp.raw" 2>"$T/host-tp.log" || { cat "$T/host-tp.log"; fail "perf record -o - of a tracepoint"; }
 $EDIT time-conv "$T/host-tp.raw" "$T/host-tp.data" $SHIFT $MULT $HOST_ZERO || fail "time-conv host-tp"
-"$VMPT" correlate -i "$T/host-tp.data" -o "$T/vmpt-tp" --guest-data="$T/guest.data,$QEMU,$OFFSET" \
+python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); n = d.count(b"CPU 0/KVM\0")
+assert n, "no COMM of CPU 0/KVM in the guest recording"
+open(sys.argv[2], "wb").write(d.replace(b"CPU 0/KVM\0", b"guest-cpu\0"))' "$T/guest.data" "$T/guest-renamed.data" ||
+	fail "renaming the guest's CPU 0/KVM"
+"$VMPT" correlate -i "$T/host-tp.data" -o "$T/vmpt-tp" --guest-data="$T/guest-renamed.data,$QEMU,$OFFSET" \
 	2>"$T/vmpt-tp.sum" || { cat "$T/vmpt-tp.sum"; fail "vmpt correlate of a pipe-mode host with a tracepoint"; }
 for f in host-tp.data vmpt-tp; do
 	perf script -i "$T/$f" --ns 2>"$T/tp.err" |
@@ -159,6 +165,8 @@ for f in host-tp.data vmpt-tp; do
 	[ ! -s "$T/tp.err" ] || { cat "$T/tp.err"; fail "perf script -i $f complained"; }
 done
 diff -u "$T/host-tp.data.tp" "$T/vmpt-tp.tp" || fail "the tracepoint lines of a merged pipe differ"
+grep -q '^ *CPU 0/KVM .* sched:sched_switch: prev_comm=CPU 0/KVM ' "$T/vmpt-tp.tp" ||
+	fail "no switch of the stand-in's CPU 0/KVM in the merged tracepoint lines"
 "$VMPT" script -i "$T/vmpt-tp" --ns 2>"$T/tp.err" | grep ' sched:sched_switch: prev_comm=' |
 	diff -u "$T/vmpt-tp.tp" - || fail "vmpt script's tracepoint lines of the merge are not perf's"
 
