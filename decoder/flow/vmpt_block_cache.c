@@ -178,9 +178,13 @@ static struct sec_table *sec_table(struct vmpt_bcache *bc,
 	return t;
 }
 
+/* The product's high bits (a table has at most 2^22 buckets): its bits from
+ * 32 on mix the addresses of one binary poorly, which left half the
+ * buckets of bash's blocks empty and chains twice as long.
+ */
 static size_t hash(uint64_t ip, unsigned mode)
 {
-	return (size_t)(((ip ^ ((uint64_t)mode << 62)) * 0x9e3779b97f4a7c15ull) >> 32);
+	return (size_t)(((ip ^ ((uint64_t)mode << 62)) * 0x9e3779b97f4a7c15ull) >> 40);
 }
 
 static struct vmpt_block *chain_find(struct vmpt_block *b,
