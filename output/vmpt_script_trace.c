@@ -26,7 +26,8 @@
 	X(tep_set_page_size) X(tep_parse_header_page) X(tep_parse_event)	\
 	X(tep_parse_kallsyms) X(tep_parse_printk_formats)			\
 	X(tep_parse_saved_cmdlines) X(tep_find_event) X(tep_print_event)	\
-	X(tep_set_loglevel) X(tep_set_function_resolver) X(trace_seq_init) X(trace_seq_reset)		\
+	X(tep_set_loglevel) X(tep_set_function_resolver) X(tep_find_any_field)	\
+	X(trace_seq_init) X(trace_seq_reset)		\
 	X(trace_seq_destroy) X(trace_seq_terminate)
 VMPT_DL_TABLE(tep_lib, TEP_FUNCS, "libtraceevent.so.1", "libtraceevent1");
 #define TEP(f) VMPT_DL(tep_lib, f)
@@ -235,6 +236,148 @@ static int fields_fit(const struct tep_format_field *f, const uint8_t *data, uin
 	return 1;
 }
 
+/* A sample's raw data as the checks of its print arguments read it. */
+struct raw {
+	struct tep_event *e;
+	const uint8_t *data;
+	uint32_t size;
+	int swap;
+};
+
+/* The numeric field f (1, 2, 4 or 8 bytes, within the data: fields_fit). */
+static int field_value(const struct raw *r, const struct tep_format_field *f, uint64_t *v)
+{
+	uint8_t b[8];
+
+	if (!f || (f->size != 1 && f->size != 2 && f->size != 4 && f->size != 8))
+		return -1;
+	memcpy(b, r->data + f->offset, (size_t)f->size);
+	*v = 0;
+	for (int i = 0; i < f->size; i++)
+		*v |= (uint64_t)b[r->swap ? f->size - 1 - i : i] << (8 * i);
+	return 0;
+}
+
+/* Where the dynamic field f's bytes are. */
+static int dynamic_bytes(const struct raw *r, const struct tep_format_field *f, uint64_t *at,
+			 uint64_t *len)
+{
+	uint64_t loc;
+
+	if (!f || !(f->flags & TEP_FIELD_IS_DYNAMIC) || field_value(r, f, &loc) < 0)
+		return -1;
+	*at = (loc & 0xffff) +
+	      (f->flags & TEP_FIELD_IS_RELATIVE ? (uint64_t)f->offset + (uint64_t)f->size : 0);
+	*len = (loc >> 16) & 0xffff;
+	return 0;
+}
+
+static struct tep_format_field *arg_field(const struct raw *r, struct tep_print_arg *a)
+{
+	if (!a->field.field)
+		a->field.field = TEP(tep_find_any_field)(r->e, a->field.name);
+	return a->field.field;
+}
+
+/* The value of a length argument: numbers, fields, a dynamic array's
+ * length, and + - * / of those (the kernel's formats use no more).
+ */
+static int eval(const struct raw *r, struct tep_print_arg *a, uint64_t *v, int depth)
+{
+	uint64_t x, y;
+	char *end;
+
+	if (!a || depth > 16)
+		return -1;
+	switch (a->type) {
+	case TEP_PRINT_ATOM:
+		*v = strtoull(a->atom.atom, &end, 0);
+		return end != a->atom.atom && !*end ? 0 : -1;
+	case TEP_PRINT_FIELD:
+		return field_value(r, arg_field(r, a), v);
+	case TEP_PRINT_DYNAMIC_ARRAY_LEN:
+		return dynamic_bytes(r, a->dynarray.field, &x, v);
+	case TEP_PRINT_TYPE:
+		return eval(r, a->typecast.item, v, depth + 1);
+	case TEP_PRINT_OP:
+		if (!a->op.op || !a->op.op[0] || a->op.op[1] || eval(r, a->op.left, &x, depth + 1) ||
+		    eval(r, a->op.right, &y, depth + 1))
+			return -1;
+		switch (a->op.op[0]) {
+		case '+': *v = x + y; return 0;
+		case '-': *v = x - y; return 0;
+		case '*': *v = x * y; return 0;
+		case '/': return y ? (*v = x / y, 0) : -1;
+		default: return -1;
+		}
+	default:
+		return -1;
+	}
+}
+
+/* Where the bytes an argument prints from are: a field, a dynamic array. */
+static int arg_bytes(const struct raw *r, struct tep_print_arg *a, uint64_t *at, uint64_t *len)
+{
+	struct tep_format_field *f;
+
+	if (a && a->type == TEP_PRINT_FIELD && (f = arg_field(r, a))) {
+		*at = (uint64_t)f->offset;
+		*len = (uint64_t)f->size;
+		return 0;
+	}
+	if (a && a->type == TEP_PRINT_DYNAMIC_ARRAY && !a->dynarray.index)
+		return dynamic_bytes(r, a->dynarray.field, at, len);
+	return -1;
+}
+
+static int arg_fits(const struct raw *r, struct tep_print_arg *a, int depth);
+
+static int args_fit(const struct raw *r, struct tep_print_arg *a, int depth)
+{
+	for (; a; a = a->next)
+		if (!arg_fits(r, a, depth))
+			return 0;
+	return 1;
+}
+
+/* Does what argument a prints lie within the data?  libtraceevent
+ * prints __print_hex(REC->insn, REC->len)'s len bytes whatever insn's
+ * size (kvm:kvm_emulate_insn): the length is checked here.
+ */
+static int arg_fits(const struct raw *r, struct tep_print_arg *a, int depth)
+{
+	uint64_t at, len, n, el;
+
+	if (depth > 16)
+		return 0;
+	switch (a->type) {
+	case TEP_PRINT_HEX:
+	case TEP_PRINT_HEX_STR:
+		return !arg_bytes(r, a->hex.field, &at, &len) && !eval(r, a->hex.size, &n, 0) &&
+		       n <= r->size && at <= r->size - n;
+	case TEP_PRINT_INT_ARRAY:
+		return !arg_bytes(r, a->int_array.field, &at, &len) &&
+		       !eval(r, a->int_array.count, &n, 0) && !eval(r, a->int_array.el_size, &el, 0) &&
+		       (!el || n <= r->size / el) && at <= r->size - n * el;
+	case TEP_PRINT_DYNAMIC_ARRAY:
+		/* an element picked by index: not in the kernel's formats */
+		return !a->dynarray.index;
+	case TEP_PRINT_OP:
+		return (!a->op.left || arg_fits(r, a->op.left, depth + 1)) &&
+		       (!a->op.right || arg_fits(r, a->op.right, depth + 1));
+	case TEP_PRINT_TYPE:
+		return !a->typecast.item || arg_fits(r, a->typecast.item, depth + 1);
+	case TEP_PRINT_FLAGS:
+		return !a->flags.field || arg_fits(r, a->flags.field, depth + 1);
+	case TEP_PRINT_SYMBOL:
+		return !a->symbol.field || arg_fits(r, a->symbol.field, depth + 1);
+	case TEP_PRINT_FUNC:
+		return args_fit(r, a->func.args, depth + 1);
+	default:
+		return 1;
+	}
+}
+
 void script_print_trace(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
 {
 	struct vmpt_script_tp *tp = c->o->tp;
@@ -246,7 +389,9 @@ void script_print_trace(struct vmpt_consumer *c, const struct vmpt_perf_event *e
 	    !(e = TEP(tep_find_event)(tp->tep, (int)ev->attr->attr.config)))
 		return;
 	if (!fields_fit(e->format.common_fields, ev->sample.raw_data, size, tp->swap) ||
-	    !fields_fit(e->format.fields, ev->sample.raw_data, size, tp->swap)) {
+	    !fields_fit(e->format.fields, ev->sample.raw_data, size, tp->swap) ||
+	    !args_fit(&(struct raw){ e, ev->sample.raw_data, size, tp->swap },
+		      e->print_fmt.args, 0)) {
 		script_outf(c, "[%u bytes that do not fit the format of %s:%s]", size,
 			    e->system, e->name);
 		return;

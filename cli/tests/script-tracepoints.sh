@@ -137,6 +137,55 @@ EOF
 	fail "short: not one line per sample"
 checked="$checked short-raw"
 
+# A length a format takes from another field: kvm:kvm_emulate_insn prints
+# __print_hex(REC->insn, REC->len) from its 15-byte insn.  vmpt record
+# writes the format; two samples are added: len 3 (perf's line), and len
+# 200 (past the sample: said on its line, never read).
+if [ -r /sys/kernel/tracing/events/kvm/kvm_emulate_insn/format ]; then
+	"$VMPT" record -q -e dummy -e kvm:kvm_emulate_insn -a -o "$T/emu.data" -- true ||
+		fail "vmpt record -e kvm:kvm_emulate_insn"
+	python3 - "$T/emu.data" <<'PY'
+import struct, sys
+path = sys.argv[1]
+d = bytearray(open(path, 'rb').read())
+attr_size, attrs_off, attrs_size, data_off, data_size = struct.unpack_from('<QQQQQ', d, 16)
+# each: the attr, then the file section of its ids (attr_size counts both)
+for a in range(attrs_off, attrs_off + attrs_size, attr_size):
+    typ, _, config, _, sample_type = struct.unpack_from('<IIQQQ', d, a)
+    ids_off, ids_size = struct.unpack_from('<QQ', d, a + attr_size - 16)
+    if typ == 2:
+        break
+ident = struct.unpack_from('<Q', d, ids_off)[0]
+assert sample_type == 0x10587, hex(sample_type)  # IP TID TIME CPU PERIOD RAW IDENTIFIER
+def sample(time, length):
+    raw = struct.pack('<HBBiQIB15sBB', config, 0, 0, 4242, 0xffffffff81000000, 0, length,
+                      b'\x0f\x01\xc1', 9, 0)
+    raw += b'\0' * (44 - len(raw))
+    body = struct.pack('<QQIIQIIQI', ident, 0xffffffff81000000, 4242, 4242, time, 0, 0, 1,
+                       len(raw)) + raw
+    return struct.pack('<IHH', 9, 1, 8 + len(body)) + body
+new = sample(1000, 3) + sample(2000, 200)
+end = data_off + data_size
+for i in range(sum(bin(x).count('1') for x in d[72:104])):
+    off, = struct.unpack_from('<Q', d, end + 16 * i)
+    struct.pack_into('<Q', d, end + 16 * i, off + len(new))
+struct.pack_into('<Q', d, 48, data_size + len(new))
+d[end:end] = new
+open(path, 'wb').write(d)
+PY
+	perf script -i "$T/emu.data" 2>/dev/null | grep 'kvm:kvm_emulate_insn:' >"$T/emu.perf"
+	"$VMPT" script -i "$T/emu.data" 2>"$T/err" | grep 'kvm:kvm_emulate_insn:' >"$T/emu.vmpt"
+	[ ! -s "$T/err" ] || { cat "$T/err"; fail "emulate_insn: vmpt wrote to stderr"; }
+	grep -q 'kvm:kvm_emulate_insn: 0:ffffffff81000000:0f 01 c1 (prot64)$' "$T/emu.perf" ||
+		fail "emulate_insn: perf's line is not the one made: $(head -1 "$T/emu.perf")"
+	[ "$(head -1 "$T/emu.vmpt")" = "$(head -1 "$T/emu.perf")" ] ||
+		fail "emulate_insn: not perf's line: $(head -1 "$T/emu.vmpt")"
+	[ "$(sed -n 2p "$T/emu.vmpt" | sed 's/.*kvm:kvm_emulate_insn: //')" = \
+	  "[44 bytes that do not fit the format of kvm:kvm_emulate_insn]" ] ||
+		fail "emulate_insn: len 200: $(sed -n 2p "$T/emu.vmpt")"
+	checked="$checked emulate_insn-length"
+fi
+
 expect hw:trace 2 "vmpt script: 'trace' not valid for hardware events." \
 	"$VMPT" script -i "$T/tp.data" -F hw:trace
 
