@@ -2,12 +2,13 @@
 /* Tracepoints beside the trace (vmpt record -e kvm:kvm_exit): each one
  * opened per target as perf record opens it (a sample of its raw fields at
  * every hit, into the target's data ring), and the tracing data perf
- * keeps of them (the TRACING_DATA feature, perf's trace-event-info.c
- * layout; docs/perf-data.md) made from tracefs: the header files, each
- * event's format, the printk formats.
+ * keeps of them (the TRACING_DATA feature, vmpt/tracing_data.h) from
+ * tracefs: the header files, each event's format, the printk formats and
+ * saved command lines.
  */
 #include "vmpt_record_int.h"
 #include "vmpt/error.h"
+#include "vmpt/tracing_data.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -258,124 +259,59 @@ void rec_tp_close(struct rec *r, struct rec_map *m)
 	m->tp_id = NULL;
 }
 
-/* The tracing data under construction. */
-struct buf {
-	uint8_t *d;
-	size_t n, cap;
-	int nomem;
-};
-
-static void put(struct buf *b, const void *p, size_t n)
+/* A tracefs file as a part of the tracing data: its bytes (freed by the
+ * caller), none when the kernel does not have it (printk formats).
+ */
+static int tracefs_part(struct rec *r, const char *name, struct vmpt_tracing_blob *b,
+			char **keep)
 {
-	if (b->nomem)
-		return;
-	if (b->cap - b->n < n) {
-		size_t cap = b->cap ? b->cap : 16384;
-		uint8_t *d;
-
-		while (cap - b->n < n)
-			cap *= 2;
-		if (!(d = realloc(b->d, cap))) {
-			b->nomem = 1;
-			return;
-		}
-		b->d = d;
-		b->cap = cap;
-	}
-	memcpy(b->d + b->n, p, n);
-	b->n += n;
-}
-
-static void put_u32(struct buf *b, uint32_t v)
-{
-	put(b, &v, 4);
-}
-
-static void put_u64(struct buf *b, uint64_t v)
-{
-	put(b, &v, 8);
-}
-
-/* A tracefs file with its size (size_bytes of it) before it. */
-static int put_file(struct rec *r, struct buf *b, const char *name, unsigned size_bytes)
-{
-	char path[4300], *text = NULL;
+	char path[4300];
 	size_t len = 0;
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/%s", r->tracefs, name);
-	rc = read_all(path, &text, &len);
-	if (rc == -VMPT_ERR_NOMEM)
-		return rc;
-	if (rc == -VMPT_ERR_IO)
-		return rec_fail(r, rc, "tracepoints: %s: %s", path, strerror(errno));
-	/* A file the kernel does not have (printk formats) is an empty part. */
-	if (size_bytes == 4)
-		put_u32(b, (uint32_t)len);
-	else
-		put_u64(b, len);
-	if (len)
-		put(b, text, len);
-	free(text);
+	rc = read_all(path, keep, &len);
+	if (rc == -VMPT_ERR_NOT_FOUND)
+		return 0;
+	if (rc < 0)
+		return rc == -VMPT_ERR_NOMEM ? rc : rec_fail(r, rc, "tracepoints: %s: %s", path,
+							   strerror(errno));
+	b->data = (const uint8_t *)*keep;
+	b->size = len;
 	return 0;
 }
 
 int rec_tp_write_tracing_data(struct rec *r)
 {
-	static const uint8_t magic[10] = { 23, 8, 68, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
-	struct buf b = { 0 };
-	uint8_t endian[2] = { __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__, sizeof(long) };
-	size_t nsys = 0;
+	/* perf 6.1's: no kallsyms (its record_proc_kallsyms writes none). */
+	struct vmpt_tracing_data td = {
+		.version = "0.6", .big_endian = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__,
+		.long_size = sizeof(long), .page_size = (uint32_t)r->page,
+	};
+	char *text[4] = { NULL };
+	uint8_t *data = NULL;
+	size_t size;
 	int rc;
 
 	if (!r->nr_tps)
 		return 0;
-	put(&b, magic, sizeof(magic));
-	put(&b, "0.6", 4);
-	put(&b, endian, 2);
-	put_u32(&b, (uint32_t)r->page);
-	put(&b, "header_page", 12);
-	if ((rc = put_file(r, &b, "events/header_page", 8)))
-		goto out;
-	put(&b, "header_event", 13);
-	if ((rc = put_file(r, &b, "events/header_event", 8)))
-		goto out;
-	put_u32(&b, 0);		/* ftrace's own events: none asked for */
-	for (size_t i = 0; i < r->nr_tps; i++) {
-		size_t k;
-
-		for (k = 0; k < i && strcmp(r->tps[k].sys, r->tps[i].sys); k++)
-			;
-		nsys += k == i;
-	}
-	put_u32(&b, (uint32_t)nsys);
-	/* Per system (in the order first asked for) its events' formats. */
-	for (size_t i = 0; i < r->nr_tps; i++) {
-		uint32_t n = 0;
-		size_t k;
-
-		for (k = 0; k < i && strcmp(r->tps[k].sys, r->tps[i].sys); k++)
-			;
-		if (k < i)
-			continue;
-		for (k = i; k < r->nr_tps; k++)
-			n += !strcmp(r->tps[k].sys, r->tps[i].sys);
-		put(&b, r->tps[i].sys, strlen(r->tps[i].sys) + 1);
-		put_u32(&b, n);
-		for (k = i; k < r->nr_tps; k++) {
-			if (strcmp(r->tps[k].sys, r->tps[i].sys))
-				continue;
-			put_u64(&b, r->tps[k].format_len);
-			put(&b, r->tps[k].format, r->tps[k].format_len);
-		}
-	}
-	put_u32(&b, 0);		/* kallsyms: none, as perf 6.1 */
-	if ((rc = put_file(r, &b, "printk_formats", 4)) ||
-	    (rc = put_file(r, &b, "saved_cmdlines", 8)))
-		goto out;
-	rc = b.nomem ? -VMPT_ERR_NOMEM :
-	     vmpt_perf_writer_copy_feature(r->w, VMPT_PERF_FEAT_TRACING_DATA, b.d, b.n);
-out:
-	free(b.d);
+	td.formats = calloc(r->nr_tps, sizeof(*td.formats));
+	if (!td.formats)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 0; i < r->nr_tps; i++)
+		td.formats[i] = (struct vmpt_tracing_format){
+			r->tps[i].sys, { (const uint8_t *)r->tps[i].format, r->tps[i].format_len }
+		};
+	td.n_formats = r->nr_tps;
+	if (!(rc = tracefs_part(r, "events/header_page", &td.header_page, &text[0])) &&
+	    !(rc = tracefs_part(r, "events/header_event", &td.header_event, &text[1])) &&
+	    !(rc = tracefs_part(r, "printk_formats", &td.printk, &text[2])) &&
+	    !(rc = tracefs_part(r, "saved_cmdlines", &td.cmdlines, &text[3])) &&
+	    !(rc = vmpt_tracing_data_build(&td, &data, &size)))
+		rc = vmpt_perf_writer_copy_feature(r->w, VMPT_PERF_FEAT_TRACING_DATA, data, size);
+	for (size_t i = 0; i < 4; i++)
+		free(text[i]);
+	free(td.formats);
+	free(data);
 	return rc;
 }

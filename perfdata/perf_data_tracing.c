@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* perf's tracing data cut into its parts (vmpt/tracing_data.h), in the
- * order perf's tracing_data_get writes them:
+/* perf's tracing data cut into its parts and made from them
+ * (vmpt/tracing_data.h), in the order perf's tracing_data_get writes them:
  *
  *   "\027\010\104tracing" version\0 big_endian:1 long_size:1 page_size:4
  *   "header_page\0" size:8 data   "header_event\0" size:8 data
@@ -12,9 +12,12 @@
  */
 #include "vmpt/tracing_data.h"
 #include "vmpt/error.h"
+#include "perf_data_write.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+static const uint8_t magic[10] = { 23, 8, 68, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 
 struct cursor {
 	const uint8_t *d;
@@ -114,7 +117,6 @@ static int formats(struct cursor *c, const char *system, struct vmpt_tracing_dat
 
 static int parse(struct cursor *c, struct vmpt_tracing_data *td)
 {
-	static const uint8_t magic[10] = { 23, 8, 68, 't', 'r', 'a', 'c', 'i', 'n', 'g' };
 	const uint8_t *p;
 	uint64_t v, systems;
 	int ret;
@@ -186,4 +188,84 @@ void vmpt_tracing_data_free(struct vmpt_tracing_data *td)
 {
 	free(td->formats);
 	memset(td, 0, sizeof(*td));
+}
+
+static void put_blob(struct pw_buf *b, unsigned size_bytes, const struct vmpt_tracing_blob *blob)
+{
+	if (size_bytes == 4)
+		pw_put32(b, (uint32_t)blob->size);
+	else
+		pw_put64(b, blob->size);
+	pw_put(b, blob->data, (size_t)blob->size);
+}
+
+static int is_ftrace(const struct vmpt_tracing_format *f)
+{
+	return !strcmp(f->system, "ftrace");
+}
+
+/* The formats of f's system, f the first of them: count, then each. */
+static void put_system(struct pw_buf *b, const struct vmpt_tracing_data *td, size_t first)
+{
+	uint32_t n = 0;
+
+	for (size_t i = first; i < td->n_formats; i++)
+		n += !strcmp(td->formats[i].system, td->formats[first].system);
+	pw_put32(b, n);
+	for (size_t i = first; i < td->n_formats; i++)
+		if (!strcmp(td->formats[i].system, td->formats[first].system))
+			put_blob(b, 8, &td->formats[i].text);
+}
+
+/* Is format i the first of its system? */
+static int first_of_system(const struct vmpt_tracing_data *td, size_t i)
+{
+	for (size_t k = 0; k < i; k++)
+		if (!strcmp(td->formats[k].system, td->formats[i].system))
+			return 0;
+	return 1;
+}
+
+int vmpt_tracing_data_build(const struct vmpt_tracing_data *td, uint8_t **data, size_t *size)
+{
+	struct pw_buf b = { 0 };
+	uint8_t order[2] = { td->big_endian, td->long_size };
+	const struct vmpt_tracing_format *ftrace = NULL;
+	uint32_t systems = 0;
+
+	pw_put(&b, magic, sizeof(magic));
+	pw_put(&b, td->version, strlen(td->version) + 1);
+	pw_put(&b, order, 2);
+	pw_put32(&b, td->page_size);
+	pw_put(&b, "header_page", 12);
+	put_blob(&b, 8, &td->header_page);
+	pw_put(&b, "header_event", 13);
+	put_blob(&b, 8, &td->header_event);
+	for (size_t i = 0; i < td->n_formats && !ftrace; i++)
+		if (is_ftrace(&td->formats[i]))
+			ftrace = &td->formats[i];
+	if (ftrace)
+		put_system(&b, td, (size_t)(ftrace - td->formats));
+	else
+		pw_put32(&b, 0);
+	for (size_t i = 0; i < td->n_formats; i++)
+		systems += !is_ftrace(&td->formats[i]) && first_of_system(td, i);
+	pw_put32(&b, systems);
+	for (size_t i = 0; i < td->n_formats; i++) {
+		if (is_ftrace(&td->formats[i]) || !first_of_system(td, i))
+			continue;
+		pw_put(&b, td->formats[i].system, strlen(td->formats[i].system) + 1);
+		put_system(&b, td, i);
+	}
+	put_blob(&b, 4, &td->kallsyms);
+	put_blob(&b, 4, &td->printk);
+	if (strtod(td->version, NULL) >= 0.6)
+		put_blob(&b, 8, &td->cmdlines);
+	if (b.nomem) {
+		free(b.p);
+		return -VMPT_ERR_NOMEM;
+	}
+	*data = b.p;
+	*size = b.len;
+	return 0;
 }

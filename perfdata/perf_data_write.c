@@ -59,6 +59,28 @@ int pw_write(struct vmpt_perf_writer *w, const void *buf, size_t size)
 	return 0;
 }
 
+void pw_put(struct pw_buf *b, const void *p, size_t n)
+{
+	if (b->nomem || !n)
+		return;
+	if (b->len + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		uint8_t *grown;
+
+		while (cap < b->len + n)
+			cap *= 2;
+		grown = realloc(b->p, cap);
+		if (!grown) {
+			b->nomem = 1;
+			return;
+		}
+		b->p = grown;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
 int pw_zero(struct vmpt_perf_writer *w, size_t size)
 {
 	static const uint8_t zero[64];

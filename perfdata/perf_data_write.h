@@ -53,6 +53,19 @@ struct vmpt_perf_writer {
 	uint8_t wbuf[WBUF_SIZE];
 };
 
+/* Bytes made in memory before they are written (feature sections, the
+ * tracing data): nomem is sticky, the bytes are the caller's to free.
+ */
+struct pw_buf {
+	uint8_t *p;
+	size_t len, cap;
+	int nomem;
+};
+
+void pw_put(struct pw_buf *b, const void *p, size_t n);
+static inline void pw_put32(struct pw_buf *b, uint32_t v) { pw_put(b, &v, 4); }
+static inline void pw_put64(struct pw_buf *b, uint64_t v) { pw_put(b, &v, 8); }
+
 int pw_flush(struct vmpt_perf_writer *w);
 int pw_write(struct vmpt_perf_writer *w, const void *buf, size_t size);
 int pw_zero(struct vmpt_perf_writer *w, size_t size);

@@ -178,48 +178,19 @@ static void fill_env_defaults(struct vmpt_perf_env *e)
 
 /* ---- feature encoding ---- */
 
-struct fbuf {
-	uint8_t *p;
-	size_t len, cap;
-	int nomem;
-};
-
-static void fput(struct fbuf *b, const void *p, size_t n)
-{
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		uint8_t *grown;
-
-		while (cap < b->len + n)
-			cap *= 2;
-		grown = realloc(b->p, cap);
-		if (!grown) {
-			b->nomem = 1;
-			return;
-		}
-		b->p = grown;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-}
-
-static void fput32(struct fbuf *b, uint32_t v) { fput(b, &v, 4); }
-static void fput64(struct fbuf *b, uint64_t v) { fput(b, &v, 8); }
-
 /* perf_header_string: u32 len (NUL included, padded to 64), bytes. */
-static void fput_string(struct fbuf *b, const char *s)
+static void fput_string(struct pw_buf *b, const char *s)
 {
 	static const uint8_t zero[PERF_NAME_ALIGN];
 	size_t n = strlen(s ? s : "") + 1;
 	uint32_t len = (uint32_t)((n + PERF_NAME_ALIGN - 1) & ~(size_t)(PERF_NAME_ALIGN - 1));
 
-	fput32(b, len);
-	fput(b, s ? s : "", n - 1);
-	fput(b, zero, len - (n - 1));
+	pw_put32(b, len);
+	pw_put(b, s ? s : "", n - 1);
+	pw_put(b, zero, len - (n - 1));
 }
 
-static void feat_build_ids(struct fbuf *b, const struct vmpt_perf_env *e)
+static void feat_build_ids(struct pw_buf *b, const struct vmpt_perf_env *e)
 {
 	static const uint8_t zero[PERF_NAME_ALIGN];
 
@@ -233,24 +204,24 @@ static void feat_build_ids(struct fbuf *b, const struct vmpt_perf_env *e)
 
 		memcpy(id, bid->id, 20);
 		id[20] = bid->size;
-		fput32(b, VMPT_PERF_RECORD_HEADER_BUILD_ID);
-		fput(b, &misc, 2);
-		fput(b, &size, 2);
-		fput32(b, (uint32_t)bid->pid);
-		fput(b, id, sizeof(id));
-		fput(b, bid->filename, n - 1);
-		fput(b, zero, len - (n - 1));
+		pw_put32(b, VMPT_PERF_RECORD_HEADER_BUILD_ID);
+		pw_put(b, &misc, 2);
+		pw_put(b, &size, 2);
+		pw_put32(b, (uint32_t)bid->pid);
+		pw_put(b, id, sizeof(id));
+		pw_put(b, bid->filename, n - 1);
+		pw_put(b, zero, len - (n - 1));
 	}
 }
 
-static void feat_pmu_mappings(struct fbuf *b, const char *maps)
+static void feat_pmu_mappings(struct pw_buf *b, const char *maps)
 {
 	uint32_t nr = 0;
 	const char *p;
 
 	for (p = maps; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] ? 1 : 0))
 		nr++;
-	fput32(b, nr);
+	pw_put32(b, nr);
 	for (p = maps; p && *p; ) {
 		size_t len = strcspn(p, ",");
 		const char *eq = memchr(p, '=', len);
@@ -261,13 +232,13 @@ static void feat_pmu_mappings(struct fbuf *b, const char *maps)
 			nlen = sizeof(name) - 1;
 		memcpy(name, p, nlen);
 		name[nlen] = 0;
-		fput32(b, eq ? (uint32_t)strtoul(eq + 1, NULL, 10) : 0);
+		pw_put32(b, eq ? (uint32_t)strtoul(eq + 1, NULL, 10) : 0);
 		fput_string(b, name);
 		p += len + (p[len] ? 1 : 0);
 	}
 }
 
-static int encode_feature(struct vmpt_perf_writer *w, unsigned feat, struct fbuf *b)
+static int encode_feature(struct vmpt_perf_writer *w, unsigned feat, struct pw_buf *b)
 {
 	const struct vmpt_perf_env *e = &w->env;
 
@@ -278,33 +249,33 @@ static int encode_feature(struct vmpt_perf_writer *w, unsigned feat, struct fbuf
 	case VMPT_PERF_FEAT_VERSION: fput_string(b, e->version); break;
 	case VMPT_PERF_FEAT_ARCH: fput_string(b, e->arch); break;
 	case VMPT_PERF_FEAT_NRCPUS:
-		fput32(b, e->nr_cpus_avail);
-		fput32(b, e->nr_cpus_online);
+		pw_put32(b, e->nr_cpus_avail);
+		pw_put32(b, e->nr_cpus_online);
 		break;
 	case VMPT_PERF_FEAT_CPUDESC: fput_string(b, e->cpudesc); break;
 	case VMPT_PERF_FEAT_CPUID: fput_string(b, e->cpuid); break;
-	case VMPT_PERF_FEAT_TOTAL_MEM: fput64(b, e->total_mem_kb); break;
+	case VMPT_PERF_FEAT_TOTAL_MEM: pw_put64(b, e->total_mem_kb); break;
 	case VMPT_PERF_FEAT_CMDLINE:
-		fput32(b, e->nr_cmdline);
+		pw_put32(b, e->nr_cmdline);
 		for (uint32_t i = 0; i < e->nr_cmdline; i++)
 			fput_string(b, e->cmdline[i]);
 		break;
 	case VMPT_PERF_FEAT_EVENT_DESC:
-		fput32(b, (uint32_t)w->nr_attrs);
-		fput32(b, sizeof(struct perf_event_attr));
+		pw_put32(b, (uint32_t)w->nr_attrs);
+		pw_put32(b, sizeof(struct perf_event_attr));
 		for (size_t i = 0; i < w->nr_attrs; i++) {
-			fput(b, &w->attrs[i].attr, sizeof(w->attrs[i].attr));
-			fput32(b, (uint32_t)w->attrs[i].nr_ids);
+			pw_put(b, &w->attrs[i].attr, sizeof(w->attrs[i].attr));
+			pw_put32(b, (uint32_t)w->attrs[i].nr_ids);
 			fput_string(b, w->attrs[i].name);
-			fput(b, w->attrs[i].ids, w->attrs[i].nr_ids * 8);
+			pw_put(b, w->attrs[i].ids, w->attrs[i].nr_ids * 8);
 		}
 		break;
 	case VMPT_PERF_FEAT_PMU_MAPPINGS: feat_pmu_mappings(b, e->pmu_mappings); break;
 	case VMPT_PERF_FEAT_AUXTRACE:
-		fput64(b, w->nr_index);
+		pw_put64(b, w->nr_index);
 		for (size_t i = 0; i < w->nr_index; i++) {
-			fput64(b, w->index[i].file_offset);
-			fput64(b, w->index[i].size);
+			pw_put64(b, w->index[i].file_offset);
+			pw_put64(b, w->index[i].size);
 		}
 		break;
 	default:
@@ -418,7 +389,7 @@ static int write_features_and_header(struct vmpt_perf_writer *w)
 	nr = 0;
 	for (unsigned f = 1; f < VMPT_PERF_FEAT_BITS; f++) {
 		const struct pw_raw_feature *raw = raw_feature(w, f);
-		struct fbuf b = { 0 };
+		struct pw_buf b = { 0 };
 
 		if (!((features[f / 64] >> (f % 64)) & 1))
 			continue;

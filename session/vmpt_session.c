@@ -314,6 +314,15 @@ static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, in
 	 */
 	if (!strncmp(m.name, "[kernel.kallsyms]", 17))
 		m.name = "[kernel.kallsyms]";
+	/* perf's map__new: code in anonymous memory, a stack, a heap or
+	 * SysV shared memory is named for the JIT map perf reads its
+	 * symbols from.
+	 */
+	if (!strcmp(m.name, "//anon") || !strncmp(m.name, "/dev/zero", 9) ||
+	    !strncmp(m.name, "/anon_hugepage", 14) || !strncmp(m.name, "[stack", 6) ||
+	    !strncmp(m.name, "/SYSV", 5) || !strcmp(m.name, "[heap]"))
+		snprintf(m.anon_name, sizeof(m.anon_name), "/tmp/perf-%d.map",
+			 (int)ev->mmap.pid);
 
 	if (ev->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
 		id = ev->mmap.build_id;
@@ -735,7 +744,7 @@ int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *
 		m = session_map_in(s, -1, addr);
 	if (!m)
 		return -VMPT_ERR_NOT_FOUND;
-	map->name = m->name;
+	map->name = m->anon_name[0] ? m->anon_name : m->name;
 	map->start = m->start;
 	map->pgoff = m->pgoff;
 	map->build_id = m->build_id[0] ? m->build_id : NULL;

@@ -3,7 +3,8 @@
 # cpu-clock, ...) as perf script does, among Intel PT's by time: recordings
 # made here with perf record (a fixed period, a frequency, callchains, -a,
 # a group read at each sample, the pipe form) print perf script's lines
-# byte for byte with nothing on stderr, a tracepoint's among them; and the
+# byte for byte with nothing on stderr, a tracepoint's and a JIT's (QEMU
+# TCG's code in anonymous memory) among them; and the
 # real 4.14 recording (intel_pt and cycles, binaries missing) prints perf's
 # lines: the cycles samples, Intel PT's branch lines without the cpu
 # column (perf checks the first hardware event, cycles, which samples no
@@ -136,6 +137,18 @@ if rec tp -e sched:sched_switch -e cpu-clock:u -c 500000; then
 	[ "$n" -gt 0 ] || fail "no sched_switch samples recorded"
 	same tp
 	checked="$checked tracepoint($n)"
+fi
+
+# Code in anonymous memory (QEMU's TCG translations, a JIT's): perf names
+# it for the JIT map it reads symbols from, /tmp/perf-PID.map.
+if command -v qemu-system-x86_64 >/dev/null; then
+	perf record -q -e cpu-clock:u -c 100000 -o "$T/jit.data" -- timeout 1 \
+		qemu-system-x86_64 -machine pc,accel=tcg -m 64 -nodefaults -display none \
+		-no-reboot >"$T/jit.log" 2>&1 || true
+	jn=$(perf script -i "$T/jit.data" 2>/dev/null | grep -c ' \[unknown\] (/tmp/perf-[0-9]*\.map)$' || true)
+	[ "$jn" -gt 0 ] || fail "jit: no sample in QEMU's translations in perf's lines"
+	same jit
+	checked="$checked ($jn in the JIT map)"
 fi
 
 # The real 4.14 recording (its binaries are missing): every line is perf's,

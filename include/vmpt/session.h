@@ -45,6 +45,10 @@ struct vmpt_session_map {
 	int pid;		/* -1: the kernel's, every process's */
 	uint64_t start, len, pgoff;
 	const char *name;	/* as recorded (in the mapped file) */
+	/* perf's name of anonymous code (a JIT's, //anon): "/tmp/perf-PID.map",
+	 * where perf looks for its symbols; "" for a file's.
+	 */
+	char anon_name[32];
 	char build_id[41];	/* hex; "" when not recorded */
 	/* Not decoded: a file is there, of this other build-id ("none":
 	 * without one); "": found, or nothing there.

@@ -2,7 +2,8 @@
 /* perf's tracing data: what perf record keeps of tracefs for its
  * tracepoints (the TRACING_DATA feature section, or a pipe's
  * HEADER_TRACING_DATA record; the layout of perf's trace-event-info.c),
- * cut into its parts.  The parts point into the data given.
+ * cut into its parts (the parts point into the data given), and made
+ * from them.
  */
 #ifndef VMPT_TRACING_DATA_H
 #define VMPT_TRACING_DATA_H
@@ -46,6 +47,13 @@ struct vmpt_tracing_data {
 int vmpt_tracing_data_parse(const uint8_t *data, uint64_t size, struct vmpt_tracing_data *td,
 			    uint64_t *err_off, const char **what);
 void vmpt_tracing_data_free(struct vmpt_tracing_data *td);
+
+/* The bytes of td laid out as perf writes them: the formats of system
+ * "ftrace" as ftrace's own, the others by system, the systems in the order
+ * of their first format.  *data is the caller's to free.  0 or
+ * -VMPT_ERR_NOMEM.
+ */
+int vmpt_tracing_data_build(const struct vmpt_tracing_data *td, uint8_t **data, size_t *size);
 
 #ifdef __cplusplus
 }
