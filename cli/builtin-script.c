@@ -55,7 +55,7 @@ static void summary(struct vmpt_script *sc, const struct vmpt_session *s, int sh
 		fprintf(stderr, "Warning:\nAUX data detected collision  %" PRIu64 " times out "
 			"of %" PRIu64 "!\n\n", st.aux_collision, st.aux);
 	if (st.other_unshown)
-		fprintf(stderr, "vmpt script: %" PRIu64 " samples of tracepoints or other PMUs "
+		fprintf(stderr, "vmpt script: %" PRIu64 " samples of other PMUs "
 			"not printed (perf script prints them)\n",
 			st.other_unshown);
 	for (int i = 0; i < VMPT_ERR_COUNT; i++)
