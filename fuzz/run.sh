@@ -235,6 +235,7 @@ for t in $targets; do
 	regressions "$t" "$reg"
 	if [ -n "$(ls -A "$reg")" ] &&
 	   ! ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	     LSAN_OPTIONS=suppressions=$src/fuzz/lsan.supp \
 	     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		"$build/fuzz/fuzz-$t" "$reg"/* >"$build/fuzz-$t.regressions.log" 2>&1; then
 		tail -40 "$build/fuzz-$t.regressions.log"
@@ -265,6 +266,7 @@ for t in $targets; do
 	esac
 	# shellcheck disable=SC2086
 	if ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	   LSAN_OPTIONS=suppressions=$src/fuzz/lsan.supp \
 	   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 		"$build/fuzz/fuzz-$t" -max_total_time="$secs" -runs="${RUNS:--1}" -seed="${SEED:-0}" \
 		-max_len=$max_len -timeout="${TIMEOUT:-10}" \
