@@ -24,8 +24,8 @@
 #define TEP_FUNCS(X)								\
 	X(tep_alloc) X(tep_free) X(tep_set_file_bigendian) X(tep_set_long_size)	\
 	X(tep_set_page_size) X(tep_parse_header_page) X(tep_parse_event)	\
-	X(tep_parse_kallsyms) X(tep_parse_printk_formats)			\
-	X(tep_parse_saved_cmdlines) X(tep_find_event) X(tep_print_event)	\
+	X(tep_register_function) X(tep_register_print_string)		\
+	X(tep_register_comm) X(tep_find_event) X(tep_print_event)		\
 	X(tep_set_loglevel) X(tep_set_function_resolver) X(tep_find_any_field)	\
 	X(trace_seq_init) X(trace_seq_reset)		\
 	X(trace_seq_destroy) X(trace_seq_terminate)
@@ -86,18 +86,67 @@ static char *text(const struct vmpt_tracing_blob *b)
 	return s;
 }
 
-/* The tables a text part fills (kallsyms, printk formats, comms). */
-static int load_text(struct tep_handle *tep, const struct vmpt_tracing_blob *b,
-		     int (*parse)(struct tep_handle *, const char *))
+/* "ffffffff81000000 T name" and "...\t[module]" (kallsyms). */
+static void kallsyms_line(struct tep_handle *tep, char *line)
 {
-	char *s;
+	char *end, *mod;
+	unsigned long long addr = strtoull(line, &end, 16);
+
+	if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ' || !end[3])
+		return;
+	if ((mod = strchr(end + 3, '\t'))) {
+		*mod++ = 0;
+		if (*mod != '[' || !strchr(mod, ']'))
+			mod = NULL;
+		else
+			*strchr(++mod, ']') = 0;
+	}
+	TEP(tep_register_function)(tep, end + 3, addr, mod);
+}
+
+/* "0xffffffff8281a98f : \"format\"" (printk formats), the format given
+ * with its quotes as perf gives it.  libtraceevent strips them reading
+ * two characters before the end: shorter ones are left out.
+ */
+static void printk_line(struct tep_handle *tep, char *line)
+{
+	char *end;
+	unsigned long long addr = strtoull(line, &end, 16);
+
+	if (end != line && !strncmp(end, " : ", 3) && strlen(end + 3) >= 4)
+		TEP(tep_register_print_string)(tep, end + 3, addr);
+}
+
+/* "PID COMM" (saved command lines). */
+static void comm_line(struct tep_handle *tep, char *line)
+{
+	char *end;
+	long pid = strtol(line, &end, 10);
+
+	if (end != line && *end == ' ' && end[1] && pid >= 0 && pid <= INT32_MAX)
+		TEP(tep_register_comm)(tep, end + 1, (int)pid);
+}
+
+/* The table a text part fills, a line at a time.  vmpt reads the lines
+ * itself: libtraceevent's own readers of these parts read past the end
+ * of a last line cut after "ADDR :" (fuzz-session).  Lines that do not
+ * read are left out, as perf leaves them.
+ */
+static int load_text(struct tep_handle *tep, const struct vmpt_tracing_blob *b,
+		     void (*line_fn)(struct tep_handle *, char *))
+{
+	char *s, *line, *nl;
 
 	if (!b->size)
 		return 0;
 	if (!(s = text(b)))
 		return -VMPT_ERR_NOMEM;
-	/* Lines it cannot read are left out, as perf leaves them. */
-	parse(tep, s);
+	for (line = s; line; line = nl) {
+		if ((nl = strchr(line, '\n')))
+			*nl++ = 0;
+		if (*line)
+			line_fn(tep, line);
+	}
 	free(s);
 	return 0;
 }
@@ -123,10 +172,10 @@ static int load(struct vmpt_script_tp *tp, const struct vmpt_tracing_data *td)
 		TEP(tep_parse_event)(tep, (const char *)td->formats[i].text.data,
 				     (unsigned long)td->formats[i].text.size,
 				     td->formats[i].system);
-	if ((ret = load_text(tep, &td->kallsyms, TEP(tep_parse_kallsyms))) < 0 ||
-	    (ret = load_text(tep, &td->printk, TEP(tep_parse_printk_formats))) < 0)
+	if ((ret = load_text(tep, &td->kallsyms, kallsyms_line)) < 0 ||
+	    (ret = load_text(tep, &td->printk, printk_line)) < 0)
 		return ret;
-	return load_text(tep, &td->cmdlines, TEP(tep_parse_saved_cmdlines));
+	return load_text(tep, &td->cmdlines, comm_line);
 }
 
 static int has_tracepoints(const struct vmpt_perf_data *pd)
