@@ -14,6 +14,7 @@
 #define VMPT_RECORD_INT_H
 
 #include "vmpt/aux.h"
+#include "vmpt/file.h"
 #include "vmpt/kvm_tsc.h"
 #include "vmpt/perf_clock.h"
 #include "vmpt/perf_data.h"
@@ -47,8 +48,7 @@ struct rec_map {
 struct rec_tp {
 	char *sys, *name, *label;	/* label: "sys:name" */
 	uint64_t id;			/* tracefs's events/SYS/NAME/id */
-	char *format;			/* events/SYS/NAME/format */
-	size_t format_len;
+	struct vmpt_file format;	/* events/SYS/NAME/format */
 };
 
 struct rec {

@@ -12,7 +12,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,47 +19,6 @@
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-/* A tracefs file read whole (its size is not known before: stat says 0).
- * 0, -VMPT_ERR_NOT_FOUND, -VMPT_ERR_IO or -VMPT_ERR_NOMEM.
- */
-static int read_all(const char *path, char **out, size_t *len)
-{
-	size_t n = 0, cap = 4096;
-	char *buf = malloc(cap);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t got;
-
-	if (!buf || fd < 0) {
-		int e = errno;
-
-		free(buf);
-		if (fd >= 0)
-			close(fd);
-		return !buf ? -VMPT_ERR_NOMEM : e == ENOENT ? -VMPT_ERR_NOT_FOUND : -VMPT_ERR_IO;
-	}
-	while ((got = read(fd, buf + n, cap - n)) > 0) {
-		n += (size_t)got;
-		if (n == cap) {
-			char *b = realloc(buf, cap *= 2);
-
-			if (!b) {
-				free(buf);
-				close(fd);
-				return -VMPT_ERR_NOMEM;
-			}
-			buf = b;
-		}
-	}
-	close(fd);
-	if (got < 0) {
-		free(buf);
-		return -VMPT_ERR_IO;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-}
 
 /* tracefs: where the kernel mounts it, else under debugfs. */
 static int find_tracefs(struct rec *r)
@@ -106,14 +64,14 @@ static int add_tp(struct rec *r, const char *sys, const char *name)
 		return rec_fail(r, -VMPT_ERR_FORMAT, "tracepoint %s:%s: %s holds '%s', no id",
 				sys, name, path, id);
 	snprintf(path, sizeof(path), "%s/events/%s/%s/format", r->tracefs, sys, name);
-	if ((rc = read_all(path, &t->format, &t->format_len)) < 0)
+	if ((rc = vmpt_file_map(&t->format, path)) < 0)
 		return rc == -VMPT_ERR_NOMEM ? rc : rec_fail(r, rc, "tracepoint %s:%s: %s: %s",
 							   sys, name, path, strerror(errno));
 	t->sys = strdup(sys);
 	t->name = strdup(name);
 	t->label = malloc(strlen(sys) + strlen(name) + 2);
 	if (!t->sys || !t->name || !t->label) {
-		free(t->format);
+		vmpt_file_unmap(&t->format);
 		free(t->sys);
 		free(t->name);
 		free(t->label);
@@ -189,7 +147,7 @@ void rec_tp_free(struct rec *r)
 		free(r->tps[i].sys);
 		free(r->tps[i].name);
 		free(r->tps[i].label);
-		free(r->tps[i].format);
+		vmpt_file_unmap(&r->tps[i].format);
 	}
 	free(r->tps);
 	r->tps = NULL;
@@ -259,25 +217,24 @@ void rec_tp_close(struct rec *r, struct rec_map *m)
 	m->tp_id = NULL;
 }
 
-/* A tracefs file as a part of the tracing data: its bytes (freed by the
- * caller), none when the kernel does not have it (printk formats).
+/* A tracefs file as a part of the tracing data (kept mapped in *keep),
+ * none when the kernel does not have it (printk formats).
  */
 static int tracefs_part(struct rec *r, const char *name, struct vmpt_tracing_blob *b,
-			char **keep)
+			struct vmpt_file *keep)
 {
 	char path[4300];
-	size_t len = 0;
 	int rc;
 
 	snprintf(path, sizeof(path), "%s/%s", r->tracefs, name);
-	rc = read_all(path, keep, &len);
-	if (rc == -VMPT_ERR_NOT_FOUND)
+	rc = vmpt_file_map(keep, path);
+	if (rc == -VMPT_ERR_IO && errno == ENOENT)
 		return 0;
 	if (rc < 0)
 		return rc == -VMPT_ERR_NOMEM ? rc : rec_fail(r, rc, "tracepoints: %s: %s", path,
 							   strerror(errno));
-	b->data = (const uint8_t *)*keep;
-	b->size = len;
+	b->data = keep->data;
+	b->size = keep->size;
 	return 0;
 }
 
@@ -288,7 +245,7 @@ int rec_tp_write_tracing_data(struct rec *r)
 		.version = "0.6", .big_endian = __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__,
 		.long_size = sizeof(long), .page_size = (uint32_t)r->page,
 	};
-	char *text[4] = { NULL };
+	struct vmpt_file part[4] = { { 0 } };
 	uint8_t *data = NULL;
 	size_t size;
 	int rc;
@@ -300,17 +257,17 @@ int rec_tp_write_tracing_data(struct rec *r)
 		return -VMPT_ERR_NOMEM;
 	for (size_t i = 0; i < r->nr_tps; i++)
 		td.formats[i] = (struct vmpt_tracing_format){
-			r->tps[i].sys, { (const uint8_t *)r->tps[i].format, r->tps[i].format_len }
+			r->tps[i].sys, { r->tps[i].format.data, r->tps[i].format.size }
 		};
 	td.n_formats = r->nr_tps;
-	if (!(rc = tracefs_part(r, "events/header_page", &td.header_page, &text[0])) &&
-	    !(rc = tracefs_part(r, "events/header_event", &td.header_event, &text[1])) &&
-	    !(rc = tracefs_part(r, "printk_formats", &td.printk, &text[2])) &&
-	    !(rc = tracefs_part(r, "saved_cmdlines", &td.cmdlines, &text[3])) &&
+	if (!(rc = tracefs_part(r, "events/header_page", &td.header_page, &part[0])) &&
+	    !(rc = tracefs_part(r, "events/header_event", &td.header_event, &part[1])) &&
+	    !(rc = tracefs_part(r, "printk_formats", &td.printk, &part[2])) &&
+	    !(rc = tracefs_part(r, "saved_cmdlines", &td.cmdlines, &part[3])) &&
 	    !(rc = vmpt_tracing_data_build(&td, &data, &size)))
 		rc = vmpt_perf_writer_copy_feature(r->w, VMPT_PERF_FEAT_TRACING_DATA, data, size);
 	for (size_t i = 0; i < 4; i++)
-		free(text[i]);
+		vmpt_file_unmap(&part[i]);
 	free(td.formats);
 	free(data);
 	return rc;

@@ -114,6 +114,11 @@ int vmpt_file_map(struct vmpt_file *file, const char *path)
 	} else if (!S_ISREG(st.st_mode)) {
 		errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
 		ret = -VMPT_ERR_IO;
+	} else if (!st.st_size) {
+		/* procfs, sysfs and tracefs files say 0 and have bytes */
+		ret = read_in(file, fd, path);
+		file->dev = (uint64_t)st.st_dev;
+		file->ino = (uint64_t)st.st_ino;
 	} else {
 		ret = map_regular(file, fd, &st, path);
 	}

@@ -258,34 +258,7 @@ const char *vmpt_script_tp_name(struct vmpt_script_tp *tp, uint64_t id, char *bu
 	return buf;
 }
 
-/* Do fields lie within size bytes of data, and what dynamic ones point at? */
-static int fields_fit(const struct tep_format_field *f, const uint8_t *data, uint32_t size,
-		      int swap)
-{
-	for (; f; f = f->next) {
-		uint32_t loc, at, len;
-
-		if (f->offset < 0 || f->size < 0 || (uint64_t)f->offset + (uint64_t)f->size > size)
-			return 0;
-		if (!(f->flags & TEP_FIELD_IS_DYNAMIC))
-			continue;
-		if (f->size < 4)
-			return 0;
-		memcpy(&loc, data + f->offset, 4);
-		if (swap)
-			loc = __builtin_bswap32(loc);
-		at = loc & 0xffff;
-		len = loc >> 16;
-		/* __rel_loc: from the end of the field */
-		if (f->flags & TEP_FIELD_IS_RELATIVE)
-			at += (uint32_t)f->offset + (uint32_t)f->size;
-		if ((uint64_t)at + len > size)
-			return 0;
-	}
-	return 1;
-}
-
-/* A sample's raw data as the checks of its print arguments read it. */
+/* A sample's raw data as the checks of its fields and print arguments read it. */
 struct raw {
 	struct tep_event *e;
 	const uint8_t *data;
@@ -313,12 +286,29 @@ static int dynamic_bytes(const struct raw *r, const struct tep_format_field *f, 
 {
 	uint64_t loc;
 
-	if (!f || !(f->flags & TEP_FIELD_IS_DYNAMIC) || field_value(r, f, &loc) < 0)
+	if (!f || !(f->flags & TEP_FIELD_IS_DYNAMIC) || f->size != 4 ||
+	    field_value(r, f, &loc) < 0)
 		return -1;
+	/* __rel_loc: from the end of the field */
 	*at = (loc & 0xffff) +
 	      (f->flags & TEP_FIELD_IS_RELATIVE ? (uint64_t)f->offset + (uint64_t)f->size : 0);
 	*len = (loc >> 16) & 0xffff;
 	return 0;
+}
+
+/* Do fields lie within the data, and what dynamic ones point at? */
+static int fields_fit(const struct raw *r, const struct tep_format_field *f)
+{
+	uint64_t at, len;
+
+	for (; f; f = f->next) {
+		if (f->offset < 0 || f->size < 0 || (uint64_t)f->offset + (uint64_t)f->size > r->size)
+			return 0;
+		if ((f->flags & TEP_FIELD_IS_DYNAMIC) &&
+		    (dynamic_bytes(r, f, &at, &len) < 0 || at + len > r->size))
+			return 0;
+	}
+	return 1;
 }
 
 static struct tep_format_field *arg_field(const struct raw *r, struct tep_print_arg *a)
@@ -433,14 +423,14 @@ void script_print_trace(struct vmpt_consumer *c, const struct vmpt_perf_event *e
 	uint32_t size = ev->sample.raw_size;
 	struct tep_record rec;
 	struct tep_event *e;
+	struct raw raw;
 
 	if (!tp || !ev->sample.raw_data || ev->attr->attr.config > INT32_MAX ||
 	    !(e = TEP(tep_find_event)(tp->tep, (int)ev->attr->attr.config)))
 		return;
-	if (!fields_fit(e->format.common_fields, ev->sample.raw_data, size, tp->swap) ||
-	    !fields_fit(e->format.fields, ev->sample.raw_data, size, tp->swap) ||
-	    !args_fit(&(struct raw){ e, ev->sample.raw_data, size, tp->swap },
-		      e->print_fmt.args, 0)) {
+	raw = (struct raw){ e, ev->sample.raw_data, size, tp->swap };
+	if (!fields_fit(&raw, e->format.common_fields) || !fields_fit(&raw, e->format.fields) ||
+	    !args_fit(&raw, e->print_fmt.args, 0)) {
 		script_outf(c, "[%u bytes that do not fit the format of %s:%s]", size,
 			    e->system, e->name);
 		return;

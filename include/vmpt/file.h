@@ -18,9 +18,10 @@ struct vmpt_file {
 	uint64_t dev, ino;	/* a mapped file's (0 for a pipe) */
 };
 
-/* Map path: a file, or read to its end a pipe, a character device or
- * "-" (standard input).  Returns 0 or a negative vmpt_err; errno says why
- * on -VMPT_ERR_IO.  An empty file maps to data == NULL, size == 0.
+/* Map path: a file, or read to its end a pipe, a character device, "-"
+ * (standard input) or a file whose size says 0 (procfs, tracefs).  Returns
+ * 0 or a negative vmpt_err; errno says why on -VMPT_ERR_IO.  An empty file
+ * maps to data == NULL, size == 0.
  */
 int vmpt_file_map(struct vmpt_file *file, const char *path);
 /* Map the regular file open on fd (which stays the caller's), named
