@@ -272,6 +272,7 @@ static void script_usage(FILE *out)
 		"                    brstacksym,disasm,srcline (+FIELDS adds, -FIELDS removes)\n"
 		"  --call-trace, --call-ret-trace, --insn-trace[=disasm]\n"
 		"  --ns              sample times in nanoseconds\n"
+		"  -G, --hide-call-graph  recorded samples' callchains not printed\n"
 		"  --show-task-events, --show-mmap-events, --show-switch-events,\n"
 		"  --show-lost-events   the sideband records among the samples\n"
 		"filters, as perf script's:\n"
@@ -313,6 +314,7 @@ int cmd_script(int argc, char **argv)
 		{ "input", required_argument, NULL, 'i' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "ns", no_argument, NULL, O_NS },
+		{ "hide-call-graph", no_argument, NULL, 'G' },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "pid", required_argument, NULL, O_PID },
 		{ "tid", required_argument, NULL, O_TID },
@@ -340,7 +342,7 @@ int cmd_script(int argc, char **argv)
 	if (!img)
 		return 1;
 	vmpt_script_opts_init(&op);
-	while ((c = getopt_long(argc, argv, "F:i:j:C:c:S:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "F:i:j:C:c:S:Gh", longopts, NULL)) != -1) {
 		const char *what = optarg;
 		const char *opt = NULL;
 		char why[300] = "";
@@ -365,6 +367,8 @@ int cmd_script(int argc, char **argv)
 		 * vmpt adds them when asked, as later perfs do.
 		 */
 		case O_INLINE: op.inline_frames = 1; break;
+		/* As perf's: not Intel PT's callchains (--itrace=g). */
+		case 'G': op.hide_callchain = 1; break;
 		case O_NO_INLINE: op.inline_frames = 0; break;
 		case O_ITRACE:
 			/* perf 6.1: --itrace alone is its default (perf script's

@@ -381,9 +381,25 @@ int script_ns_in_time(const struct vmpt_consumer *c, uint64_t ns);
 /* x among the n of v. */
 int script_in_list(const int *v, size_t n, int x);
 int script_in_strs(char *const *v, size_t n, const char *s);
-/* perf's callchain lines (context markers skipped). */
+/* perf's callchain lines: a context marker sets *cpumode (start with
+ * PERF_RECORD_MISC_USER as perf), in whose maps the host's addresses
+ * after it are looked up.
+ */
 void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
-			    size_t n, int guest);
+			    size_t n, int guest, unsigned *cpumode);
+/* The cpumode a callchain context marker sets; 0 for one perf does not
+ * know (a guest's, a corrupt one), for which it drops the whole chain.
+ */
+int script_chain_mode(uint64_t marker, unsigned *cpumode);
+/* Is host address addr in no map of cpumode for perf's thread__find_map
+ * (*sec: its section, else NULL)?  A process's code is not in kernel
+ * mode's maps, nor the kernel's in user mode's; other modes (hypervisor,
+ * unknown, a guest's without perf's guest options) have none.
+ */
+int script_unmapped_in_mode(struct vmpt_consumer *c, uint64_t addr, unsigned cpumode,
+			    const struct vmpt_section **sec);
+/* " [unknown] ([unknown])" by the fields: an address perf finds no map for. */
+void script_print_unmapped(struct vmpt_consumer *c, unsigned f);
 /* A recorded AUXTRACE_ERROR as perf_event__fprintf_auxtrace_error. */
 void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
 /* The section of code at addr in machine guest (0: host) of c's task. */

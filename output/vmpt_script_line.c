@@ -516,8 +516,10 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		script_out_hex16(c, smp->addr);
 	if (f & VMPT_F_IP) {
 		if (callchain) {
+			unsigned mode = PERF_RECORD_MISC_USER;
+
 			script_out_char(c, '\n');
-			script_print_callchain(c, f, x->chain, x->nchain, smp->guest);
+			script_print_callchain(c, f, x->chain, x->nchain, smp->guest, &mode);
 		} else {
 			script_out_char(c, ' ');
 			script_out_hex16(c, smp->ip);

@@ -129,6 +129,20 @@ static unsigned other_fields(const struct vmpt_consumer *c, const struct vmpt_pe
 		     VMPT_F_BRSTACK | VMPT_F_BRSTACKSYM | VMPT_F_SYNTH | VMPT_F_CALLINDENT);
 }
 
+/* perf drops a callchain with a context marker it does not know whole. */
+static int chain_known(const struct vmpt_perf_event *ev)
+{
+	unsigned mode;
+
+	for (uint64_t i = 0; i < ev->sample.nr_chain; i++) {
+		uint64_t ip = vmpt_perf_sample_chain(ev, i);
+
+		if (ip >= SCRIPT_CONTEXT_MAX && !script_chain_mode(ip, &mode))
+			return 0;
+	}
+	return 1;
+}
+
 void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
 {
 	const struct vmpt_perf_attr *a = ev->attr;
@@ -149,7 +163,7 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 	else if (a->attr.type != PERF_TYPE_TRACEPOINT ||
 		 !vmpt_script_tp_name(c->o->tp, a->attr.config, name, sizeof(name)))
 		script_attr_name(&a->attr, name, sizeof(name));
-	callchain = (f & VMPT_F_IP) && ev->sample.nr_chain;
+	callchain = (f & VMPT_F_IP) && ev->sample.nr_chain && !c->o->hide_callchain;
 	print_record_start(c, f, ev, callchain);
 	if (f & VMPT_F_PERIOD) {
 		script_out_u64(c, ev->sample.period, 10, 0);
@@ -162,29 +176,32 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 	if (f & VMPT_F_ADDR)
 		script_outf(c, "%16" PRIx64, ev->sample.addr);
 	if (callchain) {
-		size_t n = 0;
-
 		script_out_char(c, '\n');
-		for (uint64_t i = 0; i < ev->sample.nr_chain; i++) {
-			uint64_t ip = vmpt_perf_sample_chain(ev, i);
+		if (chain_known(ev)) {
+			unsigned mode = PERF_RECORD_MISC_USER;
+			size_t n = 0;
 
-			if (ip >= (uint64_t)PERF_CONTEXT_MAX)
-				continue;	/* a context marker */
-			chain[n++] = ip;
-			if (n == sizeof(chain) / sizeof(chain[0])) {
-				script_print_callchain(c, f, chain, n, 0);
-				n = 0;
+			for (uint64_t i = 0; i < ev->sample.nr_chain; i++) {
+				chain[n++] = vmpt_perf_sample_chain(ev, i);
+				if (n == sizeof(chain) / sizeof(chain[0])) {
+					script_print_callchain(c, f, chain, n, 0, &mode);
+					n = 0;
+				}
 			}
+			script_print_callchain(c, f, chain, n, 0, &mode);
 		}
-		if (n)
-			script_print_callchain(c, f, chain, n, 0);
 		script_out_char(c, '\n');
 		return;
 	}
 	if (f & VMPT_F_IP) {
+		const struct vmpt_section *sec = NULL;
+
 		script_outf(c, " %16" PRIx64, ev->sample.ip);
-		script_print_sym_dso(c, f, ev->sample.ip ? script_find(c, ev->sample.ip, 0) : NULL,
-				     ev->sample.ip, 0);
+		if (ev->sample.ip && script_unmapped_in_mode(c, ev->sample.ip,
+				ev->misc & PERF_RECORD_MISC_CPUMODE_MASK, &sec))
+			script_print_unmapped(c, f);
+		else
+			script_print_sym_dso(c, f, sec, ev->sample.ip, 0);
 	}
 	script_out_char(c, '\n');
 }

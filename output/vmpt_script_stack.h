@@ -63,8 +63,10 @@ size_t script_stack_branches(const struct script_stack *st, struct script_branch
 
 void script_stacks_free(struct script_stacks *all);
 
-/* perf's callchain context markers (PERF_CONTEXT_KERNEL, _USER). */
+/* perf's callchain context markers (PERF_CONTEXT_HV, _KERNEL, _USER, _MAX). */
+#define SCRIPT_CONTEXT_HV ((uint64_t)-32)
 #define SCRIPT_CONTEXT_KERNEL ((uint64_t)-128)
 #define SCRIPT_CONTEXT_USER ((uint64_t)-512)
+#define SCRIPT_CONTEXT_MAX ((uint64_t)-4095)
 
 #endif

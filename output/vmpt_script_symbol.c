@@ -186,15 +186,63 @@ static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_
 	return last_too;
 }
 
+int script_chain_mode(uint64_t marker, unsigned *cpumode)
+{
+	switch (marker) {
+	case SCRIPT_CONTEXT_HV:
+		*cpumode = PERF_RECORD_MISC_HYPERVISOR;
+		return 1;
+	case SCRIPT_CONTEXT_KERNEL:
+		*cpumode = PERF_RECORD_MISC_KERNEL;
+		return 1;
+	case SCRIPT_CONTEXT_USER:
+		*cpumode = PERF_RECORD_MISC_USER;
+		return 1;
+	}
+	return 0;
+}
+
+int script_unmapped_in_mode(struct vmpt_consumer *c, uint64_t addr, unsigned cpumode,
+			    const struct vmpt_section **sec)
+{
+	*sec = NULL;
+	if (cpumode != PERF_RECORD_MISC_KERNEL && cpumode != PERF_RECORD_MISC_USER)
+		return 1;
+	*sec = script_find(c, addr, 0);
+	if (cpumode == PERF_RECORD_MISC_KERNEL)
+		return *sec ? (*sec)->asid.cr3 != VMPT_ASID_ANY :
+		       c->o->kernel_start && addr < c->o->kernel_start;
+	return c->o->kernel_start && addr >= c->o->kernel_start &&
+	       (!*sec || (*sec)->asid.cr3 == VMPT_ASID_ANY);
+}
+
+void script_print_unmapped(struct vmpt_consumer *c, unsigned f)
+{
+	if (f & VMPT_F_SYM)
+		script_out_mem(c, " [unknown]", 10);
+	if (f & VMPT_F_DSO)
+		script_out_mem(c, " ([unknown])", 12);
+}
+
 void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
-			    size_t n, int guest)
+			    size_t n, int guest, unsigned *cpumode)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct vmpt_section *sec;
 
-		if (chain[i] >= SCRIPT_CONTEXT_USER)
-			continue;	/* a context marker */
-		sec = script_find(c, chain[i], guest);
+		if (chain[i] >= SCRIPT_CONTEXT_MAX) {
+			script_chain_mode(chain[i], cpumode);
+			continue;
+		}
+		if (guest)
+			sec = script_find(c, chain[i], guest);
+		else if (script_unmapped_in_mode(c, chain[i], *cpumode, &sec)) {
+			script_out_char(c, '\t');
+			script_out_hex16(c, chain[i]);
+			script_print_unmapped(c, f);
+			script_out_char(c, '\n');
+			continue;
+		}
 		if (c->o->inline_frames && sec && print_inlined(c, f, sec, chain[i]))
 			continue;
 		script_out_char(c, '\t');

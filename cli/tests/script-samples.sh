@@ -1,7 +1,8 @@
 #!/bin/sh
 # vmpt script prints the samples of the recording's other events (cycles,
 # cpu-clock, ...) as perf script does, among Intel PT's by time: recordings
-# made here with perf record (a fixed period, a frequency, callchains, -a,
+# made here with perf record (a fixed period, a frequency, callchains
+# (crafted ones too), -a,
 # a group read at each sample, the pipe form) print perf script's lines
 # byte for byte with nothing on stderr, a tracepoint's and a JIT's (QEMU
 # TCG's code in anonymous memory) among them; and the
@@ -57,6 +58,36 @@ rec freq -e cpu-clock:u -F 2000 || { cat "$T/freq.log"; fail "perf record -F"; }
 same freq
 rec chain -e cpu-clock:u -c 500000 -g || { cat "$T/chain.log"; fail "perf record -g"; }
 same chain
+# Crafted callchains and cpumodes, as perf takes them: a context marker it
+# does not know (corrupt, a guest's) drops the chain; after the hypervisor's
+# or the kernel's marker a user address is in no map; so is a sample's ip
+# recorded in kernel, hypervisor or unknown mode. -G: no callchains.
+python3 - "$T/chain.data" "$T/chainx.data" <<'PY' || fail "chainx: not crafted"
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+off, size = struct.unpack_from('<QQ', d, 40)
+user = struct.pack('<Q', 2**64 - 512)
+marks = [2**64 - 2, 2**64 - 32, 2**64 - 128, 2**64 - 2176]
+modes = [1, 3, 0]
+pos = off
+while pos < off + size and (marks or modes):
+    t, misc, sz = struct.unpack_from('<IHH', d, pos)
+    at = d.find(user, pos, pos + sz) if t == 9 else -1
+    if at > 0 and struct.unpack_from('<Q', d, at - 8)[0] >= 4:
+        if marks:
+            struct.pack_into('<Q', d, at + 16, marks.pop(0))
+        else:
+            struct.pack_into('<H', d, pos + 4, misc & ~7 | modes.pop(0))
+    pos += sz
+assert not marks and not modes
+open(sys.argv[2], 'wb').write(d)
+PY
+same chainx
+awk 'p ~ /cpu-clock:u: $/ && $0 == "" { f = 1 } { p = $0 } END { exit !f }' "$T/chainx.perf" ||
+	fail "chainx: perf printed every chain"
+grep -q '^	 *[0-9a-f]* \[unknown\] (\[unknown\])$' "$T/chainx.perf" ||
+	fail "chainx: perf printed no unmapped frame"
+same chainx -G
 rec wide -a -e cpu-clock:u -c 500000 || { cat "$T/wide.log"; fail "perf record -a"; }
 same wide
 # A group read at each sample: one sample per counter, its change.

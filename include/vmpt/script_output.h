@@ -119,6 +119,7 @@ struct vmpt_script_opts {
 	 * none in Intel PT's callchains; later perfs add them so).
 	 */
 	int inline_frames;
+	int hide_callchain;	/* -G: recorded samples' callchains not printed */
 	unsigned pad_dso;	/* --call-trace pads dso names so (perf's 50) */
 	/* perf's --guest-code: samples of guest code are of the guest's
 	 * thread "[guest/PID]" (else perf's nameless ":TID").
