@@ -259,7 +259,8 @@ static void script_usage(FILE *out)
 		"  --no-guest-tasks  a VM recording's guest code as any guest process's, not\n"
 		"                    the task its guest sideband says runs (guest/perf.data)\n"
 		"  --inline          callchain frames (g) of inlined functions, from DWARF\n"
-		"                    (perf 6.1 shows none for Intel PT); --no-inline\n"
+		"                    (perf 6.1 shows none for Intel PT); --no-inline: none,\n"
+		"                    not in stacks unwound (--call-graph dwarf) either\n"
 		"output, as perf script's:\n"
 		"  --itrace=LETTERS  i[PERIOD] instructions, b branches, c calls, r returns,\n"
 		"                    x transactions, w ptwrite, p power events, I Event\n"
@@ -366,10 +367,10 @@ int cmd_script(int argc, char **argv)
 		 * to Intel PT's (its default --inline changes nothing there):
 		 * vmpt adds them when asked, as later perfs do.
 		 */
-		case O_INLINE: op.inline_frames = 1; break;
+		case O_INLINE: op.inline_frames = 1; op.no_inline = 0; break;
+		case O_NO_INLINE: op.inline_frames = 0; op.no_inline = 1; break;
 		/* As perf's: not Intel PT's callchains (--itrace=g). */
 		case 'G': op.hide_callchain = 1; break;
-		case O_NO_INLINE: op.inline_frames = 0; break;
 		case O_ITRACE:
 			/* perf 6.1: --itrace alone is its default (perf script's
 			 * lines are the same with it and without).

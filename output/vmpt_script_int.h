@@ -326,8 +326,14 @@ static inline void script_out_hex16(struct vmpt_consumer *c, uint64_t v)
 const struct sym_seen *script_sym_or_none(struct vmpt_consumer *c,
 					  const struct vmpt_section *sec, uint64_t ip);
 void script_print_dso(struct vmpt_consumer *c, const char *name, size_t len);
+/* addr2line's record of a user address as perf keeps it for a frame it
+ * unwound: "file:line" even when unknown ("??:0"); 0 when addr2line names
+ * no function there.
+ */
+size_t script_srcline_record(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			     uint64_t ip, char *buf, size_t cap);
 void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			  uint64_t ip);
+			  uint64_t ip, int guest);
 
 void script_print_event(struct vmpt_consumer *c, const char *name);
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp);
@@ -387,6 +393,16 @@ int script_in_strs(char *const *v, size_t n, const char *s);
  */
 void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
 			    size_t n, int guest, unsigned *cpumode);
+/* The frames of a user stack unwound (vmpt/unwind.h) as perf prints
+ * them: a zero address skipped, user mode, the inlined functions' frames
+ * too (perf's --inline is on for these).
+ */
+void script_print_unwound(struct vmpt_consumer *c, unsigned f, const uint64_t *ips, size_t n);
+/* perf script's --max-stack: the frames of a stack unwound at most. */
+#define SCRIPT_MAX_STACK 127
+/* The frames of the sample's user stack, unwound: how many put in ips. */
+size_t script_unwind(struct vmpt_consumer *c, const struct vmpt_perf_event *ev, uint64_t *ips,
+		     size_t max);
 /* The cpumode a callchain context marker sets; 0 for one perf does not
  * know (a guest's, a corrupt one), for which it drops the whole chain.
  */

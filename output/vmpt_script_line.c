@@ -501,7 +501,7 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		print_ipc(c, f, smp);
 		/* perf_sample__fprintf_bts: the srcline after the target. */
 		if (f & VMPT_F_SRCLINE)
-			script_print_srcline(c, smp->ip ? sec : NULL, smp->ip);
+			script_print_srcline(c, smp->ip ? sec : NULL, smp->ip, smp->guest);
 		if (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))
 			print_insn(c, f, smp);
 		script_out_char(c, '\n');

@@ -163,7 +163,9 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 	else if (a->attr.type != PERF_TYPE_TRACEPOINT ||
 		 !vmpt_script_tp_name(c->o->tp, a->attr.config, name, sizeof(name)))
 		script_attr_name(&a->attr, name, sizeof(name));
-	callchain = (f & VMPT_F_IP) && ev->sample.nr_chain && !c->o->hide_callchain;
+	/* perf's form is the event's: its callchain may be empty. */
+	callchain = (f & VMPT_F_IP) && (a->attr.sample_type & PERF_SAMPLE_CALLCHAIN) &&
+		    !c->o->hide_callchain;
 	print_record_start(c, f, ev, callchain);
 	if (f & VMPT_F_PERIOD) {
 		script_out_u64(c, ev->sample.period, 10, 0);
@@ -190,6 +192,10 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 			}
 			script_print_callchain(c, f, chain, n, 0, &mode);
 		}
+		/* --call-graph dwarf: the user stack after the kernel's chain. */
+		if ((a->attr.sample_type & (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)) ==
+		    (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER))
+			script_print_unwound(c, f, chain, script_unwind(c, ev, chain, SCRIPT_MAX_STACK));
 		script_out_char(c, '\n');
 		return;
 	}

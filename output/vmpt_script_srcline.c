@@ -70,6 +70,13 @@ size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, u
 
 	if (!sec)
 		return 0;
+	/* perf asks addr2line nothing of a dso named "[...]" (its vdso's
+	 * address as an offset in it).
+	 */
+	if (!strcmp(sec->name, "[vdso]")) {
+		n = snprintf(buf, cap, "[vdso][%" PRIx64 "]", sec->file_offset + (ip - sec->vaddr));
+		return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+	}
 	sl = srcline_of(c, sec);
 	/* perf's map__rip_2objdump: the kernel's addresses as they are. */
 	addr = !sl || sec->name[0] == '[' ? ip :
@@ -86,6 +93,21 @@ size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, u
 		slash = strrchr(sec->name, '/');
 		n = snprintf(buf, cap, "%s[%" PRIx64 "]", slash ? slash + 1 : sec->name, addr);
 	}
+	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+size_t script_srcline_record(struct vmpt_consumer *c, const struct vmpt_section *sec,
+			     uint64_t ip, char *buf, size_t cap)
+{
+	struct vmpt_srcline *sl = sec && sec->name[0] != '[' ? srcline_of(c, sec) : NULL;
+	const char *file;
+	unsigned line;
+	int n;
+
+	if (!sl || vmpt_srcline_find(sl, vmpt_srcline_addr(sl, sec->file_offset + (ip - sec->vaddr)),
+				     &file, &line) < 0)
+		return 0;
+	n = snprintf(buf, cap, "%s:%u", file, line);
 	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
 }
 

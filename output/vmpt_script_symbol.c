@@ -8,6 +8,7 @@
  */
 #include "vmpt_script_int.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -62,11 +63,16 @@ void script_print_dso(struct vmpt_consumer *c, const char *name, size_t len)
 
 /* map__fprintf_srcline: the source line on a line of its own. */
 void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
-			  uint64_t ip)
+			  uint64_t ip, int guest)
 {
 	char buf[4200];
 	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
 
+	/* The host kernel known by its symbols alone: perf's kernel map
+	 * has no lines, and says so by its dso and the address.
+	 */
+	if (!n && !sec && !guest && c->o->kernel_start && ip >= c->o->kernel_start)
+		n = (size_t)snprintf(buf, sizeof(buf), "[kernel.kallsyms][%" PRIx64 "]", ip);
 	if (n) {
 		script_out_mem(c, "\n  ", 3);
 		script_out_mem(c, buf, n);
@@ -83,7 +89,7 @@ void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
 
 	if (f & VMPT_F_SRCLINE) {
 		script_print_sym_dso(c, f & ~VMPT_F_SRCLINE, sec, ip, guest);
-		script_print_srcline(c, sec, ip);
+		script_print_srcline(c, sec, ip, guest);
 		return;
 	}
 	if (!(f & (VMPT_F_SYM | VMPT_F_DSO)))
@@ -152,26 +158,47 @@ static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_sect
 	return sec->file_offset + (ip - sec->vaddr);
 }
 
-/* --inline: the frames of the functions inlined at a callchain's ip, as
- * perf's sample__fprintf_callchain prints inlined symbols (no dso, the
- * ip's srcline, " (inlined)"); 1 when the last one, the function they
- * are in, was printed too (its name is not its symbol's).
+/* The source line perf keeps with a frame it unwound: addr2line's
+ * record, printed as it is ("??:0" too).
+ */
+struct kept_line {
+	int have;
+	char text[4200];
+};
+
+static void keep_record(struct kept_line *kl, const struct vmpt_inline_frame *fr)
+{
+	kl->have = snprintf(kl->text, sizeof(kl->text), "%s:%u", fr->file ? fr->file : "??",
+			    fr->line) > 0;
+}
+
+/* The frames of addr2line's records at a callchain's ip, as perf's
+ * sample__fprintf_callchain prints them: a function of another name than
+ * the ip's symbol as an inlined symbol (no dso, " (inlined)"), one of its
+ * name as the symbol.  0: the last record is left to the caller (a
+ * frame of the symbol).  kl (a frame unwound): the srclines are the
+ * records', the last one's kept in kl.
  */
 static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_section *sec,
-			 uint64_t ip)
+			 uint64_t ip, int guest, struct kept_line *kl)
 {
 	const struct vmpt_inline_frame *fr;
 	const struct sym_seen *e = script_sym_or_none(c, sec, ip);
 	size_t n = e->sym ? script_inlines(c, sec, ip, &fr) : 0;
-	int last_too;
 
-	if (!n)
-		return 0;
-	last_too = !fr[n - 1].func || strcmp(fr[n - 1].func, e->sym->name);
-	for (size_t k = 0; k < n - !last_too; k++) {
+	for (size_t k = 0; k < n; k++) {
+		int same = fr[k].func && !strcmp(fr[k].func, e->sym->name);
+
+		if (kl)
+			keep_record(kl, &fr[k]);
+		if (same && k == n - 1)
+			return 0;
 		script_out_char(c, '\t');
 		script_out_hex16(c, frame_addr(c, sec, ip));
-		if (f & VMPT_F_SYM) {
+		if (same) {
+			script_print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO), sec, ip,
+					     guest);
+		} else if (f & VMPT_F_SYM) {
 			script_out_char(c, ' ');
 			script_outf(c, "%s", fr[k].func ? fr[k].func : "??");
 			if (f & VMPT_F_SYMOFF) {
@@ -179,11 +206,20 @@ static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_
 				script_out_hex(c, ip - e->from);
 			}
 		}
-		if (f & VMPT_F_SRCLINE)
-			script_print_srcline(c, sec, ip);
-		script_out_mem(c, " (inlined)\n", 11);
+		if ((f & VMPT_F_SRCLINE) && kl) {
+			script_out_mem(c, "\n  ", 3);
+			script_outf(c, "%s", kl->text);
+		} else if (f & VMPT_F_SRCLINE) {
+			script_print_srcline(c, sec, ip, guest);
+		}
+		if (!same)
+			script_out_mem(c, " (inlined)", 10);
+		script_out_char(c, '\n');
 	}
-	return last_too;
+	/* No DWARF there: addr2line's answer from the symbols. */
+	if (!n && kl && e->sym)
+		kl->have = script_srcline_record(c, sec, ip, kl->text, sizeof(kl->text)) > 0;
+	return n > 0;
 }
 
 int script_chain_mode(uint64_t marker, unsigned *cpumode)
@@ -224,31 +260,53 @@ void script_print_unmapped(struct vmpt_consumer *c, unsigned f)
 		script_out_mem(c, " ([unknown])", 12);
 }
 
+/* One callchain line (and the inlined functions' before it, with inlines;
+ * unwound: perf's frame of a stack it unwound).
+ */
+static void print_frame(struct vmpt_consumer *c, unsigned f, uint64_t ip, int guest,
+			unsigned cpumode, int inlines, int unwound)
+{
+	struct kept_line kl;
+	const struct vmpt_section *sec;
+
+	kl.have = 0;
+
+	if (guest)
+		sec = script_find(c, ip, guest);
+	else if (script_unmapped_in_mode(c, ip, cpumode, &sec)) {
+		script_out_char(c, '\t');
+		script_out_hex16(c, ip);
+		script_print_unmapped(c, f);
+		script_out_char(c, '\n');
+		return;
+	}
+	if (inlines && sec && print_inlined(c, f, sec, ip, guest, unwound ? &kl : NULL))
+		return;
+	script_out_char(c, '\t');
+	script_out_hex16(c, frame_addr(c, sec, ip));
+	script_print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO |
+				     (kl.have ? 0 : VMPT_F_SRCLINE)), sec, ip, guest);
+	if ((f & VMPT_F_SRCLINE) && kl.have) {
+		script_out_mem(c, "\n  ", 3);
+		script_outf(c, "%s", kl.text);
+	}
+	script_out_char(c, '\n');
+}
+
 void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
 			    size_t n, int guest, unsigned *cpumode)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct vmpt_section *sec;
-
-		if (chain[i] >= SCRIPT_CONTEXT_MAX) {
+		if (chain[i] >= SCRIPT_CONTEXT_MAX)
 			script_chain_mode(chain[i], cpumode);
-			continue;
-		}
-		if (guest)
-			sec = script_find(c, chain[i], guest);
-		else if (script_unmapped_in_mode(c, chain[i], *cpumode, &sec)) {
-			script_out_char(c, '\t');
-			script_out_hex16(c, chain[i]);
-			script_print_unmapped(c, f);
-			script_out_char(c, '\n');
-			continue;
-		}
-		if (c->o->inline_frames && sec && print_inlined(c, f, sec, chain[i]))
-			continue;
-		script_out_char(c, '\t');
-		script_out_hex16(c, frame_addr(c, sec, chain[i]));
-		script_print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO | VMPT_F_SRCLINE),
-			      sec, chain[i], guest);
-		script_out_char(c, '\n');
+		else
+			print_frame(c, f, chain[i], guest, *cpumode, c->o->inline_frames, 0);
 	}
+}
+
+void script_print_unwound(struct vmpt_consumer *c, unsigned f, const uint64_t *ips, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ips[i])
+			print_frame(c, f, ips[i], 0, PERF_RECORD_MISC_USER, !c->o->no_inline, 1);
 }

@@ -362,6 +362,49 @@ static int parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
 		p += 4;
 		TAKE((ptrdiff_t)ev->sample.raw_size);
 		ev->sample.raw_data = p;
+		p += ev->sample.raw_size;
+	}
+	if (st & PERF_SAMPLE_BRANCH_STACK) {
+		uint64_t nr;
+
+		TAKE(8);
+		nr = pd_u64(p);
+		p += 8;
+		if (ev->attr->attr.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX) {
+			TAKE(8);
+			p += 8;
+		}
+		if (nr > (uint64_t)(end - p) / 24)
+			TAKE((ptrdiff_t)(end - p) + 1);
+		p += nr * 24;
+	}
+	if (st & PERF_SAMPLE_REGS_USER) {
+		TAKE(8);
+		ev->sample.regs_user_abi = pd_u64(p);
+		p += 8;
+		if (ev->sample.regs_user_abi) {
+			unsigned n = (unsigned)__builtin_popcountll(ev->attr->attr.sample_regs_user);
+
+			TAKE((ptrdiff_t)n * 8);
+			ev->sample.regs_user = p;
+			p += n * 8;
+		}
+	}
+	if (st & PERF_SAMPLE_STACK_USER) {
+		uint64_t size;
+
+		TAKE(8);
+		size = pd_u64(p);
+		p += 8;
+		if (size) {
+			if (size > (uint64_t)(end - p))
+				TAKE((ptrdiff_t)(end - p) + 1);
+			ev->sample.stack_user = p;
+			p += size;
+			TAKE(8);
+			/* The part the kernel filled; never past the copy. */
+			ev->sample.stack_user_size = pd_u64(p) < size ? pd_u64(p) : size;
+		}
 	}
 #undef TAKE
 	return 0;

@@ -299,7 +299,7 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 /* Keep the mapping for naming code whose binary is missing here, with
  * its build-id (the record's, else HEADER_BUILD_ID's for its file).
  */
-static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid)
+static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid, int data)
 {
 	static const char hex[] = "0123456789abcdef";
 	struct vmpt_session_map m = {
@@ -340,6 +340,8 @@ static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, in
 		m.build_id[2 * i] = hex[id[i] >> 4];
 		m.build_id[2 * i + 1] = hex[id[i] & 15];
 	}
+	if (data)
+		return PUSH(s->data_maps, s->n_data_maps, m);
 	return PUSH(s->maps, s->n_maps, m);
 }
 
@@ -393,7 +395,7 @@ static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev
 		p->has_maps = 1;
 		asid.cr3 = VMPT_ASID_PID(pid);
 	}
-	ret = keep_map(s, ev, pid > 0 && cpumode != PERF_RECORD_MISC_KERNEL ? pid : -1);
+	ret = keep_map(s, ev, pid > 0 && cpumode != PERF_RECORD_MISC_KERNEL ? pid : -1, 0);
 	if (ret < 0)
 		return ret;
 	host_code(s, ev, &s->maps[s->n_maps - 1], &asid);
@@ -531,8 +533,12 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 	vmpt_perf_cursor_init(&s->pd, &cur);
 	while ((ret = vmpt_perf_next(&s->pd, &cur, &ev)) > 0) {
 		if (ev.type == PERF_RECORD_MMAP2 || ev.type == PERF_RECORD_MMAP) {
-			if (is_exec_map(&ev) && !guest_machine_record(&ev))
+			if (guest_machine_record(&ev))
+				;
+			else if (is_exec_map(&ev))
 				ret = host_mapping(s, &ev);
+			else
+				ret = keep_map(s, &ev, sid_int(ev.mmap.pid) > 0 ? sid_int(ev.mmap.pid) : -1, 1);
 		} else if (ev.type == VMPT_PERF_RECORD_TIME_CONV) {
 			s->tc = ev.time_conv;
 			s->have_tc = 1;
@@ -637,6 +643,7 @@ void vmpt_session_close(struct vmpt_session *s)
 	free(s->procs);
 	free(s->maps);
 	free(s->maps_by_pid);
+	free(s->data_maps);
 	free(s->sb);
 	memset(s, 0, sizeof(*s));
 }
@@ -711,37 +718,50 @@ const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t ti
 	return tid == 0 ? "swapper" : NULL;
 }
 
+static const struct vmpt_session_map *last_map_in(const struct vmpt_session_map *maps,
+						 size_t n, int pid, uint64_t addr)
+{
+	const struct vmpt_session_map *best = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (maps[i].pid == pid && addr - maps[i].start < maps[i].len)
+			best = &maps[i];
+	return best;
+}
+
 /* The last mapping of pid holding addr. */
 const struct vmpt_session_map *session_map_in(const struct vmpt_session *s, int pid,
 					      uint64_t addr)
 {
-	const struct vmpt_session_map *best = NULL;
+	return last_map_in(s->maps, s->n_maps, pid, addr);
+}
 
-	for (size_t i = 0; i < s->n_maps; i++) {
-		const struct vmpt_session_map *m = &s->maps[i];
+/* The process's own mapping of addr, its parents' (a fork that has not
+ * exec'd), then the kernel's; of code, else of data.
+ */
+static const struct vmpt_session_map *map_of(const struct vmpt_session *s, int pid,
+					     uint64_t addr, int data)
+{
+	const struct vmpt_session_map *maps = data ? s->data_maps : s->maps;
+	size_t n = data ? s->n_data_maps : s->n_maps;
+	const struct vmpt_session_map *m = NULL;
 
-		if (m->pid == pid && addr - m->start < m->len)
-			best = m;
+	for (int depth = 0, p = pid; !m && depth < 64 && p > 0; depth++) {
+		const struct vmpt_session_proc *proc = find_proc(s, p);
+
+		m = last_map_in(maps, n, p, addr);
+		p = proc ? proc->parent : -1;
 	}
-	return best;
+	if (!m)
+		m = last_map_in(maps, n, -1, addr);
+	return m || data ? m : map_of(s, pid, addr, 1);
 }
 
 int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map)
 {
 	const struct vmpt_session *s = ctx;
-	const struct vmpt_session_map *m = NULL;
+	const struct vmpt_session_map *m = map_of(s, pid, addr, 0);
 
-	/* The process's own, its parents' (a fork that has not exec'd),
-	 * then the kernel's.
-	 */
-	for (int depth = 0; !m && depth < 64 && pid > 0; depth++) {
-		const struct vmpt_session_proc *p = find_proc(s, pid);
-
-		m = session_map_in(s, pid, addr);
-		pid = p ? p->parent : -1;
-	}
-	if (!m)
-		m = session_map_in(s, -1, addr);
 	if (!m)
 		return -VMPT_ERR_NOT_FOUND;
 	map->name = m->anon_name[0] ? m->anon_name : m->name;

@@ -75,7 +75,7 @@ struct vmpt_srcline *vmpt_srcline_open(const char *path, const uint8_t *data, si
 	 */
 	sl->fd = open(dpath, O_RDONLY | O_CLOEXEC);
 	sl->elf = sl->fd >= 0 ? elf_begin(sl->fd, ELF_C_READ_MMAP_PRIVATE, NULL) : NULL;
-	/* As perf's addr2line(): no .debug_line, no lines. */
+	/* No .debug_line, no line table: addr2line's symbol table only. */
 	if (sl->elf && elf_kind(sl->elf) == ELF_K_ELF && has_debug_line(sl->elf))
 		sl->dw = dwarf_begin_elf(sl->elf, DWARF_C_READ, NULL);
 	return sl;
@@ -174,16 +174,28 @@ static size_t section_at(Elf *elf, uint64_t addr)
 	return 0;
 }
 
+static Elf_Scn *symbol_table(Elf *elf, GElf_Word type, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, sh) && sh->sh_type == type)
+			return scn;
+	return NULL;
+}
+
 /* Where addr2line (binutils' elf_find_function) answers from the symbol
- * table, when the DWARF has no line there: the function symbol of the
+ * table (the dynamic one when stripped), when the DWARF has no line there
+ * or there is none (perf 6.1 asks addr2line all the same): the function symbol of the
  * section nearest below addr; the file is the STT_FILE symbol before it
  * for a local one, or for any before the file's locals end; line 0.
- * 0 with *file ("??": none known), or -VMPT_ERR_NOT_FOUND: no function.
+ * 0 with *file ("??": none known) and *func (its name, if asked for), or
+ * -VMPT_ERR_NOT_FOUND: no function.
  */
-static int symtab_line(Elf *elf, uint64_t addr, const char **file)
+static int symtab_line(Elf *elf, uint64_t addr, const char **file, const char **func)
 {
 	enum { NOTHING, SYMBOL, FILE_AFTER_SYMBOL } state = NOTHING;
-	const char *cur_file = NULL, *best_file = NULL;
+	const char *cur_file = NULL, *best_file = NULL, *best_name = NULL;
 	uint64_t low = 0, best_size = 0;
 	size_t shndx = section_at(elf, addr);
 	Elf_Scn *scn = NULL;
@@ -192,9 +204,9 @@ static int symtab_line(Elf *elf, uint64_t addr, const char **file)
 
 	if (!shndx)
 		return -VMPT_ERR_NOT_FOUND;
-	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB)
-			break;
+	/* A stripped binary's dynamic symbols, as binutils takes them. */
+	if (!(scn = symbol_table(elf, SHT_SYMTAB, &sh)))
+		scn = symbol_table(elf, SHT_DYNSYM, &sh);
 	if (!scn || !sh.sh_entsize)
 		return -VMPT_ERR_NOT_FOUND;
 	for (size_t i = 1; i < sh.sh_size / sh.sh_entsize; i++) {
@@ -222,6 +234,7 @@ static int symtab_line(Elf *elf, uint64_t addr, const char **file)
 				best_size = size;
 				best_file = cur_file && (GELF_ST_BIND(sym.st_info) == STB_LOCAL ||
 							 state != FILE_AFTER_SYMBOL) ? cur_file : NULL;
+				best_name = elf_strptr(elf, sh.sh_link, sym.st_name);
 			}
 		}
 		if (state == NOTHING)
@@ -229,7 +242,10 @@ static int symtab_line(Elf *elf, uint64_t addr, const char **file)
 	}
 	if (!found)
 		return -VMPT_ERR_NOT_FOUND;
-	*file = best_file ? base_name(best_file) : "??";
+	if (file)
+		*file = best_file ? base_name(best_file) : "??";
+	if (func)
+		*func = best_name;
 	return 0;
 }
 
@@ -272,8 +288,10 @@ static struct sl_entry *entry(struct vmpt_srcline *sl, uint64_t addr)
 			sl->tab[i].file = base_name(line_file(&cu, ln));
 			sl->tab[i].line = (unsigned)line;
 		} else {
-			symtab_line(sl->elf, addr, &sl->tab[i].file);
+			symtab_line(sl->elf, addr, &sl->tab[i].file, NULL);
 		}
+	} else if (sl->elf && elf_kind(sl->elf) == ELF_K_ELF) {
+		symtab_line(sl->elf, addr, &sl->tab[i].file, NULL);
 	}
 	return &sl->tab[i];
 }
@@ -290,20 +308,15 @@ int vmpt_srcline_find(struct vmpt_srcline *sl, uint64_t addr, const char **file,
 	return 0;
 }
 
-/* A function's name as perf shows it: its linkage name demangled, else
- * its DWARF name; NULL: none, or no memory.
+/* name demangled as perf shows it (kept while sl lives), else as it is;
+ * NULL: no memory.
  */
-static const char *func_name(struct vmpt_srcline *sl, Dwarf_Die *die)
+static const char *kept_demangled(struct vmpt_srcline *sl, const char *name)
 {
-	Dwarf_Attribute a;
-	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
-	char *d, **names;
+	char *d = vmpt_demangle(name), **names;
 
-	if (!link)
-		link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
-	d = link ? vmpt_demangle(link) : NULL;
 	if (!d)
-		return link ? link : dwarf_diename(die);
+		return name;
 	names = realloc(sl->names, (sl->n_names + 1) * sizeof(*names));
 	if (!names) {
 		free(d);
@@ -312,6 +325,60 @@ static const char *func_name(struct vmpt_srcline *sl, Dwarf_Die *die)
 	sl->names = names;
 	sl->names[sl->n_names++] = d;
 	return d;
+}
+
+/* A function's name as perf shows it: its linkage name demangled, else
+ * its DWARF name; NULL: none, or no memory.
+ */
+static const char *func_name(struct vmpt_srcline *sl, Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &a));
+
+	if (!link)
+		link = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a));
+	return link ? kept_demangled(sl, link) : dwarf_diename(die);
+}
+
+/* addr2line's one record where the DWARF has no function (assembly, no
+ * DWARF): the symbol table's function at the line found.
+ */
+static void symtab_record(struct vmpt_srcline *sl, struct sl_entry *e)
+{
+	const char *func;
+
+	if (!sl->elf || symtab_line(sl->elf, e->addr, NULL, &func) < 0 || !func)
+		return;
+	free(e->inl);
+	e->inl = calloc(1, sizeof(*e->inl));
+	if (!e->inl)
+		return;
+	e->inl[0].func = kept_demangled(sl, func);
+	e->inl[0].file = e->file;
+	e->inl[0].line = e->line;
+	e->n_inl = 1;
+}
+
+/* Of the CU's functions at addr, the one binutils names (assembly with
+ * an alias per name gives several of the same range): the smallest range,
+ * the last of equal ones.
+ */
+static void last_alias(Dwarf_Die *cu, uint64_t addr, Dwarf_Die *best)
+{
+	Dwarf_Addr low, high, best_len;
+	Dwarf_Die d;
+
+	if (dwarf_lowpc(best, &low) || dwarf_highpc(best, &high) || dwarf_child(cu, &d))
+		return;
+	best_len = high - low;
+	do {
+		if (dwarf_tag(&d) == DW_TAG_subprogram && dwarf_haspc(&d, addr) == 1 &&
+		    !dwarf_lowpc(&d, &low) && !dwarf_highpc(&d, &high) && high - low <= best_len &&
+		    (high - low < best_len || d.addr > best->addr)) {
+			*best = d;
+			best_len = high - low;
+		}
+	} while (dwarf_siblingof(&d, &d) == 0);
 }
 
 /* addr2line -i's records: the innermost function at the line table's
@@ -327,20 +394,28 @@ static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
 	int n;
 
 	e->inl_done = 1;
-	if (!sl->dw || !e->file || !dwarf_addrdie(sl->dw, e->addr, &cu))
+	if (!e->file)
+		return;		/* addr2line names no function */
+	if (!sl->dw || !dwarf_addrdie(sl->dw, e->addr, &cu)) {
+		symtab_record(sl, e);
 		return;
+	}
 	/* The innermost scope at addr, then its parents in the DIE tree
 	 * (dwarf_getscopes goes on in the inlined function's own definition).
 	 */
 	n = dwarf_getscopes(&cu, e->addr, &scopes);
-	if (n <= 0)
+	if (n <= 0) {
+		symtab_record(sl, e);
 		return;
+	}
 	inner = scopes[0];
 	free(scopes);
 	scopes = NULL;
 	n = dwarf_getscopes_die(&inner, &scopes);
-	if (n <= 0)
+	if (n <= 0) {
+		symtab_record(sl, e);
 		return;
+	}
 	dwarf_getsrcfiles(&cu, &files, &nfiles);
 	e->inl = calloc((size_t)n, sizeof(*e->inl));
 	for (int i = 0; e->inl && i < n; i++) {
@@ -350,6 +425,8 @@ static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
 
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
+		if (tag == DW_TAG_subprogram && !e->n_inl)
+			last_alias(&cu, e->addr, &scopes[i]);
 		e->inl[e->n_inl].func = func_name(sl, &scopes[i]);
 		e->inl[e->n_inl].file = file;
 		e->inl[e->n_inl].line = line;
@@ -365,9 +442,8 @@ static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
 			line = (unsigned)w;
 	}
 	free(scopes);
-	/* One frame is the function itself: nothing was inlined. */
-	if (e->n_inl < 2)
-		e->n_inl = 0;
+	if (!e->n_inl)
+		symtab_record(sl, e);
 }
 
 size_t vmpt_srcline_inlines(struct vmpt_srcline *sl, uint64_t addr,

@@ -216,6 +216,16 @@ struct vmpt_perf_event {
 			/* RAW (a tracepoint's fields): raw_size bytes. */
 			const uint8_t *raw_data;
 			uint32_t raw_size;
+			/* REGS_USER: the registers of attr.sample_regs_user,
+			 * one u64 per bit from bit 0, unaligned (NULL: abi 0,
+			 * none); STACK_USER: the user stack from the sampled
+			 * stack pointer, stack_user_size bytes (perf record
+			 * --call-graph dwarf).
+			 */
+			uint64_t regs_user_abi;
+			const uint8_t *regs_user;
+			const uint8_t *stack_user;
+			uint64_t stack_user_size;
 		} sample;
 		/* AUXTRACE: the data follows the record in the file. */
 		struct {

@@ -120,6 +120,10 @@ struct vmpt_script_opts {
 	 */
 	int inline_frames;
 	int hide_callchain;	/* -G: recorded samples' callchains not printed */
+	/* --no-inline: nor in the stacks unwound (--call-graph dwarf),
+	 * where perf adds them by default.
+	 */
+	int no_inline;
 	unsigned pad_dso;	/* --call-trace pads dso names so (perf's 50) */
 	/* perf's --guest-code: samples of guest code are of the guest's
 	 * thread "[guest/PID]" (else perf's nameless ":TID").

@@ -103,6 +103,11 @@ struct vmpt_session {
 	struct vmpt_session_map *maps;		/* executable, file order */
 	size_t n_maps;
 	size_t *maps_by_pid;	/* maps' indices by pid, address, file order (made on use) */
+	/* Mappings of no code (a stack, a heap, data: perf record -d),
+	 * file order: perf's maps too, read by its unwinder as zeros.
+	 */
+	struct vmpt_session_map *data_maps;
+	size_t n_data_maps;
 	char own_vdso[4096];	/* the copy of this machine's vdso, once made */
 	/* The kernel's symbols where no kernel code is given
 	 * (vmpt_session_kernel_sym): the kallsyms to read

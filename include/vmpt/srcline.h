@@ -47,9 +47,10 @@ struct vmpt_inline_frame {
 	unsigned line;
 };
 
-/* Up to max frames of the functions inlined at addr, innermost first,
- * then the function they were inlined into; valid while sl lives.
- * Returns the count (0: none inlined there, or no DWARF).
+/* The frames of the functions inlined at addr, innermost first, then the
+ * function they were inlined into (addr2line -i's records); valid while
+ * sl lives.  Returns the count: 1, the function alone (nothing inlined
+ * there); 0, no DWARF there.
  */
 size_t vmpt_srcline_inlines(struct vmpt_srcline *sl, uint64_t addr,
 			    const struct vmpt_inline_frame **frames);

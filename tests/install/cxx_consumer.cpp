@@ -12,6 +12,7 @@
 #include "vmpt/perf_data.h"
 #include "vmpt/report.h"
 #include "vmpt/tracing_data.h"
+#include "vmpt/unwind.h"
 #include "vmpt/script_output.h"
 #include "vmpt/session.h"
 

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* A user stack unwound from its copy in a sample (vmpt/unwind.h): one
+ * libdwfl session per stack, whose single thread's registers are the
+ * sample's and whose memory is the copied stack, the binaries reported
+ * as the frames reach them (their load bias: mapping start less offset,
+ * as perf reports them).
+ */
+#include "vmpt/unwind.h"
+
+#include <elfutils/libdwfl.h>
+#include <dwarf.h>
+#include <stdbool.h>
+#include <string.h>
+
+struct unwind {
+	const uint64_t *regs;
+	const uint8_t *stack;
+	size_t size;
+	vmpt_unwind_map_fn map_at;
+	void *ctx;
+	Dwfl *dwfl;
+	uint64_t *ips;
+	size_t n, max;
+	int zeros;	/* this step read a mapping it cannot read */
+};
+
+/* perf's own CFI only: no search for separate debug files. */
+static int no_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			Dwarf_Addr base, const char *file_name, const char *debuglink,
+			GElf_Word crc, char **debuginfo_file_name)
+{
+	(void)mod, (void)userdata, (void)modname, (void)base, (void)file_name;
+	(void)debuglink, (void)crc, (void)debuginfo_file_name;
+	return -1;
+}
+
+static const Dwfl_Callbacks offline = {
+	.find_debuginfo = no_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+/* The binary at addr reported to libdwfl (once per load bias). */
+static void report(struct unwind *u, uint64_t addr)
+{
+	struct vmpt_unwind_map m;
+	Dwfl_Module *mod;
+	const char *base;
+	Dwarf_Addr start;
+
+	if (u->map_at(u->ctx, addr, &m) < 0 || !m.path)
+		return;
+	mod = dwfl_addrmodule(u->dwfl, addr);
+	if (mod) {
+		dwfl_module_info(mod, NULL, &start, NULL, NULL, NULL, NULL, NULL);
+		if (start == m.start - m.pgoff)
+			return;
+	}
+	base = strrchr(m.path, '/');
+	dwfl_report_elf(u->dwfl, base ? base + 1 : m.path, m.path, -1, m.start - m.pgoff, false);
+}
+
+static pid_t next_thread(Dwfl *dwfl, void *arg, void **thread_arg)
+{
+	if (*thread_arg)
+		return 0;
+	*thread_arg = arg;
+	return dwfl_pid(dwfl);
+}
+
+static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *arg)
+{
+	struct unwind *u = arg;
+	uint64_t sp = u->regs[VMPT_UNWIND_SP];
+	struct vmpt_unwind_map m;
+	uint64_t off;
+
+	(void)dwfl;
+	if (addr + 8 < addr)
+		return false;
+	/* As perf's: in the copy short of its last word. */
+	if (addr >= sp && addr + 8 < sp + u->size) {
+		memcpy(result, u->stack + (addr - sp), 8);
+		return true;
+	}
+	if (u->map_at(u->ctx, addr, &m) < 0)
+		return false;
+	/* perf reads a mapping it cannot read (the stack past its copy, a
+	 * heap) as zeros and goes on, where its unwinder then ends.
+	 */
+	*result = 0;
+	off = m.pgoff + (addr - m.start);
+	if (m.data && addr + 8 <= m.end && off <= m.size && m.size - off >= 8)
+		memcpy(result, m.data + off, 8);
+	else
+		u->zeros = 1;
+	return true;
+}
+
+static bool initial_registers(Dwfl_Thread *thread, void *arg)
+{
+	const struct unwind *u = arg;
+	Dwarf_Word regs[VMPT_UNWIND_NREGS];
+
+	for (int i = 0; i < VMPT_UNWIND_NREGS; i++)
+		regs[i] = u->regs[i];
+	return dwfl_thread_state_registers(thread, 0, VMPT_UNWIND_NREGS, regs);
+}
+
+static const Dwfl_Thread_Callbacks thread_callbacks = {
+	.next_thread = next_thread,
+	.memory_read = memory_read,
+	.set_initial_registers = initial_registers,
+};
+
+static int frame(Dwfl_Frame *state, void *arg)
+{
+	struct unwind *u = arg;
+	Dwarf_Addr pc;
+	bool activation;
+
+	if (!dwfl_frame_pc(state, &pc, NULL))
+		return DWARF_CB_ABORT;
+	/* Whether it is a signal frame needs the binary's CFI, and the
+	 * caller unwound (the reads of this step).
+	 */
+	report(u, pc);
+	u->zeros = 0;
+	if (!dwfl_frame_pc(state, &pc, &activation))
+		return DWARF_CB_ABORT;
+	u->ips[u->n++] = activation ? pc : pc - 1;
+	return u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+size_t vmpt_unwind(const uint64_t regs[VMPT_UNWIND_NREGS], const uint8_t *stack, size_t size,
+		   vmpt_unwind_map_fn map_at, void *ctx, uint64_t *ips, size_t max)
+{
+	struct unwind u = {
+		.regs = regs, .stack = stack, .size = size, .map_at = map_at, .ctx = ctx,
+		.ips = ips, .max = max,
+	};
+
+	if (!max)
+		return 0;
+	u.dwfl = dwfl_begin(&offline);
+	if (u.dwfl) {
+		report(&u, regs[VMPT_UNWIND_IP]);
+		/* The machine is the first binary's; pid 1 names the one thread. */
+		if (dwfl_attach_state(u.dwfl, NULL, 1, &thread_callbacks, &u))
+			dwfl_getthread_frames(u.dwfl, 1, frame, &u);
+		/* A return address of zeros ends libdwfl's stack; perf's
+		 * libunwind takes it for one more frame, at 0 less one.
+		 */
+		if (u.zeros && u.n && u.n < max)
+			ips[u.n++] = (uint64_t)0 - 1;
+		dwfl_end(u.dwfl);
+	}
+	/* The sampled ip at least, as perf prints it with no CFI at all. */
+	if (!u.n)
+		ips[u.n++] = regs[VMPT_UNWIND_IP];
+	return u.n;
+}
