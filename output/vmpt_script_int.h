@@ -212,6 +212,7 @@ struct vmpt_consumer {
 	struct script_missing *missing;
 	size_t n_missing;
 	struct script_srclines *srclines;	/* -F srcline's DWARF, per binary */
+	struct vmpt_unwinder *unwinder;		/* --call-graph dwarf's, made on use */
 };
 
 /* vmpt_script_line.c: layout. */

@@ -5,6 +5,7 @@
  * statistics summed when a stream closes.
  */
 #include "vmpt_script_int.h"
+#include "vmpt/unwind.h"
 #include "vmpt/error.h"
 
 #include <errno.h>
@@ -260,6 +261,7 @@ static void stream_close(struct vmpt_consumer *c)
 	free(c->missing);
 	free(c->buf);
 	script_srclines_free(c);
+	vmpt_unwinder_free(c->unwinder);
 	script_syms_free(c);
 	for (int m = 0; m < 3; m++) {
 		if (c->insn[m])

@@ -62,6 +62,8 @@ size_t script_unwind(struct vmpt_consumer *c, const struct vmpt_perf_event *ev, 
 	}
 	if (!(mask >> perf_reg_of[VMPT_UNWIND_IP] & 1) || !(mask >> perf_reg_of[VMPT_UNWIND_SP] & 1))
 		return 0;
-	return vmpt_unwind(regs, ev->sample.stack_user, (size_t)ev->sample.stack_user_size,
-			   map_at, c, ips, max);
+	if (!c->unwinder && !(c->unwinder = vmpt_unwinder_new()))
+		return 0;
+	return vmpt_unwind(c->unwinder, c->task.pid, regs, ev->sample.stack_user,
+			   (size_t)ev->sample.stack_user_size, map_at, c, ips, max);
 }

@@ -34,16 +34,24 @@ typedef int (*vmpt_unwind_map_fn)(void *ctx, uint64_t addr, struct vmpt_unwind_m
 #define VMPT_UNWIND_SP 7
 #define VMPT_UNWIND_IP 16
 
-/* Up to max return addresses of the stack, innermost first: regs' ip,
- * then each caller's address less one (inside its call, as perf takes it)
- * until the CFI ends the stack or unwinding fails.  Stack words are read
- * from stack (size bytes from regs' sp; the last word is not, as perf's),
- * other memory from the binary mapped there, zeros from other mappings;
- * memory in no mapping ends the stack.  Returns the count (at least 1
- * with max > 0).
+/* An unwinder: the binaries' CFI of the last few processes, kept. */
+struct vmpt_unwinder;
+
+/* NULL: no memory. */
+struct vmpt_unwinder *vmpt_unwinder_new(void);
+void vmpt_unwinder_free(struct vmpt_unwinder *uw);
+
+/* Up to max return addresses of a stack of process pid, innermost first:
+ * regs' ip, then each caller's address less one (inside its call, as perf
+ * takes it) until the CFI ends the stack or unwinding fails.  Stack words
+ * are read from stack (size bytes from regs' sp; the last word is not, as
+ * perf's), other memory from the binary mapped there, zeros from other
+ * mappings; memory in no mapping ends the stack.  Returns the count (at
+ * least 1 with max > 0).
  */
-size_t vmpt_unwind(const uint64_t regs[VMPT_UNWIND_NREGS], const uint8_t *stack, size_t size,
-		   vmpt_unwind_map_fn map_at, void *ctx, uint64_t *ips, size_t max);
+size_t vmpt_unwind(struct vmpt_unwinder *uw, int pid, const uint64_t regs[VMPT_UNWIND_NREGS],
+		   const uint8_t *stack, size_t size, vmpt_unwind_map_fn map_at, void *ctx,
+		   uint64_t *ips, size_t max);
 
 #ifdef __cplusplus
 }
