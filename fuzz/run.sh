@@ -83,6 +83,7 @@ seed() {
 		cp "$hase"/*/*.perf "$hase"/*/*.perf.data "$c/"
 		samples_seed "$c/seed-samples"
 		tracepoints_seed "$c/seed-tracepoints"
+		unwind_seed "$c/seed-unwind"
 		synth_seeds "$c" session;;
 	correlate)
 		synth_seeds "$c" correlate;;
@@ -124,6 +125,14 @@ samples_seed() {
 tracepoints_seed() {
 	perf record -q -e sched:sched_switch -e kmem:kfree -e sched:sched_process_exec \
 		-o "$1" -- sh -c 'ls >/dev/null' >/dev/null 2>&1 || rm -f "$1"
+}
+
+# unwind_seed FILE: a few samples of perf record --call-graph dwarf (their
+# registers and 512 bytes of stack: ~7 KB) of a shell.
+unwind_seed() {
+	perf record -q -e cpu-clock:u -c 1000000 --call-graph dwarf,512 -o "$1" -- \
+		sh -c 'i=0; while [ $i -lt 3000 ]; do i=$((i + 1)); done' >/dev/null 2>&1 ||
+		rm -f "$1"
 }
 
 # synth_seeds DIR TARGET: recordings vmpt-synth makes, as TARGET takes them.
