@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The user stacks of `perf record --call-graph dwarf` unwound for perf
  * script's callchain lines (vmpt/unwind.h): the sample's registers in
- * DWARF's order, the process's binaries from the image.
+ * DWARF's order, the process's binaries from the image, its other
+ * mappings (read as zeros) from the recording.
  */
 #include "vmpt_script_int.h"
 #include "vmpt/file.h"
