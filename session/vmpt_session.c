@@ -316,11 +316,11 @@ static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, in
 		m.name = "[kernel.kallsyms]";
 	/* perf's map__new: code in anonymous memory, a stack, a heap or
 	 * SysV shared memory is named for the JIT map perf reads its
-	 * symbols from.
+	 * symbols from (data there keeps its name).
 	 */
-	if (!strcmp(m.name, "//anon") || !strncmp(m.name, "/dev/zero", 9) ||
+	if (!data && (!strcmp(m.name, "//anon") || !strncmp(m.name, "/dev/zero", 9) ||
 	    !strncmp(m.name, "/anon_hugepage", 14) || !strncmp(m.name, "[stack", 6) ||
-	    !strncmp(m.name, "/SYSV", 5) || !strcmp(m.name, "[heap]"))
+	    !strncmp(m.name, "/SYSV", 5) || !strcmp(m.name, "[heap]")))
 		snprintf(m.anon_name, sizeof(m.anon_name), "/tmp/perf-%d.map",
 			 (int)ev->mmap.pid);
 

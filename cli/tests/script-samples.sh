@@ -88,6 +88,10 @@ awk 'p ~ /cpu-clock:u: $/ && $0 == "" { f = 1 } { p = $0 } END { exit !f }' "$T/
 grep -q '^	 *[0-9a-f]* \[unknown\] (\[unknown\])$' "$T/chainx.perf" ||
 	fail "chainx: perf printed no unmapped frame"
 same chainx -G
+# With data mappings (-d): a frame perl's stack walk takes from its heap
+# is in "[heap]" (perf names code in such memory for its JIT map, data not).
+rec heapchain -e cpu-clock:u -c 500000 -g -d || { cat "$T/heapchain.log"; fail "perf record -g -d"; }
+same heapchain
 rec wide -a -e cpu-clock:u -c 500000 || { cat "$T/wide.log"; fail "perf record -a"; }
 same wide
 # A group read at each sample: one sample per counter, its change.
