@@ -61,6 +61,32 @@ void script_print_dso(struct vmpt_consumer *c, const char *name, size_t len)
 		script_out_spaces(c, (int)(pad - len));
 }
 
+/* perf's srcline of an address in a recorded mapping with no code here
+ * (the kernel known by its symbols, data, a heap, a vdso or a binary
+ * missing): no line, so its dso's short name and the address in it (as
+ * it is in memory of no file).
+ */
+static size_t unread_srcline(struct vmpt_consumer *c, uint64_t ip, char *buf, size_t cap)
+{
+	static const char *const no_file[] = {
+		"//anon", "/dev/zero", "/anon_hugepage", "[stack", "[heap]", "/SYSV", "/tmp/perf-",
+	};
+	struct vmpt_map_ref map;
+	const char *slash;
+	uint64_t addr;
+	int n;
+
+	if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, ip, &map) < 0)
+		return 0;
+	addr = map.pgoff + (ip - map.start);
+	for (size_t i = 0; i < sizeof(no_file) / sizeof(no_file[0]); i++)
+		if (!strncmp(map.name, no_file[i], strlen(no_file[i])))
+			addr = ip;
+	slash = strrchr(map.name, '/');
+	n = snprintf(buf, cap, "%s[%" PRIx64 "]", slash ? slash + 1 : map.name, addr);
+	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
 /* map__fprintf_srcline: the source line on a line of its own. */
 void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			  uint64_t ip, int guest)
@@ -68,11 +94,8 @@ void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *se
 	char buf[4200];
 	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
 
-	/* The host kernel known by its symbols alone: perf's kernel map
-	 * has no lines, and says so by its dso and the address.
-	 */
-	if (!n && !sec && !guest && c->o->kernel_start && ip >= c->o->kernel_start)
-		n = (size_t)snprintf(buf, sizeof(buf), "[kernel.kallsyms][%" PRIx64 "]", ip);
+	if (!n && !sec && !guest)
+		n = unread_srcline(c, ip, buf, sizeof(buf));
 	if (n) {
 		script_out_mem(c, "\n  ", 3);
 		script_out_mem(c, buf, n);

@@ -736,6 +736,23 @@ const struct vmpt_session_map *session_map_in(const struct vmpt_session *s, int 
 	return last_map_in(s->maps, s->n_maps, pid, addr);
 }
 
+const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint64_t addr)
+{
+	const struct vmpt_session_map *best = last_map_in(s->maps, s->n_maps, -1, addr);
+
+	/* perf's kernel maps end where the next begins (the last never):
+	 * the kernel's text map holds its init text and what follows.
+	 */
+	for (size_t i = 0; !best && addr >> 63 && i < s->n_maps; i++) {
+		const struct vmpt_session_map *m = &s->maps[i];
+
+		if (m->pid == -1 && m->start >> 63 && m->start <= addr &&
+		    (!best || m->start >= best->start))
+			best = m;
+	}
+	return best;
+}
+
 /* The process's own mapping of addr, its parents' (a fork that has not
  * exec'd), then the kernel's; of code, else of data.
  */
@@ -753,7 +770,7 @@ static const struct vmpt_session_map *map_of(const struct vmpt_session *s, int p
 		p = proc ? proc->parent : -1;
 	}
 	if (!m)
-		m = last_map_in(maps, n, -1, addr);
+		m = data ? last_map_in(maps, n, -1, addr) : kernel_map_in(s, addr);
 	return m || data ? m : map_of(s, pid, addr, 1);
 }
 

@@ -72,6 +72,10 @@ void session_reads_free(struct session_reads *r);
  */
 const struct vmpt_session_map *session_map_in(const struct vmpt_session *s, int pid,
 					      uint64_t addr);
+/* The kernel's mapping of addr: as session_map_in, else, in the kernel's
+ * half, the mapping below it (perf extends each to the next).
+ */
+const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint64_t addr);
 /* vmpt_session_kallsyms.c: load the running kernel's symbols when perf
  * would (see vmpt_session_kernel_sym): 0 or -VMPT_ERR_NOMEM.
  */

@@ -103,7 +103,7 @@ int vmpt_session_kernel_sym(void *ctx, uint64_t addr, const char **name, uint64_
 	uint64_t at;
 	int ret;
 
-	if (!s->ksym_path[0] || !(m = session_map_in(s, -1, addr)) ||
+	if (!s->ksym_path[0] || !(m = kernel_map_in(s, addr)) ||
 	    strcmp(m->name, "[kernel.kallsyms]"))
 		return -VMPT_ERR_NOT_FOUND;
 	pthread_mutex_lock(&s->ksym_lock);

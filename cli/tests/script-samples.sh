@@ -92,6 +92,7 @@ same chainx -G
 # is in "[heap]" (perf names code in such memory for its JIT map, data not).
 rec heapchain -e cpu-clock:u -c 500000 -g -d || { cat "$T/heapchain.log"; fail "perf record -g -d"; }
 same heapchain
+same heapchain -F ip,sym,symoff,dso,srcline	# "[heap][addr]", "anon[addr]"...
 rec wide -a -e cpu-clock:u -c 500000 || { cat "$T/wide.log"; fail "perf record -a"; }
 same wide
 # A group read at each sample: one sample per counter, its change.
@@ -129,6 +130,13 @@ if kern kernel -o "$T/kernel.data" >/dev/null && kern kpipe -o - >"$T/kpipe.data
 	same kernel -F ip,sym,symoff,dso
 	grep -q "$named" "$T/kernel.perf" || fail "kernel: perf named no kernel symbol"
 	same kpipe
+	# System-wide: the idle tasks' frames in the kernel's init text
+	# (start_kernel), past the kernel's recorded mapping, which perf
+	# extends to the next one.
+	kern kwide -a -o "$T/kwide.data" >/dev/null || fail "perf record -a -g"
+	same kwide
+	# (not -F srcline: perf 6.1 dies of SIGPIPE when addr2line cannot
+	# open a binary, a deleted memfd's of another process here)
 	grep -q "$named" "$T/kpipe.perf" || fail "kpipe: perf named no kernel symbol"
 	same kernel --symfs / -F ip,sym,dso	# "/": no symfs, as perf takes it
 	# (other binaries under an empty symfs: perf's and vmpt's differ)
