@@ -276,10 +276,11 @@ int vmpt_script_fields_parse(const char *arg, struct vmpt_script_fields *f,
 			type = VMPT_OUT_SYNTH;
 		else if (n == 5 && !strncmp(arg, "trace", 5))
 			type = VMPT_OUT_TRACE;
-		else if ((n == 2 && !strncmp(arg, "sw", 2)) ||
-			 (n == 5 && !strncmp(arg, "break", 5)) ||
+		else if (n == 2 && !strncmp(arg, "sw", 2))
+			type = VMPT_OUT_SW;
+		else if ((n == 5 && !strncmp(arg, "break", 5)) ||
 			 (n == 3 && !strncmp(arg, "raw", 3)))
-			type = VMPT_OUT_TYPES;	/* events an Intel PT trace has none of */
+			type = VMPT_OUT_TYPES;	/* events vmpt prints none of */
 		else {
 			snprintf(err, errlen, "-F %s: invalid event type '%.*s' (hw, sw, "
 				 "trace, raw, break, synth)", arg, (int)n, arg);
@@ -293,6 +294,8 @@ int vmpt_script_fields_parse(const char *arg, struct vmpt_script_fields *f,
 	strcpy(buf, arg);
 	/* Without + or -, the fields replace the defaults. */
 	if (!strchr(buf, '+') && !strchr(buf, '-')) {
+		if (type == -1)
+			f->wild = 0;
 		for (int t = 0; t < VMPT_OUT_TYPES; t++) {
 			if (type != -1 && type != t)
 				continue;
@@ -340,13 +343,18 @@ int vmpt_script_fields_parse(const char *arg, struct vmpt_script_fields *f,
 		 */
 		if (field_names[i].bit == VMPT_F_TRACE && type != -1 && type != VMPT_OUT_TRACE) {
 			snprintf(err, errlen, "'trace' not valid for %s events.",
-				 type == VMPT_OUT_HW ? "hardware" : "synth");
+				 type == VMPT_OUT_HW ? "hardware" : type == VMPT_OUT_SW ?
+				 "software" : "synth");
 			return -VMPT_ERR_INVAL;
 		}
 		for (int t = 0; t < VMPT_OUT_TYPES; t++)
 			if ((type == -1 || type == t) &&
 			    (field_names[i].bit != VMPT_F_TRACE || t == VMPT_OUT_TRACE))
 				set_type(f, t, how, field_names[i].bit);
+		if (type == -1 && how > 0)
+			f->wild |= field_names[i].bit;
+		else if (type == -1)
+			f->wild &= ~field_names[i].bit;
 	}
 	return 0;
 badmix:

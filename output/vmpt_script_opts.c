@@ -28,6 +28,7 @@ void vmpt_script_opts_init(struct vmpt_script_opts *o)
 	o->f.set[VMPT_OUT_HW] = HW_DEFAULT;
 	o->f.set[VMPT_OUT_SYNTH] = SYNTH_DEFAULT;
 	o->f.set[VMPT_OUT_TRACE] = TRACE_DEFAULT;
+	o->f.set[VMPT_OUT_SW] = HW_DEFAULT;
 	o->kernel_start = 1ULL << 63;
 }
 
@@ -153,6 +154,40 @@ unsigned script_fields_sampled(unsigned f, unsigned named, uint64_t sample_type)
 	return f;
 }
 
+/* Without Intel PT (perf's AUXTRACE), a field -F asks for of every type
+ * that the first event of a type does not sample is perf's error.
+ */
+static int unsampled_fields(const struct vmpt_script_opts *o, const struct vmpt_perf_data *pd,
+			    char *err, size_t errlen)
+{
+	static const struct { int out; uint32_t type; } types[] = {
+		{ VMPT_OUT_HW, PERF_TYPE_HARDWARE }, { VMPT_OUT_SW, PERF_TYPE_SOFTWARE },
+		{ VMPT_OUT_TRACE, PERF_TYPE_TRACEPOINT },
+	};
+	static const struct { unsigned field; uint64_t bit; const char *attr, *name; } need[] = {
+		{ VMPT_F_ADDR, PERF_SAMPLE_ADDR, "ADDR", "addr" },
+		{ VMPT_F_CPU, PERF_SAMPLE_CPU, "CPU", "cpu" },
+	};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		const struct vmpt_perf_attr *a = script_first_of_type(pd, types[i].type);
+		char name[64];
+
+		for (size_t k = 0; a && k < sizeof(need) / sizeof(need[0]); k++) {
+			if (!(o->f.set[types[i].out] & o->f.wild & need[k].field) ||
+			    (a->attr.sample_type & need[k].bit))
+				continue;
+			if (!a->name)
+				script_attr_name(&a->attr, name, sizeof(name));
+			snprintf(err, errlen, "Samples for '%s' event do not have %s attribute "
+				 "set. Cannot print '%s' field.", a->name ? a->name : name,
+				 need[k].attr, need[k].name);
+			return -VMPT_ERR_INVAL;
+		}
+	}
+	return 0;
+}
+
 int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_perf_data *pd,
 			       const struct perf_event_attr *intel_pt,
 			       const struct vmpt_perf_intel_pt_info *info,
@@ -238,7 +273,7 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 	 * there are no such samples: the sideband keeps its fields.
 	 */
 	if (!intel_pt)
-		return 0;
+		return unsampled_fields(o, pd, err, errlen);
 	if (timeless)
 		o->it.timeless = 1;
 	o->est_tsc = !timeless;

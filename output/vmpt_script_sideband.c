@@ -120,8 +120,12 @@ static void print_record_start(struct vmpt_consumer *c, unsigned f,
 static unsigned other_fields(const struct vmpt_consumer *c, const struct vmpt_perf_attr *a)
 {
 	const struct vmpt_perf_attr *first = script_first_of_type(c->o->pd, a->attr.type);
-	int t = a->attr.type == PERF_TYPE_TRACEPOINT ? VMPT_OUT_TRACE : VMPT_OUT_HW;
-	unsigned f = script_fields_sampled(c->o->f.set[t], c->o->f.named[t],
+	int t = a->attr.type == PERF_TYPE_TRACEPOINT ? VMPT_OUT_TRACE :
+		a->attr.type == PERF_TYPE_SOFTWARE ? VMPT_OUT_SW : VMPT_OUT_HW;
+	/* A field the event does not sample stays only when -F named it for
+	 * every type (perf's error without Intel PT, its 0 with).
+	 */
+	unsigned f = script_fields_sampled(c->o->f.set[t], c->o->f.named[t] & c->o->f.wild,
 					   (first ? first : a)->attr.sample_type);
 
 	/* Only Intel PT's samples have these. */

@@ -54,6 +54,18 @@ same plain --dsos perl
 sym=$(perf script -i "$T/plain.data" -F ip,sym 2>/dev/null | awk 'NF > 1 { print $2 }' | sort | uniq -c |
 	sort -rn | awk 'NR == 1 { print $2 }')
 same plain --symbols "$sym"
+# cpu-clock is a software event: "sw:" fields are its (a field it does
+# not sample left out), "hw:" ones are not; a field asked for every type
+# that it does not sample is perf's error.
+same plain -F sw:ip,addr
+same plain -F hw:ip
+for f in +addr cpu,ip; do
+	"$VMPT" script -i "$T/plain.data" -F "$f" >/dev/null 2>"$T/err" && fail "-F $f: exit status 0"
+	field=${f#+}
+	field=${field%,ip}
+	want="vmpt script: Samples for 'cpu-clock:u' event do not have $(echo "$field" | tr a-z A-Z) attribute set. Cannot print '$field' field."
+	[ "$(cat "$T/err")" = "$want" ] || { cat "$T/err"; fail "-F $f: not perf's error"; }
+done
 rec freq -e cpu-clock:u -F 2000 || { cat "$T/freq.log"; fail "perf record -F"; }
 same freq
 rec chain -e cpu-clock:u -c 500000 -g || { cat "$T/chain.log"; fail "perf record -g"; }

@@ -42,13 +42,14 @@ enum vmpt_script_field {
 
 /* perf's output types of Intel PT samples: instructions, branches and
  * transactions are hardware events, ptwrite, power and PSB events synth;
- * and of the recording's tracepoints.
+ * and of the recording's tracepoints and software events (cpu-clock).
  */
-enum { VMPT_OUT_HW, VMPT_OUT_SYNTH, VMPT_OUT_TRACE, VMPT_OUT_TYPES };
+enum { VMPT_OUT_HW, VMPT_OUT_SYNTH, VMPT_OUT_TRACE, VMPT_OUT_SW, VMPT_OUT_TYPES };
 
 struct vmpt_script_fields {
 	unsigned set[VMPT_OUT_TYPES];		/* enum vmpt_script_field bits */
 	unsigned named[VMPT_OUT_TYPES];		/* the ones -F asked for */
+	unsigned wild;				/* ... without a type ("-F ip,addr") */
 	uint8_t user_set[VMPT_OUT_TYPES];	/* -F changed the type's fields */
 	uint8_t flags;				/* perf's print_flags */
 };
