@@ -466,11 +466,12 @@ void script_fast_held(struct vmpt_consumer *c);
 uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			 const uint8_t *isize, uint64_t *ip, uint32_t n, int guest);
 
-/* vmpt_script_srcline.c: perf's srcline text for ip in sec, "file:line"
- * or "dso[addr]" (its length; 0: none), and the stream's DWARF freed.
+/* vmpt_script_srcline.c: perf's srcline text for ip in sec (NULL: in
+ * the host's recorded mappings), "file:line" or "dso[addr]" (its length;
+ * 0: none), and the stream's DWARF freed.
  */
 size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
-		      char *buf, size_t cap);
+		      int guest, char *buf, size_t cap);
 void script_srclines_free(struct vmpt_consumer *c);
 /* The inline chain at ip in sec, innermost first (vmpt/srcline.h). */
 size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,

@@ -66,7 +66,7 @@ int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, u
 		      int guest)
 {
 	const struct vmpt_script_filter *fl = &c->o->filter;
-	struct vmpt_map_ref map = { NULL, 0, 0, NULL };
+	struct vmpt_map_ref map = { 0 };
 	const char *name = NULL;
 
 	if (!sec && ip)

@@ -59,56 +59,79 @@ static struct vmpt_srcline *srcline_of(struct vmpt_consumer *c, const struct vmp
 	return t->last;
 }
 
-size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
-		      char *buf, size_t cap)
+/* snprintf's count as a length in cap bytes (0: an error). */
+static size_t fitted(int n, size_t cap)
 {
-	struct vmpt_srcline *sl;
-	const char *file, *slash;
+	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* perf's __get_srcline without a line: "dso[addr]" by the dso's short
+ * name.
+ */
+static size_t dso_at(char *buf, size_t cap, const char *dso, uint64_t addr)
+{
+	const char *slash = strrchr(dso, '/');
+
+	return fitted(snprintf(buf, cap, "%s[%" PRIx64 "]", slash ? slash + 1 : dso, addr), cap);
+}
+
+/* addr2line's answer at ip in sec: 0 with its file and line, else -1;
+ * *addr: the address asked (perf's map__rip_2objdump: the kernel's as
+ * they are).
+ */
+static int line_at(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		   uint64_t *addr, const char **file, unsigned *line)
+{
+	struct vmpt_srcline *sl = srcline_of(c, sec);
+
+	*addr = !sl || sec->name[0] == '[' ? ip :
+		vmpt_srcline_addr(sl, sec->file_offset + (ip - sec->vaddr));
+	return sl && vmpt_srcline_find(sl, *addr, file, line) == 0 ? 0 : -1;
+}
+
+/* A recorded mapping with no code here (the kernel known by its symbols,
+ * data, a heap, a binary missing): no line, its dso and the address in
+ * it (as it is in memory of no file).
+ */
+static size_t mapping_srcline(struct vmpt_consumer *c, uint64_t ip, char *buf, size_t cap)
+{
+	struct vmpt_map_ref map;
+
+	if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, ip, &map) < 0)
+		return 0;
+	return dso_at(buf, cap, map.name, map.no_file ? ip : map.pgoff + (ip - map.start));
+}
+
+size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+		      int guest, char *buf, size_t cap)
+{
+	const char *file;
 	uint64_t addr;
 	unsigned line;
-	int n;
+	size_t n;
 
 	if (!sec)
-		return 0;
-	/* perf asks addr2line nothing of a dso named "[...]" (its vdso's
-	 * address as an offset in it).
-	 */
-	if (!strcmp(sec->name, "[vdso]")) {
-		n = snprintf(buf, cap, "[vdso][%" PRIx64 "]", sec->file_offset + (ip - sec->vaddr));
-		return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
-	}
-	sl = srcline_of(c, sec);
-	/* perf's map__rip_2objdump: the kernel's addresses as they are. */
-	addr = !sl || sec->name[0] == '[' ? ip :
-	       vmpt_srcline_addr(sl, sec->file_offset + (ip - sec->vaddr));
-	if (sl && vmpt_srcline_find(sl, addr, &file, &line) == 0) {
-		n = snprintf(buf, cap, "%s:%u", file, line);
-		/* perf prints none of its SRCLINE_UNKNOWN, "??:0". */
-		if (!strncmp(buf, "??:0", 4))
-			return 0;
-	} else {
-		/* perf's __get_srcline without a line: "dso[addr]" by the
-		 * dso's short name.
-		 */
-		slash = strrchr(sec->name, '/');
-		n = snprintf(buf, cap, "%s[%" PRIx64 "]", slash ? slash + 1 : sec->name, addr);
-	}
-	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+		return guest ? 0 : mapping_srcline(c, ip, buf, cap);
+	/* perf asks addr2line nothing of its vdso (an offset in it). */
+	if (!strcmp(sec->name, "[vdso]"))
+		return dso_at(buf, cap, sec->name, sec->file_offset + (ip - sec->vaddr));
+	if (line_at(c, sec, ip, &addr, &file, &line) < 0)
+		return dso_at(buf, cap, sec->name, addr);
+	n = fitted(snprintf(buf, cap, "%s:%u", file, line), cap);
+	/* perf prints none of its SRCLINE_UNKNOWN, "??:0". */
+	return strncmp(buf, "??:0", 4) ? n : 0;
 }
 
 size_t script_srcline_record(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			     uint64_t ip, char *buf, size_t cap)
 {
-	struct vmpt_srcline *sl = sec && sec->name[0] != '[' ? srcline_of(c, sec) : NULL;
 	const char *file;
+	uint64_t addr;
 	unsigned line;
-	int n;
 
-	if (!sl || vmpt_srcline_find(sl, vmpt_srcline_addr(sl, sec->file_offset + (ip - sec->vaddr)),
-				     &file, &line) < 0)
+	if (!sec || sec->name[0] == '[' || line_at(c, sec, ip, &addr, &file, &line) < 0)
 		return 0;
-	n = snprintf(buf, cap, "%s:%u", file, line);
-	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+	return fitted(snprintf(buf, cap, "%s:%u", file, line), cap);
 }
 
 size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,

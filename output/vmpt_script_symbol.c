@@ -8,7 +8,6 @@
  */
 #include "vmpt_script_int.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,45 +60,22 @@ void script_print_dso(struct vmpt_consumer *c, const char *name, size_t len)
 		script_out_spaces(c, (int)(pad - len));
 }
 
-/* perf's srcline of an address in a recorded mapping with no code here
- * (the kernel known by its symbols, data, a heap, a vdso or a binary
- * missing): no line, so its dso's short name and the address in it (as
- * it is in memory of no file).
- */
-static size_t unread_srcline(struct vmpt_consumer *c, uint64_t ip, char *buf, size_t cap)
+/* A source line on a line of its own. */
+static void put_srcline(struct vmpt_consumer *c, const char *text, size_t n)
 {
-	static const char *const no_file[] = {
-		"//anon", "/dev/zero", "/anon_hugepage", "[stack", "[heap]", "/SYSV", "/tmp/perf-",
-	};
-	struct vmpt_map_ref map;
-	const char *slash;
-	uint64_t addr;
-	int n;
-
-	if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, ip, &map) < 0)
-		return 0;
-	addr = map.pgoff + (ip - map.start);
-	for (size_t i = 0; i < sizeof(no_file) / sizeof(no_file[0]); i++)
-		if (!strncmp(map.name, no_file[i], strlen(no_file[i])))
-			addr = ip;
-	slash = strrchr(map.name, '/');
-	n = snprintf(buf, cap, "%s[%" PRIx64 "]", slash ? slash + 1 : map.name, addr);
-	return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+	script_out_mem(c, "\n  ", 3);
+	script_out_mem(c, text, n);
 }
 
-/* map__fprintf_srcline: the source line on a line of its own. */
+/* map__fprintf_srcline. */
 void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			  uint64_t ip, int guest)
 {
 	char buf[4200];
-	size_t n = script_srcline(c, sec, ip, buf, sizeof(buf));
+	size_t n = script_srcline(c, sec, ip, guest, buf, sizeof(buf));
 
-	if (!n && !sec && !guest)
-		n = unread_srcline(c, ip, buf, sizeof(buf));
-	if (n) {
-		script_out_mem(c, "\n  ", 3);
-		script_out_mem(c, buf, n);
-	}
+	if (n)
+		put_srcline(c, buf, n);
 }
 
 /* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
@@ -229,12 +205,10 @@ static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_
 				script_out_hex(c, ip - e->from);
 			}
 		}
-		if ((f & VMPT_F_SRCLINE) && kl) {
-			script_out_mem(c, "\n  ", 3);
-			script_outf(c, "%s", kl->text);
-		} else if (f & VMPT_F_SRCLINE) {
+		if ((f & VMPT_F_SRCLINE) && kl)
+			put_srcline(c, kl->text, strlen(kl->text));
+		else if (f & VMPT_F_SRCLINE)
 			script_print_srcline(c, sec, ip, guest);
-		}
 		if (!same)
 			script_out_mem(c, " (inlined)", 10);
 		script_out_char(c, '\n');
@@ -309,10 +283,8 @@ static void print_frame(struct vmpt_consumer *c, unsigned f, uint64_t ip, int gu
 	script_out_hex16(c, frame_addr(c, sec, ip));
 	script_print_sym_dso(c, f & (VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO |
 				     (kl.have ? 0 : VMPT_F_SRCLINE)), sec, ip, guest);
-	if ((f & VMPT_F_SRCLINE) && kl.have) {
-		script_out_mem(c, "\n  ", 3);
-		script_outf(c, "%s", kl.text);
-	}
+	if ((f & VMPT_F_SRCLINE) && kl.have)
+		put_srcline(c, kl.text, strlen(kl.text));
 	script_out_char(c, '\n');
 }
 

@@ -296,8 +296,17 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 	}
 }
 
+/* perf's is_anon_memory and is_no_dso_memory: memory of no file. */
+static int no_file_memory(const char *name)
+{
+	return !strcmp(name, "//anon") || !strncmp(name, "/dev/zero", 9) ||
+	       !strncmp(name, "/anon_hugepage", 14) || !strncmp(name, "[stack", 6) ||
+	       !strncmp(name, "/SYSV", 5) || !strcmp(name, "[heap]");
+}
+
 /* Keep the mapping for naming code whose binary is missing here, with
- * its build-id (the record's, else HEADER_BUILD_ID's for its file).
+ * its build-id (the record's, else HEADER_BUILD_ID's for its file); data
+ * with neither.
  */
 static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid, int data)
 {
@@ -318,9 +327,9 @@ static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, in
 	 * SysV shared memory is named for the JIT map perf reads its
 	 * symbols from (data there keeps its name).
 	 */
-	if (!data && (!strcmp(m.name, "//anon") || !strncmp(m.name, "/dev/zero", 9) ||
-	    !strncmp(m.name, "/anon_hugepage", 14) || !strncmp(m.name, "[stack", 6) ||
-	    !strncmp(m.name, "/SYSV", 5) || !strcmp(m.name, "[heap]")))
+	if (data)
+		return PUSH(s->data_maps, s->n_data_maps, m);
+	if (no_file_memory(m.name))
 		snprintf(m.anon_name, sizeof(m.anon_name), "/tmp/perf-%d.map",
 			 (int)ev->mmap.pid);
 
@@ -340,8 +349,6 @@ static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, in
 		m.build_id[2 * i] = hex[id[i] >> 4];
 		m.build_id[2 * i + 1] = hex[id[i] & 15];
 	}
-	if (data)
-		return PUSH(s->data_maps, s->n_data_maps, m);
 	return PUSH(s->maps, s->n_maps, m);
 }
 
@@ -740,10 +747,12 @@ const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint6
 {
 	const struct vmpt_session_map *best = last_map_in(s->maps, s->n_maps, -1, addr);
 
+	if (best || !(addr >> 63))
+		return best;
 	/* perf's kernel maps end where the next begins (the last never):
 	 * the kernel's text map holds its init text and what follows.
 	 */
-	for (size_t i = 0; !best && addr >> 63 && i < s->n_maps; i++) {
+	for (size_t i = 0; i < s->n_maps; i++) {
 		const struct vmpt_session_map *m = &s->maps[i];
 
 		if (m->pid == -1 && m->start >> 63 && m->start <= addr &&
@@ -785,5 +794,6 @@ int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *
 	map->start = m->start;
 	map->pgoff = m->pgoff;
 	map->build_id = m->build_id[0] ? m->build_id : NULL;
+	map->no_file = m->anon_name[0] || no_file_memory(m->name);
 	return 0;
 }

@@ -252,6 +252,9 @@ static int symtab_line(Elf *elf, uint64_t addr, const char **file, const char **
 /* The entry of addr, added (not looked up yet) when new; NULL: no memory. */
 static struct sl_entry *entry(struct vmpt_srcline *sl, uint64_t addr)
 {
+	Dwarf_Die cu;
+	Dwarf_Line *ln;
+	int line;
 	size_t i;
 
 	if (sl->n + 1 > sl->cap / 2) {
@@ -278,18 +281,10 @@ static struct sl_entry *entry(struct vmpt_srcline *sl, uint64_t addr)
 	sl->tab[i].used = 1;
 	sl->tab[i].addr = addr;
 	sl->n++;
-	if (sl->dw) {
-		Dwarf_Die cu;
-		Dwarf_Line *ln;
-		int line;
-
-		if (dwarf_addrdie(sl->dw, addr, &cu) && (ln = dwarf_getsrc_die(&cu, addr)) &&
-		    !dwarf_lineno(ln, &line)) {
-			sl->tab[i].file = base_name(line_file(&cu, ln));
-			sl->tab[i].line = (unsigned)line;
-		} else {
-			symtab_line(sl->elf, addr, &sl->tab[i].file, NULL);
-		}
+	if (sl->dw && dwarf_addrdie(sl->dw, addr, &cu) && (ln = dwarf_getsrc_die(&cu, addr)) &&
+	    !dwarf_lineno(ln, &line)) {
+		sl->tab[i].file = base_name(line_file(&cu, ln));
+		sl->tab[i].line = (unsigned)line;
 	} else if (sl->elf && elf_kind(sl->elf) == ELF_K_ELF) {
 		symtab_line(sl->elf, addr, &sl->tab[i].file, NULL);
 	}
@@ -381,10 +376,11 @@ static void last_alias(Dwarf_Die *cu, uint64_t addr, Dwarf_Die *best)
 	} while (dwarf_siblingof(&d, &d) == 0);
 }
 
-/* addr2line -i's records: the innermost function at the line table's
- * line, then each caller at the call site of the function it inlined.
+/* addr2line -i's records from the DWARF: the innermost function at the
+ * line table's line, then each caller at the call site of the function it
+ * inlined (none where the DWARF has no function).
  */
-static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
+static void dwarf_records(struct vmpt_srcline *sl, struct sl_entry *e)
 {
 	Dwarf_Die cu, inner, *scopes = NULL;
 	Dwarf_Files *files = NULL;
@@ -393,29 +389,20 @@ static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
 	size_t nfiles = 0;
 	int n;
 
-	e->inl_done = 1;
-	if (!e->file)
-		return;		/* addr2line names no function */
-	if (!sl->dw || !dwarf_addrdie(sl->dw, e->addr, &cu)) {
-		symtab_record(sl, e);
+	if (!sl->dw || !dwarf_addrdie(sl->dw, e->addr, &cu))
 		return;
-	}
 	/* The innermost scope at addr, then its parents in the DIE tree
 	 * (dwarf_getscopes goes on in the inlined function's own definition).
 	 */
 	n = dwarf_getscopes(&cu, e->addr, &scopes);
-	if (n <= 0) {
-		symtab_record(sl, e);
+	if (n <= 0)
 		return;
-	}
 	inner = scopes[0];
 	free(scopes);
 	scopes = NULL;
 	n = dwarf_getscopes_die(&inner, &scopes);
-	if (n <= 0) {
-		symtab_record(sl, e);
+	if (n <= 0)
 		return;
-	}
 	dwarf_getsrcfiles(&cu, &files, &nfiles);
 	e->inl = calloc((size_t)n, sizeof(*e->inl));
 	for (int i = 0; e->inl && i < n; i++) {
@@ -442,6 +429,14 @@ static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
 			line = (unsigned)w;
 	}
 	free(scopes);
+}
+
+static void inline_chain(struct vmpt_srcline *sl, struct sl_entry *e)
+{
+	e->inl_done = 1;
+	if (!e->file)
+		return;		/* addr2line names no function */
+	dwarf_records(sl, e);
 	if (!e->n_inl)
 		symtab_record(sl, e);
 }

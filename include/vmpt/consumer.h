@@ -43,6 +43,10 @@ struct vmpt_map_ref {
 	uint64_t start;		/* the address the mapping starts at */
 	uint64_t pgoff;		/* the file offset there */
 	const char *build_id;	/* hex, or NULL when not recorded */
+	/* Memory of no file (anonymous, a stack, a heap, SysV shared memory):
+	 * perf's addresses in it are as they are, not file offsets.
+	 */
+	int no_file;
 };
 /* The mapping of addr in process pid (and its parents, and the kernel's):
  * 0, or -VMPT_ERR_NOT_FOUND.
