@@ -258,7 +258,7 @@ static struct export_dso *dso_of(struct vmpt_export *x, const struct vmpt_sectio
 	}
 	/* the build-id the recording names for the file */
 	if (m->key == VMPT_MACHINE_HOST && o->map_of &&
-	    o->map_of(o->map_ctx, pid, addr, &map) == 0 && map.build_id &&
+	    o->map_of(o->map_ctx, pid, 0, addr, &map) == 0 && map.build_id &&
 	    !strcmp(map.name, sec->name))
 		d->build_id = export_own_str(x, map.build_id);
 	else if (sec->name[0] == '/' && vmpt_build_id_of_file(sec->name, id) == 0)

@@ -25,7 +25,7 @@ static void error_line_at(struct vmpt_consumer *c, const struct vmpt_flow_item *
 	if (err == -VMPT_ERR_NO_IMAGE && e->ip && c->o->map_of) {
 		struct vmpt_map_ref map;
 
-		if (c->o->map_of(c->o->map_ctx, c->task.pid, e->ip, &map) == 0) {
+		if (c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, e->ip, &map) == 0) {
 			size_t i;
 
 			for (i = 0; i < c->n_missing; i++)

@@ -97,7 +97,7 @@ static size_t mapping_srcline(struct vmpt_consumer *c, uint64_t ip, char *buf, s
 {
 	struct vmpt_map_ref map;
 
-	if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, ip, &map) < 0)
+	if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) < 0)
 		return 0;
 	return dso_at(buf, cap, map.name, map.no_file ? ip : map.pgoff + (ip - map.start));
 }

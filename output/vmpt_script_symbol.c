@@ -34,7 +34,7 @@ const char *script_dso_name(struct vmpt_consumer *c, const struct vmpt_section *
 	} else if (sec)
 		name = sec->name;
 	else if (addr && !guest && c->o->map_of &&
-		 c->o->map_of(c->o->map_ctx, c->task.pid, addr, &map) == 0) {
+		 c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, addr, &map) == 0) {
 		name = map.name;
 		/* perf loaded its symbols for the sample: a kernel's load
 		 * leaves its data status ERROR, a user binary's does not
@@ -147,7 +147,7 @@ static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_sect
 	if (c->o->kernel_start && ip >= c->o->kernel_start)
 		return ip;
 	if (!sec) {
-		if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, ip, &map) < 0 ||
+		if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) < 0 ||
 		    (map.name[0] == '[' && strcmp(map.name, "[vdso]")))
 			return ip;
 		return map.pgoff + (ip - map.start);

@@ -32,54 +32,6 @@ static int grow(void **arr, size_t n, size_t size)
 	(grow((void **)&(arr), (n), sizeof(*(arr))) < 0 ? -VMPT_ERR_NOMEM : \
 	 ((arr)[(n)++] = (val), 0))
 
-static struct vmpt_session_proc *find_proc(const struct vmpt_session *s, int pid)
-{
-	size_t lo = 0, hi = s->n_procs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (s->procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < s->n_procs && s->procs[lo].pid == pid ? &s->procs[lo] : NULL;
-}
-
-/* The process, added (kept sorted) when new.  NULL: no memory. */
-static struct vmpt_session_proc *get_proc(struct vmpt_session *s, int pid)
-{
-	struct vmpt_session_proc *p = find_proc(s, pid), np = { pid, -1, 0, 0 };
-	size_t at = 0;
-
-	if (p)
-		return p;
-	if (PUSH(s->procs, s->n_procs, np) < 0)
-		return NULL;
-	while (at < s->n_procs - 1 && s->procs[at].pid < pid)
-		at++;
-	memmove(&s->procs[at + 1], &s->procs[at],
-		(s->n_procs - 1 - at) * sizeof(*s->procs));
-	s->procs[at] = np;
-	return &s->procs[at];
-}
-
-uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time)
-{
-	/* A forked child runs its parent's code until it maps its own. */
-	for (int depth = 0; depth < 64 && pid > 0; depth++) {
-		const struct vmpt_session_proc *p = find_proc(s, pid);
-
-		if (!p)
-			return 0;
-		if (p->has_maps && time >= p->maps_from)
-			return VMPT_ASID_PID(pid);
-		pid = p->parent;
-	}
-	return 0;
-}
-
 /* An executable mapping as code: the ELF placed as mapped (a file that is
  * no ELF, a JIT dump, maps raw).  root prefixes the path (a guest's
  * binaries live under guest/root); vdso names the file for "[vdso]".
@@ -241,6 +193,15 @@ static int sid_int(uint32_t v)
 	return v == UINT32_MAX ? -1 : (int)v;
 }
 
+/* The process a mapping is of: -1 for the kernel's, every process's. */
+static int map_pid(const struct vmpt_perf_event *ev)
+{
+	int pid = sid_int(ev->mmap.pid);
+
+	return pid > 0 && (ev->misc & PERF_RECORD_MISC_CPUMODE_MASK) != PERF_RECORD_MISC_KERNEL ?
+	       pid : -1;
+}
+
 /* One sideband record: who runs where, names, forks, mappings. */
 static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 {
@@ -255,6 +216,9 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 		r.pid = sid_int(ev->comm.pid);
 		r.tid = sid_int(ev->comm.tid);
 		r.comm = ev->comm.comm;
+		if (ev->misc & PERF_RECORD_MISC_COMM_EXEC && r.pid > 0 &&
+		    session_proc_exec(s, r.pid, r.time, ev->offset) < 0)
+			return -VMPT_ERR_NOMEM;
 		return PUSH(s->comms, s->n_comms, r);
 	case PERF_RECORD_FORK: {
 		struct vmpt_session_proc *p;
@@ -263,10 +227,11 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 		r.tid = sid_int(ev->fork.tid);
 		r.ptid = sid_int(ev->fork.ptid);
 		if (ev->fork.pid != ev->fork.ppid) {
-			p = get_proc(s, r.pid);
+			p = session_get_proc(s, r.pid);
 			if (!p)
 				return -VMPT_ERR_NOMEM;
 			p->parent = sid_int(ev->fork.ppid);
+			p->forked_at = r.time;
 		}
 		return PUSH(s->forks, s->n_forks, r);
 	}
@@ -296,118 +261,6 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 	}
 }
 
-/* perf's is_anon_memory and is_no_dso_memory: memory of no file. */
-static int no_file_memory(const char *name)
-{
-	return !strcmp(name, "//anon") || !strncmp(name, "/dev/zero", 9) ||
-	       !strncmp(name, "/anon_hugepage", 14) || !strncmp(name, "[stack", 6) ||
-	       !strncmp(name, "/SYSV", 5) || !strcmp(name, "[heap]");
-}
-
-/* Keep the mapping for naming code whose binary is missing here, with
- * its build-id (the record's, else HEADER_BUILD_ID's for its file); data
- * with neither.
- */
-static int keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid, int data)
-{
-	static const char hex[] = "0123456789abcdef";
-	struct vmpt_session_map m = {
-		.pid = pid, .start = ev->mmap.start, .len = ev->mmap.len,
-		.pgoff = ev->mmap.pgoff, .name = ev->mmap.filename, .seq = s->n_maps,
-	};
-	const uint8_t *id = NULL;
-	size_t n = 0;
-
-	/* perf's kernel dso is "[kernel.kallsyms]", whatever its map's name
-	 * ("[kernel.kallsyms]_text").
-	 */
-	if (!strncmp(m.name, "[kernel.kallsyms]", 17))
-		m.name = "[kernel.kallsyms]";
-	/* perf's map__new: code in anonymous memory, a stack, a heap or
-	 * SysV shared memory is named for the JIT map perf reads its
-	 * symbols from (data there keeps its name).
-	 */
-	if (data)
-		return PUSH(s->data_maps, s->n_data_maps, m);
-	if (no_file_memory(m.name))
-		snprintf(m.anon_name, sizeof(m.anon_name), "/tmp/perf-%d.map",
-			 (int)ev->mmap.pid);
-
-	if (ev->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
-		id = ev->mmap.build_id;
-		n = ev->mmap.build_id_size;
-	}
-	for (size_t i = 0; !id && i < s->pd.env.nr_build_ids; i++) {
-		const struct vmpt_perf_build_id *b = &s->pd.env.build_ids[i];
-
-		if (b->filename && !strcmp(b->filename, m.name)) {
-			id = b->id;
-			n = b->size;
-		}
-	}
-	for (size_t i = 0; id && i < n && i < 20; i++) {
-		m.build_id[2 * i] = hex[id[i] >> 4];
-		m.build_id[2 * i + 1] = hex[id[i] & 15];
-	}
-	return PUSH(s->maps, s->n_maps, m);
-}
-
-/* A host mapping's code, from where the binary is found (named as the
- * recording names it).  A binary found nowhere is no error: its code
- * shows up as decoding errors, its mapping names it.
- */
-static void host_code(struct vmpt_session *s, const struct vmpt_perf_event *ev,
-		      struct vmpt_session_map *m, const struct vmpt_asid *asid)
-{
-	struct session_binary b;
-	const char *root;
-
-	if (session_find_binary(s, m->name, m->build_id, &b, m->changed_id) < 0) {
-		int told = 0;
-
-		for (size_t i = 0; m->changed_id[0] && i + 1 < s->n_maps; i++)
-			told |= !strcmp(s->maps[i].name, m->name) && s->maps[i].changed_id[0];
-		if (m->changed_id[0] && !told && s->opts.warn)
-			fprintf(s->opts.warn, "vmpt: warning: %s has build-id %s, the "
-				"recording's is %s: not used (the file changed since it "
-				"was recorded)\n", m->name, m->changed_id, m->build_id);
-		return;
-	}
-	m->found = 1;
-	root = b.root[0] ? b.root : NULL;
-	if (vmpt_image_add_elf_map_in(s->image, root, b.path, m->name, ev->mmap.start,
-				      ev->mmap.pgoff, asid) == -VMPT_ERR_FORMAT)
-		vmpt_image_add_raw_in(s->image, root, b.path, ev->mmap.pgoff,
-				      ev->mmap.len, ev->mmap.start, asid);
-	if (b.temp)
-		unlink(b.path);
-}
-
-static int host_mapping(struct vmpt_session *s, const struct vmpt_perf_event *ev)
-{
-	struct vmpt_asid asid = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
-	int pid = sid_int(ev->mmap.pid);
-	uint64_t time = ev->sid.present & PERF_SAMPLE_TIME ? ev->sid.time : 0;
-	unsigned cpumode = ev->misc & PERF_RECORD_MISC_CPUMODE_MASK;
-	int ret;
-
-	/* The kernel (pid -1, kernel cpumode) is shared by all processes. */
-	if (pid > 0 && cpumode != PERF_RECORD_MISC_KERNEL) {
-		struct vmpt_session_proc *p = get_proc(s, pid);
-
-		if (!p)
-			return -VMPT_ERR_NOMEM;
-		if (!p->has_maps || time < p->maps_from)
-			p->maps_from = time;
-		p->has_maps = 1;
-		asid.cr3 = VMPT_ASID_PID(pid);
-	}
-	ret = keep_map(s, ev, pid > 0 && cpumode != PERF_RECORD_MISC_KERNEL ? pid : -1, 0);
-	if (ret < 0)
-		return ret;
-	host_code(s, ev, &s->maps[s->n_maps - 1], &asid);
-	return 0;
-}
 
 int vmpt_session_add_guest_code(struct vmpt_session *s)
 {
@@ -542,10 +395,8 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 		if (ev.type == PERF_RECORD_MMAP2 || ev.type == PERF_RECORD_MMAP) {
 			if (guest_machine_record(&ev))
 				;
-			else if (is_exec_map(&ev))
-				ret = host_mapping(s, &ev);
 			else
-				ret = keep_map(s, &ev, sid_int(ev.mmap.pid) > 0 ? sid_int(ev.mmap.pid) : -1, 1);
+				ret = session_keep_map(s, &ev, map_pid(&ev), !is_exec_map(&ev));
 		} else if (ev.type == VMPT_PERF_RECORD_TIME_CONV) {
 			s->tc = ev.time_conv;
 			s->have_tc = 1;
@@ -605,6 +456,12 @@ int vmpt_session_open_opts(struct vmpt_session *s, const char *path,
 			 s->pd.errmsg[0] ? s->pd.errmsg : vmpt_strerror(ret));
 		return ret;
 	}
+	ret = session_maps_place(s);
+	if (ret < 0) {
+		free(pokes.ev);
+		snprintf(s->errmsg, sizeof(s->errmsg), "%s", vmpt_strerror(ret));
+		return ret;
+	}
 	ret = session_pokes_apply(s, &pokes);
 	if (ret < 0)
 		return ret;
@@ -647,7 +504,7 @@ void vmpt_session_close(struct vmpt_session *s)
 	free(s->comms);
 	free(s->switches);
 	free(s->forks);
-	free(s->procs);
+	session_procs_free(s);
 	free(s->maps);
 	free(s->maps_by_pid);
 	free(s->data_maps);
@@ -694,13 +551,9 @@ void vmpt_session_task_until(const struct vmpt_session *s, const struct vmpt_ses
 			*until = until2;
 	}
 	t->space = t->pid > 0 ? vmpt_session_space(s, t->pid, time) : 0;
-	if (t->pid > 0) {
-		const struct vmpt_session_proc *p = find_proc(s, t->pid);
-
-		/* The process execs (maps its own code) later. */
-		if (p && p->has_maps && p->maps_from > time && p->maps_from < *until)
-			*until = p->maps_from;
-	}
+	/* The process execs, or maps its own code, later. */
+	if (t->pid > 0 && (until2 = session_space_until(s, t->pid, time)) < *until)
+		*until = until2;
 	session_guest_task(s, t, time, until);
 }
 
@@ -723,77 +576,4 @@ const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t ti
 	if (r)
 		return r->comm;
 	return tid == 0 ? "swapper" : NULL;
-}
-
-static const struct vmpt_session_map *last_map_in(const struct vmpt_session_map *maps,
-						 size_t n, int pid, uint64_t addr)
-{
-	const struct vmpt_session_map *best = NULL;
-
-	for (size_t i = 0; i < n; i++)
-		if (maps[i].pid == pid && addr - maps[i].start < maps[i].len)
-			best = &maps[i];
-	return best;
-}
-
-/* The last mapping of pid holding addr. */
-const struct vmpt_session_map *session_map_in(const struct vmpt_session *s, int pid,
-					      uint64_t addr)
-{
-	return last_map_in(s->maps, s->n_maps, pid, addr);
-}
-
-const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint64_t addr)
-{
-	const struct vmpt_session_map *best = last_map_in(s->maps, s->n_maps, -1, addr);
-
-	if (best || !(addr >> 63))
-		return best;
-	/* perf's kernel maps end where the next begins (the last never):
-	 * the kernel's text map holds its init text and what follows.
-	 */
-	for (size_t i = 0; i < s->n_maps; i++) {
-		const struct vmpt_session_map *m = &s->maps[i];
-
-		if (m->pid == -1 && m->start >> 63 && m->start <= addr &&
-		    (!best || m->start >= best->start))
-			best = m;
-	}
-	return best;
-}
-
-/* The process's own mapping of addr, its parents' (a fork that has not
- * exec'd), then the kernel's; of code, else of data.
- */
-static const struct vmpt_session_map *map_of(const struct vmpt_session *s, int pid,
-					     uint64_t addr, int data)
-{
-	const struct vmpt_session_map *maps = data ? s->data_maps : s->maps;
-	size_t n = data ? s->n_data_maps : s->n_maps;
-	const struct vmpt_session_map *m = NULL;
-
-	for (int depth = 0, p = pid; !m && depth < 64 && p > 0; depth++) {
-		const struct vmpt_session_proc *proc = find_proc(s, p);
-
-		m = last_map_in(maps, n, p, addr);
-		p = proc ? proc->parent : -1;
-	}
-	if (!m)
-		m = data ? last_map_in(maps, n, -1, addr) : kernel_map_in(s, addr);
-	return m || data ? m : map_of(s, pid, addr, 1);
-}
-
-int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map)
-{
-	const struct vmpt_session *s = ctx;
-	const struct vmpt_session_map *m = map_of(s, pid, addr, 0);
-
-	if (!m)
-		return -VMPT_ERR_NOT_FOUND;
-	map->name = m->anon_name[0] ? m->anon_name : m->name;
-	map->start = m->start;
-	map->pgoff = m->pgoff;
-	map->build_id = m->build_id[0] ? m->build_id : NULL;
-	map->no_file = m->anon_name[0] || no_file_memory(m->name);
-	return 0;
 }

@@ -351,6 +351,8 @@ static void sideband_until(struct decode *d, struct vmpt_consumer *c, uint64_t t
 		default: thread = task.tid; break;
 		}
 		task.comm = thread != -1 ? vmpt_session_comm(s, thread, t) : NULL;
+		/* A sample's code is its process's at its time. */
+		task.space = task.pid > 0 ? vmpt_session_space(s, task.pid, t) : 0;
 		d->ops->sideband(c, ev, &task);
 	}
 	sideband_due(d);

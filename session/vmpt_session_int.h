@@ -67,11 +67,33 @@ int session_sample_value(struct session_reads *r, const struct vmpt_perf_data *p
 			 const struct vmpt_perf_event *ev, uint64_t i, struct vmpt_perf_event *out);
 void session_reads_free(struct session_reads *r);
 
-/* The mapping of addr in process pid's own maps (-1: the kernel's), the
- * last recorded one there, or NULL.
+/* vmpt_session_procs.c: the processes (sorted by pid), found or added
+ * (NULL: no memory); an exec of pid seen (0 or -VMPT_ERR_NOMEM); their
+ * execs sorted once all are seen; the execs before a record's time and
+ * file offset; when pid's address space changes after `time`
+ * (UINT64_MAX: never).
  */
-const struct vmpt_session_map *session_map_in(const struct vmpt_session *s, int pid,
-					      uint64_t addr);
+struct vmpt_session_proc *session_find_proc(const struct vmpt_session *s, int pid);
+struct vmpt_session_proc *session_get_proc(struct vmpt_session *s, int pid);
+int session_proc_exec(struct vmpt_session *s, int pid, uint64_t time, uint64_t offset);
+void session_procs_sort(struct vmpt_session *s);
+unsigned session_execs_before(const struct vmpt_session_proc *p, uint64_t time,
+			      uint64_t offset);
+uint64_t session_space_until(const struct vmpt_session *s, int pid, uint64_t time);
+/* The address space `space` sees where it maps nothing: the one before
+ * its exec, or its parent's at its fork (0: none).
+ */
+uint64_t session_space_before(const struct vmpt_session *s, uint64_t space);
+void session_procs_free(struct vmpt_session *s);
+
+/* vmpt_session_maps.c: keep a mapping (pid -1: the kernel's; data: of no
+ * code) as read (0 or -VMPT_ERR_NOMEM); once all records are read, place
+ * each in its exec's address space and add its code to the image
+ * (0 or -VMPT_ERR_NOMEM).
+ */
+int session_keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid,
+		     int data);
+int session_maps_place(struct vmpt_session *s);
 /* The kernel's mapping of addr: as session_map_in, else, in the kernel's
  * half, the mapping below it (perf extends each to the next).
  */

@@ -3,7 +3,8 @@
 # cpu-clock, ...) as perf script does, among Intel PT's by time: recordings
 # made here with perf record (a fixed period, a frequency, callchains
 # (crafted ones too), -a,
-# a group read at each sample, the pipe form) print perf script's lines
+# a group read at each sample, the pipe form, a shell's exec of another
+# program at the same addresses) print perf script's lines
 # byte for byte with nothing on stderr, a tracepoint's and a JIT's (QEMU
 # TCG's code in anonymous memory) among them; and the
 # real 4.14 recording (intel_pt and cycles, binaries missing) prints perf's
@@ -107,6 +108,19 @@ same heapchain
 same heapchain -F ip,sym,symoff,dso,srcline	# "[heap][addr]", "anon[addr]"...
 rec wide -a -e cpu-clock:u -c 500000 || { cat "$T/wide.log"; fail "perf record -a"; }
 same wide
+# One process running two programs at the same addresses (a shell that
+# execs perl, no address randomization): each sample is named from the
+# program that ran at its time; the exec's own call is named from the
+# shell's libc (perf keeps a thread's maps through an exec).
+if setarch -R true 2>/dev/null; then
+	perf record -q -e cpu-clock:u -c 200000 -g -o "$T/exec.data" -- setarch -R sh -c \
+		'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exec perl -e "my \$x = 0; for (1..300000) { \$x += sqrt(\$_) }"' \
+		>"$T/exec.log" 2>&1 || { cat "$T/exec.log"; fail "perf record of an exec"; }
+	same exec
+	same exec -G -F comm,ip,sym,dso
+	grep -q '^ *sh .*(/usr/bin/dash)$' "$T/exec.vmpt" || fail "exec: no sample in dash"
+	grep -q '^ *perl .*(/usr/bin/perl)$' "$T/exec.vmpt" || fail "exec: no sample in perl"
+fi
 # A group read at each sample: one sample per counter, its change.
 rec group -e '{cpu-clock:u,task-clock:u}:S' -c 200000 -g ||
 	{ cat "$T/group.log"; fail "perf record of a group"; }

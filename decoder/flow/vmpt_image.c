@@ -41,6 +41,7 @@ void vmpt_image_free(struct vmpt_image *img)
 	free(img->secs);
 	free(img->sorted);
 	free(img->parsed);
+	free(img->links);
 	pthread_mutex_destroy(&img->sort_lock);
 	free(img->files);
 	free(img->owned);
@@ -223,14 +224,11 @@ static void ensure_sorted(const struct vmpt_image *cimg)
 	pthread_mutex_unlock(&img->sort_lock);
 }
 
-const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
-					   const struct vmpt_asid *asid,
-					   uint64_t vaddr)
+static const struct vmpt_section *find_in(const struct vmpt_image *img,
+					   const struct vmpt_asid *asid, uint64_t vaddr)
 {
 	const struct vmpt_section *best = NULL;
 	size_t lo = 0, hi = img->n;
-
-	ensure_sorted(img);
 
 	/* First section starting above vaddr. */
 	while (lo < hi) {
@@ -251,6 +249,71 @@ const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
 			best = s;
 	}
 	return best;
+}
+
+static int link_cmp(uint64_t machine, uint64_t child, const struct image_link *l)
+{
+	if (machine != l->machine)
+		return machine < l->machine ? -1 : 1;
+	return child < l->child ? -1 : child > l->child;
+}
+
+/* The first link at or after (machine, child). */
+static size_t link_at(const struct vmpt_image *img, uint64_t machine, uint64_t child)
+{
+	size_t lo = 0, hi = img->n_links;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (link_cmp(machine, child, &img->links[mid]) > 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int vmpt_image_inherit(struct vmpt_image *img, const struct vmpt_asid *child,
+		       uint64_t parent)
+{
+	size_t at = link_at(img, child->machine, child->cr3);
+	struct image_link *l;
+
+	if (at < img->n_links && !link_cmp(child->machine, child->cr3, &img->links[at])) {
+		img->links[at].parent = parent;
+		return 0;
+	}
+	l = realloc(img->links, (img->n_links + 1) * sizeof(*l));
+	if (!l)
+		return -VMPT_ERR_NOMEM;
+	img->links = l;
+	memmove(&l[at + 1], &l[at], (img->n_links - at) * sizeof(*l));
+	l[at] = (struct image_link){ child->machine, child->cr3, parent };
+	img->n_links++;
+	return 0;
+}
+
+const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
+					   const struct vmpt_asid *asid,
+					   uint64_t vaddr)
+{
+	struct vmpt_asid in = *asid;
+
+	ensure_sorted(img);
+	/* A fork's own code, else its parents' (a bounded chain). */
+	for (int depth = 0; depth < 64; depth++) {
+		const struct vmpt_section *s = find_in(img, &in, vaddr);
+		size_t at;
+
+		if (s || !img->n_links || in.cr3 == VMPT_ASID_ANY)
+			return s;
+		at = link_at(img, in.machine, in.cr3);
+		if (at == img->n_links || link_cmp(in.machine, in.cr3, &img->links[at]))
+			return NULL;
+		in.cr3 = img->links[at].parent;
+	}
+	return NULL;
 }
 
 int vmpt_image_read(const struct vmpt_image *img, const struct vmpt_asid *asid,

@@ -40,6 +40,13 @@ struct vmpt_image {
 	size_t n_files;
 	void **owned;
 	size_t n_owned;
+	/* Forked address spaces that see their parents' code (by machine,
+	 * then child): vmpt_image_inherit.
+	 */
+	struct image_link {
+		uint64_t machine, child, parent;
+	} *links;
+	size_t n_links;
 	unsigned no_demangle;		/* VMPT_IMAGE_DEMANGLE* bits off */
 	int loading_kernel;		/* perf demangles kernel names apart */
 };

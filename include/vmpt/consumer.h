@@ -24,7 +24,7 @@ extern "C" {
 struct vmpt_task {
 	int cpu, pid, tid;
 	const char *comm;
-	uint64_t space;	/* host address space of pid (VMPT_ASID_PID), 0: any */
+	uint64_t space;	/* host address space of pid (vmpt_pid_space), 0: any */
 	/* The guest task on the vCPU this host thread runs (a VM recording
 	 * with the guest's sideband, vmpt/guest_tasks.h): machine_pid > 0
 	 * then, the QEMU process, as perf's sample machine_pid.
@@ -48,10 +48,12 @@ struct vmpt_map_ref {
 	 */
 	int no_file;
 };
-/* The mapping of addr in process pid (and its parents, and the kernel's):
- * 0, or -VMPT_ERR_NOT_FOUND.
+/* The mapping of addr in process pid's address space `space` (its
+ * vmpt_task.space; 0: pid's last mapping there, whatever exec), its
+ * parents' before it forked, the kernel's: 0, or -VMPT_ERR_NOT_FOUND.
  */
-typedef int (*vmpt_map_fn)(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
+typedef int (*vmpt_map_fn)(void *ctx, int pid, uint64_t space, uint64_t addr,
+			   struct vmpt_map_ref *map);
 /* The kernel symbol at addr (its name, its address) where no code in the
  * image names it: 0, or -VMPT_ERR_NOT_FOUND.
  */

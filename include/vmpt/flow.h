@@ -254,7 +254,7 @@ int vmpt_flow_sync_at(struct vmpt_flow *dec, uint64_t offset, uint64_t stop);
 
 /* Sideband (perf's context switches) says which host process runs from
  * now on: host code is then looked up under asid cr3 = space (e.g.
- * VMPT_ASID_PID(pid)) instead of the CR3 from PIP packets; 0 goes back
+ * vmpt_pid_space()) instead of the CR3 from PIP packets; 0 goes back
  * to PIP's CR3.  Guest code is unaffected.
  */
 void vmpt_flow_set_host_space(struct vmpt_flow *dec, uint64_t space);

@@ -19,6 +19,7 @@
 #define VMPT_GUEST_TASKS_H
 
 #include "vmpt/guest_time.h"
+#include "vmpt/image.h"
 #include "vmpt/perf_data.h"
 
 #include <stddef.h>
@@ -34,7 +35,7 @@ extern "C" {
  */
 static inline uint64_t vmpt_guest_space(int pid, unsigned exec)
 {
-	return (1ull << 63) | ((uint64_t)exec << 32) | (uint32_t)pid;
+	return vmpt_pid_space(pid, exec);
 }
 
 /* A guest task: -1 and NULL when unknown (comm NULL: perf's ":TID"). */

@@ -32,10 +32,24 @@ extern "C" {
  */
 #define VMPT_MACHINE_GUEST 2ull
 
-/* The cr3 key of a host process known by its pid from sideband rather
- * than by CR3 (no CR3 has bit 63 set).
+/* The cr3 key of a process known by its pid from sideband rather than by
+ * CR3 (no CR3 has bit 63 set), after its exec'th exec in the recording:
+ * each exec's code is an address space of its own.
  */
-#define VMPT_ASID_PID(pid) ((1ull << 63) | (uint64_t)(pid))
+static inline uint64_t vmpt_pid_space(int pid, unsigned exec)
+{
+	return (1ull << 63) | ((uint64_t)(exec & 0x7fffffffu) << 32) | (uint32_t)pid;
+}
+
+static inline int vmpt_space_pid(uint64_t space)
+{
+	return (int)(uint32_t)space;
+}
+
+static inline unsigned vmpt_space_exec(uint64_t space)
+{
+	return (unsigned)(space >> 32) & 0x7fffffffu;
+}
 
 struct vmpt_asid {
 	uint64_t machine;	/* VMPT_MACHINE_HOST, a VMCS base, or ANY */
@@ -197,6 +211,14 @@ int vmpt_image_add_pagecache(struct vmpt_image *img, const char *prefix,
 const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
 					   const struct vmpt_asid *asid,
 					   uint64_t vaddr);
+
+/* A forked process's address space child (a vmpt_pid_space) also holds
+ * parent's code where none of its own is: a fork that maps code of its
+ * own (a JIT's, a dlopen) without an exec still runs its parent's.
+ * 0 or -VMPT_ERR_NOMEM.
+ */
+int vmpt_image_inherit(struct vmpt_image *img, const struct vmpt_asid *child,
+		       uint64_t parent);
 
 /* Copy up to size bytes at vaddr, crossing section boundaries.  Returns the
  * bytes read (> 0) or -VMPT_ERR_NO_IMAGE.

@@ -55,13 +55,33 @@ struct vmpt_session_map {
 	 */
 	char changed_id[41];
 	uint64_t seq;		/* record order: the last mapping wins */
+	uint64_t time;		/* perf time of the record (0: none) */
+	uint64_t offset;	/* of the record in its file */
+	/* The address space it is code of: vmpt_pid_space(pid, the execs
+	 * of pid before it); 0: the kernel's.
+	 */
+	uint64_t space;
 	int found;		/* its binary is here: its code is in the image */
+};
+
+/* An exec (a COMM record with PERF_RECORD_MISC_COMM_EXEC). */
+struct vmpt_session_exec {
+	uint64_t time, offset;
 };
 
 struct vmpt_session_proc {
 	int pid, parent;	/* parent: from FORK, -1 unknown */
-	int has_maps;		/* its own MMAPs: address space VMPT_ASID_PID(pid) */
-	uint64_t maps_from;	/* perf time of its first MMAP (an exec's) */
+	uint64_t forked_at;	/* perf time of that FORK */
+	/* Its execs in time order: after the i'th, its code is address
+	 * space vmpt_pid_space(pid, i).
+	 */
+	struct vmpt_session_exec *execs;
+	size_t n_execs;
+	/* Code mapped before its first exec: address space
+	 * vmpt_pid_space(pid, 0) from the first such MMAP's perf time on.
+	 */
+	int has_maps;
+	uint64_t maps_from;
 };
 
 /* How to open a recording. */
@@ -180,7 +200,8 @@ void vmpt_session_task(const struct vmpt_session *s,
 const char *vmpt_session_comm(const struct vmpt_session *s, int tid, uint64_t time);
 
 /* vmpt_map_fn over the recorded mappings (ctx: the session). */
-int vmpt_session_map_of(void *ctx, int pid, uint64_t addr, struct vmpt_map_ref *map);
+int vmpt_session_map_of(void *ctx, int pid, uint64_t space, uint64_t addr,
+			struct vmpt_map_ref *map);
 /* vmpt_ksym_fn (ctx: the session): the symbol of addr in the kernel's
  * mapping when only this machine's kallsyms names it (no vmlinux or kcore
  * given): as perf without them, /proc/kallsyms for a recording of the
@@ -192,9 +213,10 @@ int vmpt_session_kernel_sym(void *ctx, uint64_t addr, const char **name, uint64_
 size_t vmpt_session_vdso_unread(void *ctx, const struct vmpt_perf_event *ev,
 				const char **names, size_t max);
 
-/* The host address space (VMPT_ASID_PID) process pid's code is in at perf
- * time `time`: its own once it mapped code, before that its parent's (a
- * fork runs the parent's code until it execs).  0: unknown.
+/* The host address space (vmpt_pid_space) process pid's code is in at
+ * perf time `time`: the one of its last exec before, else its own once it
+ * mapped code, else its parent's at the fork (a fork runs the parent's
+ * code until it execs).  0: unknown.
  */
 uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time);
 
