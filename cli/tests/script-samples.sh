@@ -4,7 +4,8 @@
 # made here with perf record (a fixed period, a frequency, callchains
 # (crafted ones too), -a,
 # a group read at each sample, the pipe form, a shell's exec of another
-# program at the same addresses) print perf script's lines
+# program at the same addresses, a fork that maps code of its own) print
+# perf script's lines
 # byte for byte with nothing on stderr, a tracepoint's and a JIT's (QEMU
 # TCG's code in anonymous memory) among them; and the
 # real 4.14 recording (intel_pt and cycles, binaries missing) prints perf's
@@ -121,6 +122,13 @@ if setarch -R true 2>/dev/null; then
 	grep -q '^ *sh .*(/usr/bin/dash)$' "$T/exec.vmpt" || fail "exec: no sample in dash"
 	grep -q '^ *perl .*(/usr/bin/perl)$' "$T/exec.vmpt" || fail "exec: no sample in perl"
 fi
+# A fork that maps code of its own (an XS module) runs its parent's too.
+perf record -q -e cpu-clock:u -c 200000 -o "$T/forkdl.data" -- perl -e 'if (my $p = fork) { waitpid($p, 0) } else { require List::Util; my $x = 0; for (1..2000000) { $x += List::Util::max($_, 3) } }' \
+	>"$T/forkdl.log" 2>&1 || { cat "$T/forkdl.log"; fail "perf record of a fork"; }
+same forkdl
+child=$(perf script -i "$T/forkdl.data" --show-task-events 2>/dev/null | sed -n 's/.*PERF_RECORD_FORK(\([0-9]*\):.*/\1/p' | head -1)
+[ -n "$child" ] || fail "forkdl: no fork recorded"
+grep -q "^ *perl  *$child .*(/usr/bin/perl)\$" "$T/forkdl.vmpt" || fail "forkdl: the child's perl code not named"
 # A group read at each sample: one sample per counter, its change.
 rec group -e '{cpu-clock:u,task-clock:u}:S' -c 200000 -g ||
 	{ cat "$T/group.log"; fail "perf record of a group"; }

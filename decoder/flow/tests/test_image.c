@@ -208,6 +208,45 @@ static void test_asids(void **state)
 	vmpt_image_free(img);
 }
 
+/* A process's exec sees its previous program where it maps nothing, and
+ * that one its parent's at the fork; its own code wins; a corrupt
+ * recording's cycle of links ends.
+ */
+static void test_inherit(void **state)
+{
+	struct vmpt_image *img = vmpt_image_new();
+	struct vmpt_asid parent = { VMPT_MACHINE_HOST, vmpt_pid_space(10, 0) };
+	struct vmpt_asid child = { VMPT_MACHINE_HOST, vmpt_pid_space(11, 0) };
+	struct vmpt_asid exec1 = { VMPT_MACHINE_HOST, vmpt_pid_space(11, 1) };
+	struct vmpt_asid other = { VMPT_MACHINE_HOST, vmpt_pid_space(12, 0) };
+	struct vmpt_asid guest = { VMPT_MACHINE_GUEST, vmpt_pid_space(11, 1) };
+	uint8_t code[16] = { 0 };
+
+	(void)state;
+	assert_int_equal(vmpt_pid_space(11, 1) & 0xffffffffu, 11);
+	assert_int_equal(vmpt_space_pid(vmpt_pid_space(11, 3)), 11);
+	assert_int_equal(vmpt_space_exec(vmpt_pid_space(11, 3)), 3);
+	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x4000, "parent-lib", &parent), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x5000, "parent-bin", &parent), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x4000, "child-lib", &child), 0);
+	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x6000, "exec-bin", &exec1), 0);
+	assert_null(vmpt_image_find(img, &exec1, 0x5000));
+	assert_int_equal(vmpt_image_inherit(img, &exec1, child.cr3), 0);
+	assert_int_equal(vmpt_image_inherit(img, &child, parent.cr3), 0);
+	assert_string_equal(vmpt_image_find(img, &exec1, 0x6000)->name, "exec-bin");
+	assert_string_equal(vmpt_image_find(img, &exec1, 0x4004)->name, "child-lib");
+	assert_string_equal(vmpt_image_find(img, &exec1, 0x5004)->name, "parent-bin");
+	assert_string_equal(vmpt_image_find(img, &child, 0x4004)->name, "child-lib");
+	assert_null(vmpt_image_find(img, &parent, 0x6000));
+	assert_null(vmpt_image_find(img, &other, 0x5004));
+	/* Links are the host's: a guest key of the same value has none. */
+	assert_null(vmpt_image_find(img, &guest, 0x5004));
+	/* A cycle (pid 10's parent 11) is followed a bounded number of times. */
+	assert_int_equal(vmpt_image_inherit(img, &parent, exec1.cr3), 0);
+	assert_null(vmpt_image_find(img, &parent, 0x7000));
+	vmpt_image_free(img);
+}
+
 /* A kcore_dir of one page of module code at 0xffffffffc0001000 and its
  * kallsyms, module_exit's alias listed after the function. */
 static void write_kcore_dir(const char *dir)
@@ -290,6 +329,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_raw_read_across_sections),
 		cmocka_unit_test(test_patch),
 		cmocka_unit_test(test_asids),
+		cmocka_unit_test(test_inherit),
 		cmocka_unit_test(test_kallsyms_aliases),
 	};
 
