@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* scale-gen KIND N OUT: recordings that are large where a hostile or just
  * big input makes a naive reader quadratic (bench/scale_run.sh):
- *   ids    one event with N ids, N COMM records each naming another id
- *   maps   N processes mapping the same libc (N MMAP2 records)
- *   kcore  OUT/ a directory recording whose kcore_dir/kcore has N PT_LOADs,
- *          in descending address order (a guest may send its own kcore)
+ *   ids      one event with N ids, N COMM records each naming another id
+ *   maps     N processes mapping the same libc (N MMAP2 records)
+ *   kcore    OUT/ a directory recording whose kcore_dir/kcore has N PT_LOADs,
+ *            in descending address order (a guest may send its own kcore)
+ *   forks    N processes, each forked by the one before (N FORK records)
+ *   execs    one process exec'ing N times, mapping libc after each
+ *   samples  one process mapping N pieces of a binary missing here and a
+ *            cpu-clock sample in each (every sample named from its mapping)
  */
 #include "vmpt/error.h"
 #include "vmpt/perf_data.h"
@@ -67,6 +71,54 @@ static int kcore(const char *dir, size_t n)
 	return fclose(f) ? 1 : 0;
 }
 
+/* N mappings of a binary missing here, then a cpu-clock sample in each
+ * (its own event, the sideband's id).
+ */
+static int samples(struct vmpt_perf_writer *w, const struct perf_event_attr *sb,
+		   uint64_t sb_id, size_t n)
+{
+	struct perf_event_attr attr = *sb;
+	uint64_t id = 7;
+	int ret;
+
+	attr.type = PERF_TYPE_SOFTWARE;
+	attr.config = PERF_COUNT_SW_CPU_CLOCK;
+	attr.sample_period = 100000;
+	attr.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+			   PERF_SAMPLE_PERIOD | PERF_SAMPLE_IDENTIFIER;
+	attr.mmap = attr.comm = attr.task = 0;
+	ret = vmpt_perf_writer_add_attr(w, &attr, "cpu-clock:u", &id, 1);
+	for (size_t i = 0; !ret && i < 2 * n; i++) {
+		struct vmpt_perf_event ev = { .misc = PERF_RECORD_MISC_USER };
+		uint64_t start = 0x10000000ull + (i % n) * 0x10000;
+
+		ev.sid.present = sb->sample_type & (PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+						    PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER);
+		ev.sid.pid = ev.sid.tid = 1000;
+		ev.sid.time = 1000 + i;
+		ev.sid.id = sb_id;
+		if (i < n) {
+			ev.type = PERF_RECORD_MMAP2;
+			ev.mmap.pid = ev.mmap.tid = 1000;
+			ev.mmap.start = start;
+			ev.mmap.len = 0x10000;
+			ev.mmap.pgoff = (i % n) * 0x10000;
+			ev.mmap.prot = PROT_READ | PROT_EXEC;
+			ev.mmap.flags = MAP_PRIVATE;
+			ev.mmap.filename = "/nonexistent/libscale.so";
+		} else {
+			ev.type = PERF_RECORD_SAMPLE;
+			ev.attr = NULL;
+			ev.sid.present = attr.sample_type;
+			ev.sid.id = id;
+			ev.sample.ip = start + 0x123;
+			ev.sample.period = 100000;
+		}
+		ret = vmpt_perf_write_record(w, &ev);
+	}
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct vmpt_perf_writer_opts opts = { 0 };
@@ -77,7 +129,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	if (argc != 4) {
-		fprintf(stderr, "usage: scale-gen ids|maps|kcore N OUT\n");
+		fprintf(stderr, "usage: scale-gen ids|maps|kcore|forks|execs|samples N OUT\n");
 		return 2;
 	}
 	n = strtoul(argv[2], NULL, 0);
@@ -93,7 +145,9 @@ int main(int argc, char **argv)
 		return die(argv[3], ret);
 	ret = vmpt_perf_writer_add_attr(w, &attr, "dummy", ids,
 					!strcmp(argv[1], "ids") ? n : 1);
-	for (size_t i = 0; !ret && i < (opts.dir ? 1 : n); i++) {
+	if (!ret && !strcmp(argv[1], "samples"))
+		ret = samples(w, &attr, ids[0], n);
+	for (size_t i = 0; !ret && i < (opts.dir || !strcmp(argv[1], "samples") ? 0 : n); i++) {
 		struct vmpt_perf_event ev = { .misc = PERF_RECORD_MISC_USER };
 		uint32_t pid = 1000 + (uint32_t)i;
 
@@ -102,7 +156,29 @@ int main(int argc, char **argv)
 		ev.sid.pid = ev.sid.tid = pid;
 		ev.sid.time = 1000 + i;
 		ev.sid.id = !strcmp(argv[1], "ids") ? ids[i] : ids[0];
-		if (!strcmp(argv[1], "maps")) {
+		if (!strcmp(argv[1], "forks")) {
+			ev.type = PERF_RECORD_FORK;
+			ev.fork.pid = ev.fork.tid = pid;
+			ev.fork.ppid = ev.fork.ptid = pid - 1;
+		} else if (!strcmp(argv[1], "execs")) {
+			ev.sid.pid = ev.sid.tid = 1000;
+			ev.sid.time = 1000 + 2 * i;
+			ev.type = PERF_RECORD_COMM;
+			ev.misc |= PERF_RECORD_MISC_COMM_EXEC;
+			ev.comm.pid = ev.comm.tid = 1000;
+			ev.comm.comm = "scale";
+			ret = vmpt_perf_write_record(w, &ev);
+			ev.misc = PERF_RECORD_MISC_USER;
+			ev.sid.time++;
+			ev.type = PERF_RECORD_MMAP2;
+			ev.mmap.pid = ev.mmap.tid = 1000;
+			ev.mmap.start = 0x7f0000000000ull;
+			ev.mmap.len = 0x200000;
+			ev.mmap.pgoff = 0x26000;
+			ev.mmap.prot = PROT_READ | PROT_EXEC;
+			ev.mmap.flags = MAP_PRIVATE;
+			ev.mmap.filename = LIBC;
+		} else if (!strcmp(argv[1], "maps")) {
 			ev.type = PERF_RECORD_MMAP2;
 			ev.mmap.pid = ev.mmap.tid = pid;
 			ev.mmap.start = 0x7f0000000000ull;

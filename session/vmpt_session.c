@@ -217,24 +217,18 @@ static int sideband(struct vmpt_session *s, const struct vmpt_perf_event *ev)
 		r.tid = sid_int(ev->comm.tid);
 		r.comm = ev->comm.comm;
 		if (ev->misc & PERF_RECORD_MISC_COMM_EXEC && r.pid > 0 &&
-		    session_proc_exec(s, r.pid, r.time, ev->offset) < 0)
+		    session_proc_start(s, r.pid, -1, 1, r.time, ev->offset) < 0)
 			return -VMPT_ERR_NOMEM;
 		return PUSH(s->comms, s->n_comms, r);
-	case PERF_RECORD_FORK: {
-		struct vmpt_session_proc *p;
-
+	case PERF_RECORD_FORK:
 		r.pid = sid_int(ev->fork.pid);
 		r.tid = sid_int(ev->fork.tid);
 		r.ptid = sid_int(ev->fork.ptid);
-		if (ev->fork.pid != ev->fork.ppid) {
-			p = session_get_proc(s, r.pid);
-			if (!p)
-				return -VMPT_ERR_NOMEM;
-			p->parent = sid_int(ev->fork.ppid);
-			p->forked_at = r.time;
-		}
+		/* A new process, not a thread. */
+		if (ev->fork.pid != ev->fork.ppid &&
+		    session_proc_start(s, r.pid, sid_int(ev->fork.ppid), 0, r.time, ev->offset) < 0)
+			return -VMPT_ERR_NOMEM;
 		return PUSH(s->forks, s->n_forks, r);
-	}
 	case PERF_RECORD_ITRACE_START:
 		r.pid = sid_int(ev->itrace_start.pid);
 		r.tid = sid_int(ev->itrace_start.tid);
@@ -508,6 +502,8 @@ void vmpt_session_close(struct vmpt_session *s)
 	free(s->maps);
 	free(s->maps_by_pid);
 	free(s->data_maps);
+	free(s->map_index.at);
+	free(s->data_index.at);
 	free(s->sb);
 	memset(s, 0, sizeof(*s));
 }

@@ -67,16 +67,17 @@ int session_sample_value(struct session_reads *r, const struct vmpt_perf_data *p
 			 const struct vmpt_perf_event *ev, uint64_t i, struct vmpt_perf_event *out);
 void session_reads_free(struct session_reads *r);
 
-/* vmpt_session_procs.c: the processes (sorted by pid), found or added
- * (NULL: no memory); an exec of pid seen (0 or -VMPT_ERR_NOMEM); their
- * execs sorted once all are seen; the execs before a record's time and
- * file offset; when pid's address space changes after `time`
- * (UINT64_MAX: never).
+/* vmpt_session_procs.c: a fork (from parent) or an exec of process pid,
+ * seen in the walk of the records (0 or -VMPT_ERR_NOMEM); the processes
+ * made of them and of the mappings once all are read (0 or
+ * -VMPT_ERR_NOMEM); a process (NULL: none); its execs before a record's
+ * time and file offset; when pid's address space changes after `time`
+ * (UINT64_MAX: never); all freed by session_procs_free.
  */
+int session_proc_start(struct vmpt_session *s, int pid, int parent, int exec,
+		       uint64_t time, uint64_t offset);
+int session_procs_build(struct vmpt_session *s);
 struct vmpt_session_proc *session_find_proc(const struct vmpt_session *s, int pid);
-struct vmpt_session_proc *session_get_proc(struct vmpt_session *s, int pid);
-int session_proc_exec(struct vmpt_session *s, int pid, uint64_t time, uint64_t offset);
-void session_procs_sort(struct vmpt_session *s);
 unsigned session_execs_before(const struct vmpt_session_proc *p, uint64_t time,
 			      uint64_t offset);
 uint64_t session_space_until(const struct vmpt_session *s, int pid, uint64_t time);
@@ -94,7 +95,7 @@ void session_procs_free(struct vmpt_session *s);
 int session_keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid,
 		     int data);
 int session_maps_place(struct vmpt_session *s);
-/* The kernel's mapping of addr: as session_map_in, else, in the kernel's
+/* The kernel's mapping of addr: the last recorded one there, else, in the kernel's
  * half, the mapping below it (perf extends each to the next).
  */
 const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint64_t addr);

@@ -140,9 +140,45 @@ static void place(struct vmpt_session *s, struct vmpt_session_map *m, int code)
 	}
 }
 
+/* The index's order: pid, address space, address, file order. */
+static int by_space(const void *a, const void *b, void *arg)
+{
+	const struct vmpt_session_map *maps = arg;
+	size_t i = *(const size_t *)a, k = *(const size_t *)b;
+	const struct vmpt_session_map *x = &maps[i], *y = &maps[k];
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->space != y->space)
+		return x->space < y->space ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return i < k ? -1 : i > k;
+}
+
+static int index_maps(struct vmpt_session_map *maps, size_t n,
+		      struct vmpt_session_map_index *ix)
+{
+	ix->at = malloc((n + 1) * sizeof(*ix->at));
+	if (!ix->at)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		ix->at[i] = i;
+		if (maps[i].len > ix->max_len)
+			ix->max_len = maps[i].len;
+	}
+	if (n)
+		qsort_r(ix->at, n, sizeof(*ix->at), by_space, maps);
+	ix->n = n;
+	return 0;
+}
+
 int session_maps_place(struct vmpt_session *s)
 {
-	session_procs_sort(s);
+	int ret = session_procs_build(s);
+
+	if (ret < 0)
+		return ret;
 	for (size_t i = 0; i < s->n_maps; i++) {
 		struct vmpt_asid asid = { VMPT_MACHINE_HOST, VMPT_ASID_ANY };
 
@@ -165,41 +201,82 @@ int session_maps_place(struct vmpt_session *s)
 				return -VMPT_ERR_NOMEM;
 		}
 	}
-	return 0;
+	ret = index_maps(s->maps, s->n_maps, &s->map_index);
+	return ret < 0 ? ret : index_maps(s->data_maps, s->n_data_maps, &s->data_index);
 }
 
-/* The last mapping of pid holding addr (in address space `space`; 0:
- * any).
+/* ix's first position at or after (pid, space) (after: 1, past it). */
+static size_t index_at(const struct vmpt_session_map *maps,
+		       const struct vmpt_session_map_index *ix, int pid, uint64_t space,
+		       int after)
+{
+	size_t lo = 0, hi = ix->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct vmpt_session_map *m = &maps[ix->at[mid]];
+
+		if (m->pid < pid || (m->pid == pid && (m->space < space ||
+						       (after && m->space == space))))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The last mapping (in file order) of pid holding addr: in address space
+ * `space` (the kernel's: 0), or with any, in any of pid's.  *below: the
+ * mapping at the highest address at or below addr there (NULL: none).
  */
 static const struct vmpt_session_map *last_map_in(const struct vmpt_session_map *maps,
-						 size_t n, int pid, uint64_t space, uint64_t addr)
+						 const struct vmpt_session_map_index *ix,
+						 int pid, uint64_t space, int any, uint64_t addr,
+						 const struct vmpt_session_map **below)
 {
-	const struct vmpt_session_map *best = NULL;
+	size_t lo = index_at(maps, ix, pid, any ? 0 : space, 0);
+	size_t hi = index_at(maps, ix, pid, any ? UINT64_MAX : space, 1);
+	size_t best = SIZE_MAX, first = lo;
 
-	for (size_t i = 0; i < n; i++)
-		if (maps[i].pid == pid && addr - maps[i].start < maps[i].len &&
-		    (!space || maps[i].space == space))
-			best = &maps[i];
-	return best;
+	if (below)
+		*below = NULL;
+	if (any) {
+		for (size_t i = lo; i < hi; i++)
+			if (addr - maps[ix->at[i]].start < maps[ix->at[i]].len &&
+			    (best == SIZE_MAX || ix->at[i] > best))
+				best = ix->at[i];
+		return best == SIZE_MAX ? NULL : &maps[best];
+	}
+	/* The first mapping above addr; the ones holding it are below. */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (maps[ix->at[mid]].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (below && lo > first)
+		*below = &maps[ix->at[lo - 1]];
+	for (size_t i = lo; i-- > first && addr - maps[ix->at[i]].start < ix->max_len;)
+		if (addr - maps[ix->at[i]].start < maps[ix->at[i]].len &&
+		    (best == SIZE_MAX || ix->at[i] > best))
+			best = ix->at[i];
+	return best == SIZE_MAX ? NULL : &maps[best];
 }
 
 const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint64_t addr)
 {
-	const struct vmpt_session_map *best = last_map_in(s->maps, s->n_maps, -1, 0, addr);
+	const struct vmpt_session_map *below;
+	const struct vmpt_session_map *m = last_map_in(s->maps, &s->map_index, -1, 0, 0, addr,
+						       &below);
 
-	if (best || !(addr >> 63))
-		return best;
 	/* perf's kernel maps end where the next begins (the last never):
 	 * the kernel's text map holds its init text and what follows.
 	 */
-	for (size_t i = 0; i < s->n_maps; i++) {
-		const struct vmpt_session_map *m = &s->maps[i];
-
-		if (m->pid == -1 && m->start >> 63 && m->start <= addr &&
-		    (!best || m->start >= best->start))
-			best = m;
-	}
-	return best;
+	if (!m && addr >> 63 && below && below->start >> 63)
+		m = below;
+	return m;
 }
 
 /* The mapping of addr in the address space (the process's, then the
@@ -211,23 +288,23 @@ static const struct vmpt_session_map *map_of(const struct vmpt_session *s, int p
 					     uint64_t space, uint64_t addr, int data)
 {
 	const struct vmpt_session_map *maps = data ? s->data_maps : s->maps;
-	size_t n = data ? s->n_data_maps : s->n_maps;
+	const struct vmpt_session_map_index *ix = data ? &s->data_index : &s->map_index;
 	const struct vmpt_session_map *m = NULL;
 	uint64_t in = space;
 
 	for (int depth = 0, p = space ? -1 : pid; !m && depth < 64 && (in || p > 0); depth++) {
 		if (in) {
-			m = last_map_in(maps, n, vmpt_space_pid(in), in, addr);
+			m = last_map_in(maps, ix, vmpt_space_pid(in), in, 0, addr, NULL);
 			in = session_space_before(s, in);
 		} else {
 			const struct vmpt_session_proc *proc = session_find_proc(s, p);
 
-			m = last_map_in(maps, n, p, 0, addr);
+			m = last_map_in(maps, ix, p, 0, 1, addr, NULL);
 			p = proc ? proc->parent : -1;
 		}
 	}
 	if (!m)
-		m = data ? last_map_in(maps, n, -1, 0, addr) : kernel_map_in(s, addr);
+		m = data ? last_map_in(maps, ix, -1, 0, 0, addr, NULL) : kernel_map_in(s, addr);
 	return m || data ? m : map_of(s, pid, space, addr, 1);
 }
 

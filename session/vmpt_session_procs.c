@@ -28,44 +28,39 @@ struct vmpt_session_proc *session_find_proc(const struct vmpt_session *s, int pi
 	return lo < s->n_procs && s->procs[lo].pid == pid ? &s->procs[lo] : NULL;
 }
 
-struct vmpt_session_proc *session_get_proc(struct vmpt_session *s, int pid)
+int session_proc_start(struct vmpt_session *s, int pid, int parent, int exec,
+		       uint64_t time, uint64_t offset)
 {
-	struct vmpt_session_proc *p = session_find_proc(s, pid), *more;
-	struct vmpt_session_proc np = { .pid = pid, .parent = -1 };
-	size_t at = 0;
+	size_t n = s->n_starts;
 
-	if (p)
-		return p;
-	/* Doubling from 16: a recording of many processes adds them one by
-	 * one.
-	 */
-	if (!s->n_procs || (s->n_procs >= 16 && !(s->n_procs & (s->n_procs - 1)))) {
-		more = realloc(s->procs, (s->n_procs ? 2 * s->n_procs : 16) * sizeof(*more));
+	/* Doubling from 16: a recording may fork a million processes. */
+	if (!n || (n >= 16 && !(n & (n - 1)))) {
+		struct vmpt_session_start *more = realloc(s->starts, (n ? 2 * n : 16) *
+							  sizeof(*more));
+
 		if (!more)
-			return NULL;
-		s->procs = more;
+			return -VMPT_ERR_NOMEM;
+		s->starts = more;
 	}
-	while (at < s->n_procs && s->procs[at].pid < pid)
-		at++;
-	memmove(&s->procs[at + 1], &s->procs[at], (s->n_procs - at) * sizeof(*s->procs));
-	s->procs[at] = np;
-	s->n_procs++;
-	return &s->procs[at];
+	s->starts[s->n_starts++] = (struct vmpt_session_start){ pid, parent, exec, time, offset };
+	return 0;
 }
 
-int session_proc_exec(struct vmpt_session *s, int pid, uint64_t time, uint64_t offset)
+static int cmp_int(const void *a, const void *b)
 {
-	struct vmpt_session_proc *p = session_get_proc(s, pid);
-	struct vmpt_session_exec *e;
+	int x = *(const int *)a, y = *(const int *)b;
 
-	if (!p)
-		return -VMPT_ERR_NOMEM;
-	e = realloc(p->execs, (p->n_execs + 1) * sizeof(*e));
-	if (!e)
-		return -VMPT_ERR_NOMEM;
-	p->execs = e;
-	p->execs[p->n_execs++] = (struct vmpt_session_exec){ time, offset };
-	return 0;
+	return x < y ? -1 : x > y;
+}
+
+/* By pid, then file order: a pid's later fork is the one that counts. */
+static int by_pid(const void *a, const void *b)
+{
+	const struct vmpt_session_start *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 static int by_time(const void *a, const void *b)
@@ -77,23 +72,77 @@ static int by_time(const void *a, const void *b)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-void session_procs_sort(struct vmpt_session *s)
+int session_procs_build(struct vmpt_session *s)
 {
+	size_t n = 0, n_execs = 0;
+	int *pids = malloc((s->n_starts + s->n_maps + 1) * sizeof(*pids));
+
+	if (!pids)
+		return -VMPT_ERR_NOMEM;
+	/* Every process forked, exec'ing or mapping code, once. */
+	for (size_t i = 0; i < s->n_starts; i++)
+		pids[n++] = s->starts[i].pid;
+	for (size_t i = 0; i < s->n_maps; i++)
+		if (s->maps[i].pid > 0)
+			pids[n++] = s->maps[i].pid;
+	qsort(pids, n, sizeof(*pids), cmp_int);
+	s->procs = calloc(n + 1, sizeof(*s->procs));
+	if (!s->procs) {
+		free(pids);
+		return -VMPT_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!s->n_procs || s->procs[s->n_procs - 1].pid != pids[i])
+			s->procs[s->n_procs++] = (struct vmpt_session_proc){ .pid = pids[i],
+									     .parent = -1 };
+	free(pids);
+	for (size_t i = 0; i < s->n_starts; i++)
+		n_execs += s->starts[i].exec;
+	s->execs = malloc((n_execs + 1) * sizeof(*s->execs));
+	if (!s->execs)
+		return -VMPT_ERR_NOMEM;
+	if (s->n_starts)
+		qsort(s->starts, s->n_starts, sizeof(*s->starts), by_pid);
+	n_execs = 0;
+	for (size_t i = 0; i < s->n_starts; i++) {
+		const struct vmpt_session_start *st = &s->starts[i];
+		struct vmpt_session_proc *p = session_find_proc(s, st->pid);
+
+		if (!st->exec) {
+			p->parent = st->parent;
+			p->forked_at = st->time;
+			continue;
+		}
+		if (!p->n_execs)
+			p->execs = &s->execs[n_execs];
+		s->execs[n_execs++] = (struct vmpt_session_exec){ st->time, st->offset };
+		p->n_execs++;
+	}
 	for (size_t i = 0; i < s->n_procs; i++)
 		if (s->procs[i].n_execs > 1)
 			qsort(s->procs[i].execs, s->procs[i].n_execs,
 			      sizeof(*s->procs[i].execs), by_time);
+	free(s->starts);
+	s->starts = NULL;
+	s->n_starts = 0;
+	return 0;
 }
 
 unsigned session_execs_before(const struct vmpt_session_proc *p, uint64_t time,
 			      uint64_t offset)
 {
-	unsigned n = 0;
+	size_t lo = 0, hi = p->n_execs;
 
-	while (n < p->n_execs && (p->execs[n].time < time ||
-				  (p->execs[n].time == time && p->execs[n].offset < offset)))
-		n++;
-	return n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct vmpt_session_exec *e = &p->execs[mid];
+
+		if (e->time < time || (e->time == time && e->offset < offset))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (unsigned)lo;
 }
 
 uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time)
@@ -150,7 +199,7 @@ uint64_t session_space_until(const struct vmpt_session *s, int pid, uint64_t tim
 
 void session_procs_free(struct vmpt_session *s)
 {
-	for (size_t i = 0; i < s->n_procs; i++)
-		free(s->procs[i].execs);
 	free(s->procs);
+	free(s->starts);
+	free(s->execs);
 }

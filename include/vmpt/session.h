@@ -69,6 +69,20 @@ struct vmpt_session_exec {
 	uint64_t time, offset;
 };
 
+/* A process's fork (from parent) or exec, as read. */
+struct vmpt_session_start {
+	int pid, parent;
+	int exec;
+	uint64_t time, offset;
+};
+
+/* Mappings by pid, address space, address and file order, for lookups. */
+struct vmpt_session_map_index {
+	size_t *at;
+	size_t n;
+	uint64_t max_len;	/* bounds the overlap scan */
+};
+
 struct vmpt_session_proc {
 	int pid, parent;	/* parent: from FORK, -1 unknown */
 	uint64_t forked_at;	/* perf time of that FORK */
@@ -118,8 +132,15 @@ struct vmpt_session {
 	size_t n_switches;
 	struct vmpt_task_rec *forks;	/* sorted by time */
 	size_t n_forks;
-	struct vmpt_session_proc *procs;	/* sorted by pid */
+	/* The processes, sorted by pid, made once the records are read
+	 * from their forks and execs (starts) and mappings; execs holds
+	 * theirs, by pid and time.
+	 */
+	struct vmpt_session_proc *procs;
 	size_t n_procs;
+	struct vmpt_session_start *starts;
+	size_t n_starts;
+	struct vmpt_session_exec *execs;
 	struct vmpt_session_map *maps;		/* executable, file order */
 	size_t n_maps;
 	size_t *maps_by_pid;	/* maps' indices by pid, address, file order (made on use) */
@@ -128,6 +149,7 @@ struct vmpt_session {
 	 */
 	struct vmpt_session_map *data_maps;
 	size_t n_data_maps;
+	struct vmpt_session_map_index map_index, data_index;
 	char own_vdso[4096];	/* the copy of this machine's vdso, once made */
 	/* The kernel's symbols where no kernel code is given
 	 * (vmpt_session_kernel_sym): the kallsyms to read
