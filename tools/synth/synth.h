@@ -11,6 +11,7 @@
  * synth_power.c  power: C-states (MWAIT, HLT) and frequency changes
  * synth_ptw.c    PTWRITE and perf's emulated PTWRITE
  * synth_sched.c  the machine: vCPU threads on host CPUs, trace streams
+ * synth_exec.c   an exec in the user scenario
  * synth_truth.c  the ground truth files
  * synth_perf.c   perf.data output
  */
@@ -48,6 +49,7 @@ struct synth_image {
 	size_t n_funcs;
 	uint64_t entry;
 	int is_dyn;		/* ET_DYN: placed at base */
+	int interp;		/* PT_INTERP: linked dynamically (system calls in libc) */
 	/* function symbols by address (names in strtab) */
 	struct synth_sym *syms;
 	size_t n_syms;
@@ -323,6 +325,7 @@ void synth_truth_lost_vm(struct synth_truth *t, int began_guest,
 			 int resumed_guest, uint64_t exits, uint64_t entries);
 void synth_truth_psb(struct synth_truth *t, uint64_t offset,
 		     uint64_t next_insn);
+void synth_truth_exec(struct synth_truth *t, const char *path);
 /* One event: "TSC KIND IP DETAIL" (IP "-" when it binds to none), with
  * " lost" when its packets were lost in an overflow. */
 void synth_truth_event(struct synth_truth *t, uint64_t tsc, const char *kind,
@@ -410,6 +413,14 @@ struct synth_walk_config {
 	 * instructions (mean, 0 none) */
 	int guest_pm;
 	uint64_t freq_period;
+	/* an exec (user scenario): after exec_after branches, the program's
+	 * next system call is an execve of exec, which runs where user ran.
+	 * A dynamically linked program calls libc's execve (libc mapped
+	 * beside it, else NULL).  The walk says when it happened: the TSC
+	 * of the system call and of exec's first instruction. */
+	struct synth_image *exec, *libc;
+	uint64_t exec_after;
+	uint64_t exec_syscall_tsc, exec_start_tsc;
 };
 
 struct synth_stats {

@@ -45,8 +45,11 @@ static int load_segments(struct synth_image *img, Elf *elf, int fd,
 		GElf_Phdr ph;
 		struct synth_seg *s = &img->segs[img->n_segs];
 
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
-		    !(ph.p_flags & PF_X) || !ph.p_filesz)
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			continue;
+		if (ph.p_type == PT_INTERP)
+			img->interp = 1;
+		if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || !ph.p_filesz)
 			continue;
 		s->vaddr = ph.p_vaddr + img->base;
 		s->size = ph.p_filesz;

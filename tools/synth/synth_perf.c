@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Write a synthesized trace as perf record would have: an intel_pt event
  * and its dummy sideband event, AUXTRACE_INFO with the trace unit's
- * settings, TIME_CONV, the process's COMM/MMAP2 (and the host kernel's
- * MMAP for the VM scenario), ITRACE_START, AUX and one AUXTRACE buffer
- * (per-thread mode).  With vCPU threads: the VMM process and its threads
+ * settings, TIME_CONV, the process's COMM/MMAP2 (and an exec's; the host
+ * kernel's MMAP for the VM scenario), ITRACE_START, AUX and one AUXTRACE
+ * buffer (per-thread mode).  With vCPU threads: the VMM process and its threads
  * (COMM, FORK, COMM "CPU n/KVM"), a buffer per thread (perf record
  * --per-thread) or per CPU (perf record -a, with cpu-wide context switch
  * records).
@@ -125,6 +125,37 @@ static int write_mmaps(struct vmpt_perf_writer *pw,
 			return ret;
 	}
 	return 0;
+}
+
+/* An exec as perf record sees it (--exec): while the kernel runs the
+ * execve, the COMM with PERF_RECORD_MISC_COMM_EXEC naming the new program
+ * (the kernel's comm: its file name, 15 characters at most), then the new
+ * program's mappings.  Nothing unmaps the old program's: perf's MMAP2 of
+ * the new one replaces what it overlaps, and libc stays.
+ */
+static int write_exec(struct vmpt_perf_writer *pw,
+		      const struct synth_perf_params *pp,
+		      const struct synth_walk_config *w,
+		      const struct vmpt_perf_time_conv *tc)
+{
+	uint64_t from = tsc_to_ns(tc, w->exec_syscall_tsc);
+	uint64_t to = tsc_to_ns(tc, w->exec_start_tsc);
+	const char *name = strrchr(w->exec->path, '/');
+	struct vmpt_perf_event ev;
+	char comm[16];
+	int ret;
+
+	snprintf(comm, sizeof(comm), "%s", name ? name + 1 : w->exec->path);
+	memset(&ev, 0, sizeof(ev));
+	ev.type = PERF_RECORD_COMM;
+	ev.misc = PERF_RECORD_MISC_COMM_EXEC;
+	ev.comm.pid = pp->pid;
+	ev.comm.tid = pp->pid;
+	ev.comm.comm = comm;
+	sid(&ev, pp, from + (to - from) / 4, ID_SIDEBAND);
+	if ((ret = vmpt_perf_write_record(pw, &ev)))
+		return ret;
+	return write_mmaps(pw, pp, w->exec, from + (to - from) / 2, ID_SIDEBAND);
 }
 
 /* The host kernel's text, or (guest) the default guest machine's (pid 0,
@@ -474,6 +505,8 @@ static int write_single(struct vmpt_perf_writer *pw,
 		return ret;
 	if (prog && (ret = write_mmaps(pw, pp, prog, t0 - 1500, ID_SIDEBAND)))
 		return ret;
+	if (w->libc && (ret = write_mmaps(pw, pp, w->libc, t0 - 1500, ID_SIDEBAND)))
+		return ret;
 	if (w->kernel && (ret = write_kernel_mmap(pw, pp, w->kernel, t0 - 1500,
 						  0, ID_SIDEBAND)))
 		return ret;
@@ -488,6 +521,7 @@ static int write_single(struct vmpt_perf_writer *pw,
 	ev.itrace_start.tid = pp->pid;
 	sid(&ev, pp, t0 - 1000, ID_PT);
 	if ((ret = vmpt_perf_write_record(pw, &ev)) ||
+	    (w->exec && (ret = write_exec(pw, pp, w, tc))) ||
 	    (ret = vmpt_perf_write_finished_round(pw)))
 		return ret;
 	if (out->snap.aux_size)

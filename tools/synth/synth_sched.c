@@ -44,6 +44,7 @@ struct machine {
 	uint64_t clock[SYNTH_MAX_CPUS];
 	int32_t on_cpu[SYNTH_MAX_CPUS];	/* tid, 0 idle */
 	struct synth_insn_cache *cache_user, *cache_kernel, *cache_guest;
+	struct synth_insn_cache *cache_exec;
 	struct synth_host host;
 	uint64_t rng;
 	int oom;
@@ -66,6 +67,12 @@ static int check_config(struct synth_walk_config *cfg, char *err,
 	if (!cfg->vm) {
 		if ((ret = check_image(cfg->user, "user", err, errlen)))
 			return ret;
+		if (cfg->exec && (ret = check_image(cfg->exec, "exec", err, errlen)))
+			return ret;
+		if (cfg->libc && !synth_image_symbol(cfg->libc, "execve", NULL)) {
+			snprintf(err, errlen, "%s: no execve symbol", cfg->libc->path);
+			return -VMPT_ERR_INVAL;
+		}
 		if (cfg->trace_kernel &&
 		    (!synth_image_symbol(cfg->kernel, "entry_SYSCALL_64", NULL) ||
 		     !synth_image_symbol(cfg->kernel, "asm_common_interrupt", NULL))) {
@@ -103,6 +110,8 @@ static int machine_init(struct machine *m, char *err, size_t errlen)
 	m->cache_guest = synth_insn_cache_new();
 	if (!m->cache_user || !m->cache_kernel || !m->cache_guest)
 		return -VMPT_ERR_NOMEM;
+	if (cfg->exec && !(m->cache_exec = synth_insn_cache_new()))
+		return -VMPT_ERR_NOMEM;
 	if ((ret = check_config(cfg, err, errlen)))
 		return ret;
 	if (cfg->vm && (ret = synth_host_init(&m->host, cfg->kernel, err, errlen)))
@@ -120,6 +129,7 @@ static void machine_fini(struct machine *m)
 		synth_insn_cache_free(m->cache_guest);
 	synth_insn_cache_free(m->cache_user);
 	synth_insn_cache_free(m->cache_kernel);
+	synth_insn_cache_free(m->cache_exec);
 	for (unsigned t = 0; t < SYNTH_MAX_VCPUS; t++) {
 		struct cpu *c = &m->thr[t].c;
 
@@ -140,6 +150,7 @@ static void cpu_init(struct machine *m, struct cpu *c,
 	c->cache_user = m->cache_user;
 	c->cache_kernel = m->cache_kernel;
 	c->cache_guest = m->cache_guest;
+	c->cache_exec = m->cache_exec;
 	c->host = &m->host;
 	c->block_start = 1;
 }
@@ -212,7 +223,8 @@ static int snapshot(struct machine *m, struct cpu *c)
 }
 
 /* One traced thread, one buffer: the walk as it always was. */
-static int run_single(struct machine *m, struct cpu *c)
+static int run_single(struct machine *m, struct cpu *c, char *err,
+		      size_t errlen)
 {
 	uint64_t next_snap = m->cfg->snapshot_every;
 	int ret;
@@ -248,6 +260,12 @@ static int run_single(struct machine *m, struct cpu *c)
 	}
 	if (synth_cpu_losing(c))
 		synth_cpu_overflow_end(c);
+	if (cfg->exec && !c->execed) {
+		snprintf(err, errlen, "no exec: the walk made no system call "
+			 "between branch %llu and the last",
+			 (unsigned long long)cfg->exec_after);
+		return -VMPT_ERR_INVAL;
+	}
 	return 0;
 }
 
@@ -535,7 +553,7 @@ int synth_walk(struct synth_walk_config *cfg, const struct synth_pt_config *ptc,
 				c->pt->lines = &truth->n_insn;
 				c->pt->blines = &truth->n_branch;
 			}
-			ret = run_single(m, c);
+			ret = run_single(m, c, err, errlen);
 			if (!ret && (c->oom || c->pt->oom))
 				ret = -VMPT_ERR_NOMEM;
 			else if (!ret && c->pt->packet_en)

@@ -130,6 +130,13 @@ void synth_truth_psb(struct synth_truth *t, uint64_t offset,
 	}
 }
 
+/* --exec: the instructions after the marker are the new program's. */
+void synth_truth_exec(struct synth_truth *t, const char *path)
+{
+	if (t->insn)
+		fprintf(t->insn, "# exec %s\n", path);
+}
+
 const char *synth_cfe_name(unsigned type)
 {
 	/* perf's names (builtin-script.c) */

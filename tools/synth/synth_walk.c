@@ -83,13 +83,19 @@ static struct stack *arch_stack(struct cpu *c)
 	}
 }
 
-struct synth_image *synth_cpu_image(struct cpu *c)
+/* The code at ip in the current context (user space: --exec's libc). */
+static struct synth_image *image_at(const struct cpu *c, uint64_t ip)
 {
 	switch (c->ctx) {
-	case CTX_USER: return c->cfg->user;
+	case CTX_USER: return synth_exec_user_image(c, ip);
 	case CTX_KERNEL: return c->cfg->kernel;
 	case CTX_GUEST: default: return c->cfg->guest;
 	}
+}
+
+struct synth_image *synth_cpu_image(struct cpu *c)
+{
+	return image_at(c, c->ip);
 }
 
 static struct synth_insn_cache *cur_cache(struct cpu *c)
@@ -105,7 +111,7 @@ const struct synth_insn *synth_cpu_insn(struct cpu *c, uint64_t ip)
 {
 	if (c->ctx == CTX_GUEST_USER)
 		return synth_grec_insn(c->cfg->grec, c->gtask, c->pt->tsc, ip);
-	return synth_insn_get(cur_cache(c), synth_cpu_image(c), ip);
+	return synth_insn_get(cur_cache(c), image_at(c, ip), ip);
 }
 
 #define insn_at synth_cpu_insn
@@ -114,7 +120,7 @@ const uint8_t *synth_cpu_code(struct cpu *c, uint64_t ip, size_t *avail)
 {
 	if (c->ctx == CTX_GUEST_USER)
 		return synth_grec_code(c->cfg->grec, c->gtask, c->pt->tsc, ip, avail);
-	return synth_image_code(synth_cpu_image(c), ip, avail);
+	return synth_image_code(image_at(c, ip), ip, avail);
 }
 
 int synth_cpu_in_filter(const struct cpu *c, uint64_t ip)
@@ -353,6 +359,15 @@ void synth_cpu_overflow_end(struct cpu *c)
 	}
 }
 
+/* Where an indirect branch goes: to libc's execve when a dynamically
+ * linked program is about to exec (through its PLT or a pointer). */
+static uint64_t indirect_target(struct cpu *c)
+{
+	uint64_t execve = synth_exec_call(c);
+
+	return execve ? execve : random_func(c);
+}
+
 /* What a traced branch reports, unless it leaves the filter region. */
 enum report { R_NONE, R_TNT_TAKEN, R_TNT_NOT_TAKEN, R_TIP };
 
@@ -500,12 +515,12 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		if (c->pt->packet_en)
 			synth_pt_call(c->pt, next);
 		if (!host_indirect(c, in))
-			c->ip = random_func(c);
+			c->ip = indirect_target(c);
 		report(c, in, c->ip, R_TIP, SF_CALL);
 		break;
 	case SK_JMP_IND:
 		if (!host_indirect(c, in))
-			c->ip = random_func(c);
+			c->ip = indirect_target(c);
 		report(c, in, c->ip, R_TIP, 0);
 		break;
 	case SK_RETSLOT:
@@ -564,6 +579,10 @@ static void step(struct cpu *c, const struct synth_insn *in)
 		synth_pt_ip_suppressed(c->pt, VMPT_PKT_TIP_PGD);
 		c->pt->packet_en = 0;
 		branch(c, in->ip, 0, SF_SYSCALLRET | SF_CALL | SF_TRACE_END);
+		if (synth_exec_due(c)) {
+			synth_exec_run(c);
+			break;
+		}
 		untraced_time(c, 3000);
 		c->ip = next;
 		if (in_filter(c, c->ip))

@@ -54,6 +54,9 @@ struct cpu {
 	struct synth_truth *truth;
 	struct synth_stats *st;
 	struct synth_insn_cache *cache_user, *cache_kernel, *cache_guest;
+	/* --exec: the new program's code (at the old one's addresses) */
+	struct synth_insn_cache *cache_exec;
+	int execed;		/* the program is cfg->exec now */
 	uint64_t *rng;		/* shared by all threads: one seed */
 	const struct synth_host *host;	/* VM scenario */
 	struct hcpu *hcpu;	/* threads: the host CPU it runs on */
@@ -176,6 +179,19 @@ void synth_power_cstate(struct cpu *c, int mwait, uint32_t hints,
 			uint32_t ext, uint64_t ticks, unsigned wake);
 /* A frequency change is due (--freq-period). */
 void synth_power_freq(struct cpu *c);
+
+/* ---- synth_exec.c ---- */
+
+/* --exec: the program's next system call is its execve. */
+int synth_exec_due(const struct cpu *c);
+/* Ring 3 code at ip: the program (the exec's after the exec), or libc. */
+struct synth_image *synth_exec_user_image(const struct cpu *c, uint64_t ip);
+/* libc's execve when an indirect branch of the program goes there to
+ * exec, else 0. */
+uint64_t synth_exec_call(const struct cpu *c);
+/* The execve system call has left user space: the exec, then TIP.PGE at
+ * the new program's entry. */
+void synth_exec_run(struct cpu *c);
 
 /* Is ip inside the IP filter region (or is there none)? */
 int synth_cpu_in_filter(const struct cpu *c, uint64_t ip);

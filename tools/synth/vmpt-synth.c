@@ -14,6 +14,10 @@
 #include <string.h>
 
 #define PIE_BASE 0x555555554000ull
+/* --exec from a dynamically linked program: its libc, where ld.so maps
+ * it without ASLR. */
+#define LIBC_PATH "/lib/x86_64-linux-gnu/libc.so.6"
+#define LIBC_BASE 0x7ffff7d80000ull
 
 static const char usage[] =
 "usage: vmpt-synth [options] -o PREFIX\n"
@@ -25,6 +29,12 @@ static const char usage[] =
 "Code:\n"
 "  --elf FILE[@BASE]      user program (a PIE goes at BASE, default 0x555555554000)\n"
 "  --start SYM|ADDR       first instruction (default: main, else the entry)\n"
+"  --exec ELF[@BASE]      after --exec-after branches the program's next system\n"
+"                         call is an execve of ELF (a PIE at BASE, default\n"
+"                         0x555555554000), which runs from its entry point on\n"
+"  --exec-after N         branches before the exec (default half of --branches)\n"
+"  --libc FILE[@BASE]     the libc whose execve a dynamically linked --elf calls\n"
+"                         (default " LIBC_PATH "@0x7ffff7d80000)\n"
 "  --vm                   VM scenario: host kernel model + guest\n"
 "  --host-kernel FILE     host kernel: the VMM model (--vm), or a kernel with\n"
 "                         entry_SYSCALL_64/asm_common_interrupt traced with --elf\n"
@@ -85,7 +95,8 @@ static const char usage[] =
 struct opts {
 	const char *out, *elf, *start, *host_kernel, *guest_elf, *guest_start;
 	const char *offsets, *offset_change, *corrupt, *ovf, *filter, *snapshot;
-	const char *grec;
+	const char *grec, *exec, *libc;
+	uint64_t exec_after;
 	uint64_t guest_from, guest_slice;
 	int vm, guest_code, no_perf, no_truth, quiet, vcpus, per_thread, cpus;
 	int guest_pm;
@@ -296,6 +307,8 @@ static int write_images(const char *prefix, const struct synth_walk_config *w)
 		return -1;
 	/* ROLE PATH BASE: where each ELF's file addresses are shifted to. */
 	write_image(f, "user", w->user);
+	write_image(f, "libc", w->libc);
+	write_image(f, "exec", w->exec);
 	write_image(f, "host-kernel", w->kernel);
 	if (w->vm)
 		write_image(f, "guest", w->guest);
@@ -437,17 +450,19 @@ int main(int argc, char **argv)
 		{ "event", 0, 0, 'a' }, { "ptw", 0, 0, 'w' },
 		{ "fup-on-ptw", 0, 0, 'u' }, { "pwr-evt", 0, 0, 'y' },
 		{ "freq-period", 1, 0, 'z' }, { "guest-pm", 0, 0, 'i' },
-		{ "aux-buffer", 1, 0, 'A' },
+		{ "aux-buffer", 1, 0, 'A' }, { "exec", 1, 0, 'B' },
+		{ "exec-after", 1, 0, 'D' }, { "libc", 1, 0, 'l' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
 		.seed = 1, .branches = 10000, .vcpus = 1, .tsc_scale = 1.0,
 		.guest_period = 3000, .entries_per_vcpu = 4,
-		.tsc0 = 0x2a00000000ull, .pid = 4242,
+		.tsc0 = 0x2a00000000ull, .pid = 4242, .exec_after = UINT64_MAX,
 		.pt = { .retcomp = 1, .tsc = 1, .mtc = 1, .psb_period = 4096,
 			.mtc_freq = 3, .tsc_ctc_n = 84, .tsc_ctc_d = 2, .cbr = 32 },
 	};
 	struct synth_image user = { 0 }, kernel = { 0 }, guest_img = { 0 };
+	struct synth_image exec = { 0 }, libc = { 0 };
 	struct synth_grec grec = { 0 };
 	struct synth_walk_config w = { 0 };
 	struct synth_truth truth = { 0 };
@@ -483,6 +498,8 @@ int main(int argc, char **argv)
 		case 'W': o.per_thread = 1; break;
 		case 'Z': o.snapshot = optarg; break;
 		case 'Q': o.grec = optarg; o.vm = 1; break;
+		case 'B': o.exec = optarg; break;
+		case 'l': o.libc = optarg; break;
 		case 'N': o.no_perf = 1; break;
 		case 'a': o.pt.event = 1; break;
 		case 'w': o.pt.ptw = 1; break;
@@ -492,7 +509,7 @@ int main(int argc, char **argv)
 		case 'H': fputs(usage, stdout); return 0;
 		case 'r': case 'b': case 'I': case 'k': case 'v': case 'g': case 'E':
 		case 'h': case 'f': case 'p': case 't': case 'P': case 'U':
-		case 'j': case 'J': case 'z': case 'A':
+		case 'j': case 'J': case 'z': case 'A': case 'D':
 			if (parse_u64(optarg, &v)) {
 				fprintf(stderr, "vmpt-synth: bad number '%s'\n", optarg);
 				return 2;
@@ -515,6 +532,7 @@ int main(int argc, char **argv)
 			case 'J': o.guest_slice = v; break;
 			case 'z': o.freq_period = v; break;
 			case 'A': o.aux_buffer = v; break;
+			case 'D': o.exec_after = v; break;
 			}
 			break;
 		default:
@@ -529,7 +547,9 @@ int main(int argc, char **argv)
 	    (o.guest_code && !o.elf) || (o.filter && o.vm) || o.vcpus < 1 || o.vcpus > SYNTH_MAX_VCPUS ||
 	    o.pt.psb_period < 256 || o.pt.mtc_freq > 15 ||
 	    o.pt.cyc_thresh > 15 || o.cpus < 0 || o.cpus > 64 ||
-	    ((o.per_thread || o.cpus || o.guest_pm) && !o.vm)) {
+	    ((o.per_thread || o.cpus || o.guest_pm) && !o.vm) ||
+	    ((o.exec_after != UINT64_MAX || o.libc) && !o.exec) ||
+	    (o.exec && (!o.elf || o.vm || o.host_kernel || o.filter))) {
 		fputs(usage, stderr);
 		return 2;
 	}
@@ -539,6 +559,16 @@ int main(int argc, char **argv)
 		goto out;
 	if (o.guest_elf && load_elf(&guest_img, o.guest_elf, 0))
 		goto out;
+	if (o.exec && (load_elf(&exec, o.exec, PIE_BASE) ||
+		       (user.interp && load_elf(&libc, o.libc ? o.libc : LIBC_PATH,
+						LIBC_BASE))))
+		goto out;
+	if (o.exec && o.exec_after == UINT64_MAX)
+		o.exec_after = o.branches / 2;
+	if (o.exec && o.exec_after >= o.branches) {
+		fprintf(stderr, "vmpt-synth: --exec-after must be below --branches\n");
+		goto out;
+	}
 
 	w.seed = o.seed;
 	w.max_branches = o.branches;
@@ -553,6 +583,9 @@ int main(int argc, char **argv)
 	w.n_cpus = o.cpus ? (unsigned)o.cpus : 1;
 	w.guest_pm = o.guest_pm;
 	w.freq_period = o.freq_period;
+	w.exec = o.exec ? &exec : NULL;
+	w.libc = libc.path ? &libc : NULL;
+	w.exec_after = o.exec_after;
 	if (o.snapshot && parse_snapshot(&w, o.snapshot))
 		goto out;
 	if (o.ovf) {
@@ -681,5 +714,7 @@ out:
 	synth_image_free(&user);
 	synth_image_free(&kernel);
 	synth_image_free(&guest_img);
+	synth_image_free(&exec);
+	synth_image_free(&libc);
 	return ret ? 1 : 0;
 }
