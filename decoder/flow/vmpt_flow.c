@@ -178,6 +178,7 @@ void vmpt_flow_reset_state(struct vmpt_flow *dec)
 static int error_resync(struct vmpt_flow *dec, int err)
 {
 	struct vmpt_flow_item *it = vmpt_flow_emit(dec, VMPT_FLOW_EVENT);
+	unsigned depth, at_psb;
 	int decode_error = err == -VMPT_ERR_NO_MATCH || err == -VMPT_ERR_NO_IMAGE ||
 			   err == -VMPT_ERR_IP_SUPPRESSED || err == -VMPT_ERR_NO_LAST_IP ||
 			   err == -VMPT_ERR_LOOP;
@@ -192,8 +193,25 @@ static int error_resync(struct vmpt_flow *dec, int err)
 	it->ip = dec->ip;
 	it->ip_valid = dec->enabled;
 	it->cyc = dec->cyc.tot;
+	depth = dec->depth;
+	at_psb = dec->fup_bound & FUP_PSB;
 	vmpt_flow_reset_state(dec);
+	/* perf's call stack outlives an error (only a PSB empties it): a
+	 * compressed return after it goes back to a call before it.
+	 */
+	if (dec->cfg.perf_resync && decode_error)
+		dec->depth = depth;
 	dec->enabled = 0;
+	/* The walk to a PSB's FUP failed: decoding starts again at that
+	 * PSB, which says where the flow is (as a piece of vmpt/jobs.h
+	 * starting there does), not at the next one or packet.
+	 */
+	if (at_psb && dec->synced && vmpt_pkt_seek(&dec->pd, dec->psb_off) == 0) {
+		dec->pd.sync = UINT64_MAX;
+		dec->synced = 0;
+		dec->resync = 0;
+		return 0;
+	}
 	if (!dec->cfg.perf_resync || !decode_error || !dec->synced) {
 		dec->synced = 0;
 		dec->resync = 0;

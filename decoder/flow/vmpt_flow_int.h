@@ -355,6 +355,13 @@ void vmpt_flow_update_asid(struct vmpt_flow *dec);
 int vmpt_flow_psb_plus(struct vmpt_flow *dec);
 /* Packets up to the next that steers the flow (see the definition). */
 int vmpt_flow_fetch(struct vmpt_flow *dec, int after_fup);
+/* An indirect branch met with TNT bits pending: its TIP is the packet
+ * right after them (PADs aside), as the SDM's "Deferred TIPs" allow (the
+ * processor holds TIPs back while the TNT fills) and perf's decoder takes
+ * it; the bits are the branches' after it.  0 (pkt, pkt_ip set), or
+ * -VMPT_ERR_NO_MATCH (that packet is read again).
+ */
+int vmpt_flow_deferred_tip(struct vmpt_flow *dec);
 /* MODE.Exec, PIP and VMCS read since the last branch take effect. */
 int vmpt_flow_apply_pending(struct vmpt_flow *dec);
 /* The events bound to a FUP at `at`; 1 when a TIP follows. */

@@ -336,6 +336,36 @@ static int cfe(struct vmpt_flow *dec, const struct vmpt_packet *pkt)
  * packets apart: they are no IPC points, and CYC thresholds do not
  * matter).
  */
+int vmpt_flow_deferred_tip(struct vmpt_flow *dec)
+{
+	struct vmpt_packet pkt;
+	uint64_t off;
+	int ret;
+
+	do {
+		off = vmpt_pkt_offset(&dec->pd);
+		ret = vmpt_pkt_next(&dec->pd, &pkt);
+		if (ret < 0)
+			return ret;
+	} while (pkt.type == VMPT_PKT_PAD);
+	dec->pkt_off = off;
+	if (pkt.type != VMPT_PKT_TIP || pkt.ip.ipc == VMPT_IPC_SUPPRESSED ||
+	    (dec->resync == RESYNC_NO_IP && !dec->lip.have_ip &&
+	     pkt.ip.ipc != VMPT_IPC_SEXT_48 && pkt.ip.ipc != VMPT_IPC_FULL)) {
+		/* Not the TIP: it is read again after the error. */
+		vmpt_pkt_seek(&dec->pd, off);
+		return -VMPT_ERR_NO_MATCH;
+	}
+	vmpt_time_seen(&dec->time, pkt.type);
+	vmpt_cycles_seen(&dec->cyc, pkt.type);
+	ret = vmpt_last_ip_update(&dec->lip, &pkt);
+	if (ret < 0)
+		return ret;
+	dec->pkt_ip_valid = vmpt_last_ip_query(&dec->lip, &dec->pkt_ip) == 0;
+	dec->pkt = pkt;
+	return 0;
+}
+
 int vmpt_flow_fetch(struct vmpt_flow *dec, int after_fup)
 {
 	struct vmpt_packet pkt;

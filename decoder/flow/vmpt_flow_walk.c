@@ -227,10 +227,13 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 			dec->tnt_n--;
 			progressed(dec);
 			it->time = dec->block_time = dec->time.tsc;
+			/* The return pops the call stack even when the bit
+			 * says it was no compressed one (perf pops first).
+			 */
+			ret = pop_ret(dec, &site);
 			if (dec->cfg.retcomp == VMPT_RETCOMP_OFF ||
 			    !((dec->tnt_bits >> dec->tnt_n) & 1))
 				return -VMPT_ERR_NO_MATCH;
-			ret = pop_ret(dec, &site);
 			if (ret < 0)
 				return ret;
 			it->cyc = vmpt_cycles_point(&dec->cyc);
@@ -243,8 +246,12 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	default:
 		break;
 	}
-	/* Indirect: the TIP has the target. */
-	if (want != W_TIP)
+	/* Indirect: the TIP has the target, a deferred one with TNT bits
+	 * pending.
+	 */
+	if (want == W_TNT && (ret = vmpt_flow_deferred_tip(dec)) < 0)
+		return ret;
+	if (want != W_TIP && want != W_TNT)
 		return -VMPT_ERR_NO_MATCH;
 	if (!dec->pkt_ip_valid)
 		return -VMPT_ERR_IP_SUPPRESSED;

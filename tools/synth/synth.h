@@ -172,7 +172,15 @@ struct synth_pt_config {
 	unsigned ptw : 1;	/* PTWEn: PTW packets */
 	unsigned fup_on_ptw : 1;	/* FUPonPTW: a FUP after each PTW */
 	unsigned pwr_evt : 1;	/* PwrEvtEn: MWAIT, PWRE, EXSTOP, PWRX */
+	/* Defer the TIPs of indirect jumps and calls while the TNT fills
+	 * (SDM "Deferred TIPs"): the TNT goes out with the bits of branches
+	 * after them, then the TIPs.
+	 */
+	unsigned defer_tips : 1;
 };
+
+/* TIPs held back at most (then the TNT goes out). */
+#define SYNTH_DEFERRED_MAX 8
 
 /* Hardware return-compression stack depth (the SDM leaves it to the
  * implementation; entries beyond it are dropped oldest first).
@@ -192,6 +200,8 @@ struct synth_pt {
 	struct vmpt_last_ip lip;
 	uint64_t tnt_bits;	/* pending branches, oldest in the highest bit */
 	unsigned tnt_count;
+	struct vmpt_packet deferred[SYNTH_DEFERRED_MAX];	/* TIPs after the TNT */
+	unsigned n_deferred;
 	uint64_t next_psb;	/* emit PSB+ once len reaches this */
 	/* time: TSC ticks (host); the core runs cbr/max_non_turbo cycles
 	 * per tick (cycles are what CYC counts) */
@@ -237,6 +247,10 @@ void synth_pt_maybe_psb(struct synth_pt *pt, uint64_t ip);
 void synth_pt_tnt(struct synth_pt *pt, int taken);
 void synth_pt_flush_tnt(struct synth_pt *pt);
 void synth_pt_ip(struct synth_pt *pt, unsigned type, uint64_t ip);
+/* The TIP of an indirect jump or call: deferred with defer_tips while TNT
+ * bits are pending.
+ */
+void synth_pt_tip_indirect(struct synth_pt *pt, uint64_t ip);
 void synth_pt_ip_suppressed(struct synth_pt *pt, unsigned type);
 void synth_pt_pip(struct synth_pt *pt, uint64_t cr3, int nr);
 void synth_pt_mode_exec(struct synth_pt *pt);

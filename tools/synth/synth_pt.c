@@ -208,6 +208,9 @@ static void put_tnt(struct synth_pt *pt)
 	put_timed(pt, &p);
 	pt->tnt_bits = 0;
 	pt->tnt_count = 0;
+	for (unsigned i = 0; i < pt->n_deferred; i++)
+		put(pt, &pt->deferred[i]);
+	pt->n_deferred = 0;
 }
 
 void synth_pt_flush_tnt(struct synth_pt *pt)
@@ -233,6 +236,24 @@ void synth_pt_ip(struct synth_pt *pt, unsigned type, uint64_t ip)
 	p.ip.ip = payload;
 	put_timed(pt, &p);
 	vmpt_last_ip_update(&pt->lip, &p);
+}
+
+void synth_pt_tip_indirect(struct synth_pt *pt, uint64_t ip)
+{
+	struct vmpt_packet p = { .type = VMPT_PKT_TIP };
+	uint64_t payload;
+
+	if (!pt->cfg.defer_tips || !pt->tnt_count || pt->n_deferred == SYNTH_DEFERRED_MAX) {
+		synth_pt_ip(pt, VMPT_PKT_TIP, ip);
+		return;
+	}
+	/* Compressed against the IP packets before it in the stream: the
+	 * deferred ones go out in order, right after the TNT.
+	 */
+	p.ip.ipc = (uint8_t)vmpt_last_ip_compress(&pt->lip, ip, &payload);
+	p.ip.ip = payload;
+	vmpt_last_ip_update(&pt->lip, &p);
+	pt->deferred[pt->n_deferred++] = p;
 }
 
 void synth_pt_ip_suppressed(struct synth_pt *pt, unsigned type)
@@ -282,6 +303,7 @@ void synth_pt_ovf(struct synth_pt *pt)
 	/* What was pending when the buffer overflowed is lost with it. */
 	pt->tnt_bits = 0;
 	pt->tnt_count = 0;
+	pt->n_deferred = 0;
 	put(pt, &p);
 	pt->cyc_last = pt->cycles;
 }

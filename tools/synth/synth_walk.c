@@ -396,7 +396,13 @@ static void report(struct cpu *c, const struct synth_insn *in, uint64_t to,
 		break;
 	case R_TIP:
 		needs_packet(c);
-		synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+		/* An uncompressed return's TIP is never deferred: a return
+		 * meeting TNT bits is a compressed one.
+		 */
+		if (flags & SF_RETURN)
+			synth_pt_ip(c->pt, VMPT_PKT_TIP, to);
+		else
+			synth_pt_tip_indirect(c->pt, to);
 		c->st->tips++;
 		break;
 	case R_NONE:

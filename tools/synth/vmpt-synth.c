@@ -74,6 +74,8 @@ static const char usage[] =
 "  --cyc / --no-mtc       cycle-accurate mode / no MTC\n"
 "  --cyc-thresh N  --mtc-freq N  --psb-period BYTES\n"
 "  --tnt64                pack branches into TNT-64 packets\n"
+"  --defer-tips           hold indirect jumps' and calls' TIPs back while the\n"
+"                         TNT fills (the SDM's deferred TIPs)\n"
 "  --event                Event Trace: CFE/EVD (VM exits and entries, interrupts)\n"
 "  --ptw  --fup-on-ptw    PTWRITE packets, with a FUP each\n"
 "  --pwr-evt              power events: MWAIT, PWRE, EXSTOP, PWRX\n"
@@ -452,6 +454,7 @@ int main(int argc, char **argv)
 		{ "freq-period", 1, 0, 'z' }, { "guest-pm", 0, 0, 'i' },
 		{ "aux-buffer", 1, 0, 'A' }, { "exec", 1, 0, 'B' },
 		{ "exec-after", 1, 0, 'D' }, { "libc", 1, 0, 'l' },
+		{ "defer-tips", 0, 0, 'd' },
 		{ 0, 0, 0, 0 }
 	};
 	struct opts o = {
@@ -491,6 +494,7 @@ int main(int argc, char **argv)
 		case 'c': o.pt.cyc = 1; break;
 		case 'm': o.pt.mtc = 0; break;
 		case '6': o.pt.tnt64 = 1; break;
+		case 'd': o.pt.defer_tips = 1; break;
 		case 'F': o.ovf = optarg; break;
 		case 'x': o.corrupt = optarg; break;
 		case 'L': o.filter = optarg; break;
