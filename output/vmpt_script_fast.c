@@ -18,7 +18,7 @@ int script_fast_ok(const struct vmpt_script *s)
 {
 	const struct vmpt_script_opts *o = s->o;
 	const struct vmpt_script_filter *fl = &o->filter;
-	unsigned f = o->f.set[VMPT_OUT_HW];
+	uint64_t f = o->f.set[VMPT_OUT_HW];
 
 	return !o->sample_fn && !s->use_stacks && !o->it.initial_skip && !o->f.flags &&
 	       f && !(f & ~FAST_FIELDS) && !fl->ncpus && !fl->npids && !fl->ntids &&
@@ -57,7 +57,7 @@ static inline void ip_line(struct vmpt_consumer *c, uint64_t ip)
 }
 
 /* e's text for fields f (sym, dso), made once: 0, or -1 when too long. */
-static int sym_text(struct vmpt_consumer *c, struct sym_seen *e, unsigned f,
+static int sym_text(struct vmpt_consumer *c, struct sym_seen *e, uint64_t f,
 		    int guest)
 {
 	size_t n = 0, len, pad = c->o->pad_dso;
@@ -103,7 +103,7 @@ static int sym_text(struct vmpt_consumer *c, struct sym_seen *e, unsigned f,
  * general path must print it (no section: the mapping names the dso).
  * p has room for FAST_LINE_MAX.
  */
-char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
+char *script_sym_dso_at(struct vmpt_consumer *c, char *p, uint64_t f,
 			const struct vmpt_section *sec, uint64_t ip, int guest)
 {
 	struct sym_seen *e;
@@ -135,7 +135,7 @@ char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
 int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		     uint64_t addr, int guest)
 {
-	unsigned f = c->o->f.set[VMPT_OUT_HW];
+	uint64_t f = c->o->f.set[VMPT_OUT_HW];
 	char *p;
 
 	if (f == VMPT_F_IP) {	/* the common case first */
@@ -184,7 +184,7 @@ int script_fast_branch(struct vmpt_consumer *c, const struct vmpt_section *sec,
 		       uint64_t from, int from_guest, uint64_t to, int to_guest)
 {
 	const struct vmpt_script_opts *o = c->o;
-	unsigned f = o->f.set[VMPT_OUT_HW];
+	uint64_t f = o->f.set[VMPT_OUT_HW];
 	char *p = line_start(c);
 
 	if (f & VMPT_F_IP) {

@@ -61,6 +61,11 @@ struct vmpt_script {
 	} *unread;
 	size_t n_unread;
 	int spacing;			/* callindent's column, as perf's static */
+	/* data_src's column: the widest printed so far (perf's static),
+	 * and srccode's source files and threads' last lines; under lock.
+	 */
+	int data_src_width;
+	struct script_srccode *srccode;
 };
 
 /* One sample as perf's intel-pt.c synthesizes it. */
@@ -115,7 +120,8 @@ struct vmpt_consumer {
 		 * fields text_f (0: none yet) want them, in machine
 		 * text_guest of task text_mpid (a guest kernel's dso name).
 		 */
-		unsigned text_f, name_part, text_len;
+		uint64_t text_f;
+		unsigned name_part, text_len;
 		int text_guest, text_mpid;
 		char text[SYM_TEXT_MAX];
 	} seen_one;
@@ -350,10 +356,11 @@ void script_print_sample_x(struct vmpt_consumer *c, const struct script_sample *
 void script_print_error(struct vmpt_consumer *c, uint64_t time, int time_ns,
 			uint64_t ip, uint64_t offset, int err);
 /* perf_sample__fprintf_start: the columns before the event (the sample's
- * and a sideband line's).
+ * and a sideband line's); misc from the record rec (NULL: a sample perf
+ * synthesizes, its misc 0).
  */
-void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
-			int guest, int callchain);
+void script_print_start(struct vmpt_consumer *c, uint64_t f, uint64_t time,
+			int guest, int callchain, const struct vmpt_perf_event *rec);
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
 /* A sample of another event (cycles, cpu-clock, ...) as perf prints it;
  * tracepoints' and PMUs' own are counted, not printed.
@@ -365,11 +372,11 @@ void script_print_trace(struct vmpt_consumer *c, const struct vmpt_perf_event *e
 const struct vmpt_perf_attr *script_first_of_type(const struct vmpt_perf_data *pd,
 						  uint32_t type);
 /* Fields f less those a sample_type does not carry, unless named. */
-unsigned script_fields_sampled(unsigned f, unsigned named, uint64_t sample_type);
+uint64_t script_fields_sampled(uint64_t f, uint64_t named, uint64_t sample_type);
 /* perf's name of an event without EVENT_DESC. */
 void script_attr_name(const struct perf_event_attr *a, char *buf, size_t size);
 /* " sym+off (dso)" of ip by the fields f, then the srcline. */
-void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
+void script_print_sym_dso(struct vmpt_consumer *c, uint64_t f,
 			  const struct vmpt_section *sec, uint64_t ip, int guest);
 /* perf script's --dsos and --symbols on the code at ip (sec NULL: looked up). */
 int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
@@ -392,13 +399,13 @@ int script_in_strs(char *const *v, size_t n, const char *s);
  * PERF_RECORD_MISC_USER as perf), in whose maps the host's addresses
  * after it are looked up.
  */
-void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
+void script_print_callchain(struct vmpt_consumer *c, uint64_t f, const uint64_t *chain,
 			    size_t n, int guest, unsigned *cpumode);
 /* The frames of a user stack unwound (vmpt/unwind.h) as perf prints
  * them: a zero address skipped, user mode, the inlined functions' frames
  * too (perf's --inline is on for these).
  */
-void script_print_unwound(struct vmpt_consumer *c, unsigned f, const uint64_t *ips, size_t n);
+void script_print_unwound(struct vmpt_consumer *c, uint64_t f, const uint64_t *ips, size_t n);
 /* perf script's --max-stack: the frames of a stack unwound at most. */
 #define SCRIPT_MAX_STACK 127
 /* The frames of the sample's user stack, unwound: how many put in ips. */
@@ -416,7 +423,7 @@ int script_chain_mode(uint64_t marker, unsigned *cpumode);
 int script_unmapped_in_mode(struct vmpt_consumer *c, uint64_t addr, unsigned cpumode,
 			    const struct vmpt_section **sec);
 /* " [unknown] ([unknown])" by the fields: an address perf finds no map for. */
-void script_print_unmapped(struct vmpt_consumer *c, unsigned f);
+void script_print_unmapped(struct vmpt_consumer *c, uint64_t f);
 /* A recorded AUXTRACE_ERROR as perf_event__fprintf_auxtrace_error. */
 void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf_event *ev);
 /* The section of code at addr in machine guest (0: host) of c's task. */
@@ -453,7 +460,7 @@ int script_fast_ok(const struct vmpt_script *s);
  * from the symbol's text: the end, or NULL where vmpt_script_line.c must
  * print it (no section; a name too long).
  */
-char *script_sym_dso_at(struct vmpt_consumer *c, char *p, unsigned f,
+char *script_sym_dso_at(struct vmpt_consumer *c, char *p, uint64_t f,
 			const struct vmpt_section *sec, uint64_t ip, int guest);
 int script_fast_insn(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		     uint64_t addr, int guest);
@@ -466,6 +473,25 @@ void script_fast_held(struct vmpt_consumer *c);
 uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec,
 			 const uint8_t *isize, uint64_t *ip, uint32_t n, int guest);
 
+/* A sample's fields after its synth payload and addr (data_src, weight,
+ * ins_lat), after its ip (iregs, uregs), before its end (phys_addr,
+ * data_page_size, code_page_size), as perf prints them: of the recorded
+ * sample ev, or NULL for one perf synthesizes (zeros, no registers).
+ * vmpt_script_mem.c, vmpt_script_regs.c.
+ */
+void script_print_mem_access(struct vmpt_consumer *c, uint64_t f,
+			     const struct vmpt_perf_event *ev);
+void script_print_regs(struct vmpt_consumer *c, uint64_t f, const struct vmpt_perf_event *ev);
+void script_print_mem_pages(struct vmpt_consumer *c, uint64_t f,
+			    const struct vmpt_perf_event *ev);
+/* vmpt_script_srccode.c: after a sample's line, its source line's text
+ * (-F srccode) at ip in sec (NULL: none), as c's task's thread; the run's
+ * files freed.
+ */
+void script_print_srccode(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+			  int guest);
+void script_srccode_free(struct vmpt_script *s);
+
 /* vmpt_script_srcline.c: perf's srcline text for ip in sec (NULL: in
  * the host's recorded mappings), "file:line" or "dso[addr]" (its length;
  * 0: none), and the stream's DWARF freed.
@@ -473,6 +499,12 @@ uint32_t script_fast_run(struct vmpt_consumer *c, const struct vmpt_section *sec
 size_t script_srcline(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		      int guest, char *buf, size_t cap);
 void script_srclines_free(struct vmpt_consumer *c);
+/* The source file's path (as the DWARF names it) and line of ip in sec
+ * for perf's srccode: 0, or -1 (none; the kernel's, the vdso's and a
+ * JIT map's are not asked, as perf's).
+ */
+int script_srccode_line(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+			const char **path, unsigned *line);
 /* The inline chain at ip in sec, innermost first (vmpt/srcline.h). */
 size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		      const struct vmpt_inline_frame **frames);

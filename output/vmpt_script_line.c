@@ -160,9 +160,55 @@ static void keep_task_cols(struct vmpt_consumer *c, unsigned cols, int callchain
 	k->len = (unsigned)n;
 }
 
+/* perf's misc column: the record's cpumode and kind bits as letters,
+ * each tested as (misc & bit) == bit (so hypervisor mode, 3, is "KUH"),
+ * in 6 columns.
+ */
+static void print_misc(struct vmpt_consumer *c, const struct vmpt_perf_event *rec)
+{
+	static const struct { unsigned bits; char ch; } modes[] = {
+		{ PERF_RECORD_MISC_KERNEL, 'K' }, { PERF_RECORD_MISC_USER, 'U' },
+		{ PERF_RECORD_MISC_HYPERVISOR, 'H' }, { PERF_RECORD_MISC_GUEST_KERNEL, 'G' },
+		{ PERF_RECORD_MISC_GUEST_USER, 'g' },
+	};
+	unsigned misc = rec ? rec->misc : 0;
+	char text[8];
+	size_t n = 0;
+
+#define HAS(bit) ((misc & (bit)) == (bit))
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		if (HAS(modes[i].bits))
+			text[n++] = modes[i].ch;
+	switch (rec ? rec->type : PERF_RECORD_SAMPLE) {
+	case PERF_RECORD_MMAP:
+	case PERF_RECORD_MMAP2:
+		if (HAS(PERF_RECORD_MISC_MMAP_DATA))
+			text[n++] = 'M';
+		break;
+	case PERF_RECORD_COMM:
+		if (HAS(PERF_RECORD_MISC_COMM_EXEC))
+			text[n++] = 'E';
+		break;
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		if (HAS(PERF_RECORD_MISC_SWITCH_OUT)) {
+			text[n++] = 'S';
+			if (misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT)
+				text[n++] = 'p';
+		}
+		break;
+	default:
+		break;
+	}
+#undef HAS
+	script_out_small(c, text, n);
+	/* perf's "%*s" of " " in 6 - n */
+	script_out_spaces(c, n < 6 ? 6 - (int)n : 1);
+}
+
 /* perf_sample__fprintf_start: the columns before the event. */
-void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
-			int guest, int callchain)
+void script_print_start(struct vmpt_consumer *c, uint64_t f, uint64_t time,
+			int guest, int callchain, const struct vmpt_perf_event *rec)
 {
 	const struct vmpt_task *t = &c->task;
 	int gtask = t->machine_pid > 0 && (t->vcpu & GUEST_SAMPLE);
@@ -173,6 +219,8 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 
 	if (host && task_cols_kept(c, cols, callchain)) {
 		script_out_small(c, c->task_cols.text, c->task_cols.len);
+		if (f & VMPT_F_MISC)
+			print_misc(c, rec);
 		if (f & VMPT_F_TIME)
 			print_time(c, time);
 		return;
@@ -233,12 +281,14 @@ void script_print_start(struct vmpt_consumer *c, unsigned f, uint64_t time,
 	}
 	if (host)
 		keep_task_cols(c, cols, callchain, start);
+	if (f & VMPT_F_MISC)
+		print_misc(c, rec);
 	if (f & VMPT_F_TIME)
 		print_time(c, time);
 }
 
 /* perf's "insn: 41 57", then the disassembly (--insn-trace=disasm). */
-static void print_insn(struct vmpt_consumer *c, unsigned f, const struct script_sample *smp)
+static void print_insn(struct vmpt_consumer *c, uint64_t f, const struct script_sample *smp)
 {
 	const struct vmpt_section *s = smp->sec;
 	const uint8_t *code = NULL;
@@ -276,7 +326,7 @@ static void print_insn(struct vmpt_consumer *c, unsigned f, const struct script_
 			    c->insn[smp->mode]->op_str);
 }
 
-static void print_ipc(struct vmpt_consumer *c, unsigned f, const struct script_sample *smp)
+static void print_ipc(struct vmpt_consumer *c, uint64_t f, const struct script_sample *smp)
 {
 	unsigned ipc;
 
@@ -290,7 +340,7 @@ static void print_ipc(struct vmpt_consumer *c, unsigned f, const struct script_s
 /* perf_sample__fprintf_callindent: the call depth, then the function
  * called or returned from, in a column that keeps its width.
  */
-static void print_callindent(struct vmpt_consumer *c, unsigned f,
+static void print_callindent(struct vmpt_consumer *c, uint64_t f,
 			     const struct script_sample *smp, size_t depth)
 {
 	const char *name = NULL;
@@ -337,7 +387,7 @@ static void print_callindent(struct vmpt_consumer *c, unsigned f,
 		script_out_spaces(c, c->s->spacing - len);
 }
 
-static void print_brstack(struct vmpt_consumer *c, unsigned f,
+static void print_brstack(struct vmpt_consumer *c, uint64_t f,
 			  const struct script_branch *br, size_t n, int guest)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -429,7 +479,7 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 {
 	const struct vmpt_script_opts *o = c->o;
 	int type = in->ev <= VMPT_SE_TRANSACTIONS ? VMPT_OUT_HW : VMPT_OUT_SYNTH;
-	unsigned f = o->f.set[type];
+	uint64_t f = o->f.set[type];
 	int bts = in->ev == VMPT_SE_BRANCHES;
 	int callchain = x && x->nchain && (f & VMPT_F_IP);
 	/* A copy only where the sample needs more than it has. */
@@ -462,8 +512,8 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		if (cs_disasm_iter(c->cs[copy.mode], &code, &avail, &at, c->insn[copy.mode]))
 			copy.insn_len = c->insn[copy.mode]->size;
 	}
-	if (f & (VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME))
-		script_print_start(c, f, smp->time, smp->guest, callchain);
+	if (f & (VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_MISC | VMPT_F_TIME))
+		script_print_start(c, f, smp->time, smp->guest, callchain, NULL);
 	if (f & VMPT_F_PERIOD) {
 		script_out_u64(c, smp->period, 10, 0);
 		script_out_char(c, ' ');
@@ -505,6 +555,8 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 		if (f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM))
 			print_insn(c, f, smp);
 		script_out_char(c, '\n');
+		if (f & VMPT_F_SRCCODE)
+			script_print_srccode(c, smp->ip ? sec : NULL, smp->ip, smp->guest);
 		return;
 	}
 	if (type == VMPT_OUT_SYNTH && (f & VMPT_F_SYNTH)) {
@@ -514,6 +566,7 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 	}
 	if (f & VMPT_F_ADDR)
 		script_out_hex16(c, smp->addr);
+	script_print_mem_access(c, f, NULL);
 	if (f & VMPT_F_IP) {
 		if (callchain) {
 			unsigned mode = PERF_RECORD_MISC_USER;
@@ -529,8 +582,11 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 	if (x && x->nbr && (f & (VMPT_F_BRSTACK | VMPT_F_BRSTACKSYM)))
 		print_brstack(c, f, x->br, x->nbr, smp->guest);
 	print_insn(c, f, smp);
+	script_print_mem_pages(c, f, NULL);
 	print_ipc(c, f, smp);
 	script_out_char(c, '\n');
+	if (f & VMPT_F_SRCCODE)
+		script_print_srccode(c, smp->ip ? sec : NULL, smp->ip, smp->guest);
 }
 
 /* "%*s: ": the event's name in the names' column. */

@@ -130,61 +130,117 @@ void script_attr_name(const struct perf_event_attr *a, char *buf, size_t size)
 const struct vmpt_perf_attr *script_first_of_type(const struct vmpt_perf_data *pd,
 						  uint32_t type)
 {
+	/* perf passes over dummy events (sideband only, no samples). */
 	for (size_t i = 0; pd && i < pd->nr_attrs; i++)
-		if (pd->attrs[i].attr.type == type)
+		if (pd->attrs[i].attr.type == type &&
+		    !(type == PERF_TYPE_SOFTWARE && pd->attrs[i].attr.config == PERF_COUNT_SW_DUMMY))
 			return &pd->attrs[i];
 	return NULL;
 }
 
-unsigned script_fields_sampled(unsigned f, unsigned named, uint64_t sample_type)
+/* The sample_type bit each field needs, in the order perf checks them
+ * (evsel__check_attr); bit 0: the source line's check that ip is there.
+ * aux: with AUXTRACE, perf prints the field of a sample without it (0).
+ */
+static const struct field_need {
+	uint64_t field, bit;
+	const char *attr, *name;
+	int aux;
+} field_needs[] = {
+	{ VMPT_F_ADDR, PERF_SAMPLE_ADDR, "ADDR", "addr", 1 },
+	{ VMPT_F_DATA_SRC, PERF_SAMPLE_DATA_SRC, "DATA_SRC", "data_src", 1 },
+	{ VMPT_F_WEIGHT, PERF_SAMPLE_WEIGHT_TYPE, "WEIGHT", "weight", 1 },
+	{ VMPT_F_SRCLINE | VMPT_F_SRCCODE, 0, NULL, NULL, 0 },
+	{ VMPT_F_CPU, PERF_SAMPLE_CPU, "CPU", "cpu", 1 },
+	{ VMPT_F_IREGS, PERF_SAMPLE_REGS_INTR, "IREGS", "iregs", 1 },
+	{ VMPT_F_UREGS, PERF_SAMPLE_REGS_USER, "UREGS", "uregs", 0 },
+	{ VMPT_F_PHYS_ADDR, PERF_SAMPLE_PHYS_ADDR, "PHYS_ADDR", "phys_addr", 1 },
+	{ VMPT_F_DATA_PAGE_SIZE, PERF_SAMPLE_DATA_PAGE_SIZE, "DATA_PAGE_SIZE",
+	  "data_page_size", 0 },
+	{ VMPT_F_CODE_PAGE_SIZE, PERF_SAMPLE_CODE_PAGE_SIZE, "CODE_PAGE_SIZE",
+	  "code_page_size", 0 },
+	{ VMPT_F_INS_LAT, PERF_SAMPLE_WEIGHT_STRUCT, "WEIGHT_STRUCT", "ins_lat", 0 },
+};
+
+uint64_t script_fields_sampled(uint64_t f, uint64_t named, uint64_t sample_type)
 {
 	/* No period is no reason: perf prints the attr's fixed one. */
-	static const struct { uint64_t bit; unsigned fields; } need[] = {
+	static const struct { uint64_t bit, fields; } need[] = {
 		{ PERF_SAMPLE_IP, VMPT_F_IP | VMPT_F_SYM | VMPT_F_SYMOFF | VMPT_F_DSO |
-				  VMPT_F_SRCLINE },
+				  VMPT_F_SRCLINE | VMPT_F_SRCCODE },
 		{ PERF_SAMPLE_TID, VMPT_F_PID | VMPT_F_TID },
 		{ PERF_SAMPLE_TIME, VMPT_F_TIME },
-		{ PERF_SAMPLE_CPU, VMPT_F_CPU },
-		{ PERF_SAMPLE_ADDR, VMPT_F_ADDR },
 	};
 
 	for (size_t i = 0; i < sizeof(need) / sizeof(need[0]); i++)
 		if (!(sample_type & need[i].bit))
 			f &= ~(need[i].fields & ~named);
+	for (size_t i = 0; i < sizeof(field_needs) / sizeof(field_needs[0]); i++)
+		if (field_needs[i].bit && !(sample_type & field_needs[i].bit))
+			f &= ~(field_needs[i].field & ~named);
 	return f;
 }
 
-/* Without Intel PT (perf's AUXTRACE), a field -F asks for of every type
- * that the first event of a type does not sample is perf's error.
+static int srcline_without_ip(char *err, size_t errlen)
+{
+	snprintf(err, errlen, "Display of source line number requested but sample IP is not\n"
+		 "selected. Hence, no address to lookup the source line number.");
+	return -VMPT_ERR_INVAL;
+}
+
+/* perf's error for fields f of event a, which it does not sample: those
+ * -F asks for of every type (wild) are refused, but with AUXTRACE (aux)
+ * the ones perf prints as 0; and the source line without ip.
+ */
+static int check_event(const struct vmpt_perf_attr *a, uint64_t f, uint64_t wild, int aux,
+		       char *err, size_t errlen)
+{
+	char name[64];
+
+	for (size_t k = 0; k < sizeof(field_needs) / sizeof(field_needs[0]); k++) {
+		const struct field_need *n = &field_needs[k];
+
+		if (!n->bit) {
+			if ((f & n->field) && !(f & VMPT_F_IP))
+				return srcline_without_ip(err, errlen);
+			continue;
+		}
+		if (!(f & wild & n->field) || (a->attr.sample_type & n->bit) || (aux && n->aux))
+			continue;
+		if (!a->name)
+			script_attr_name(&a->attr, name, sizeof(name));
+		snprintf(err, errlen, "Samples for '%s' event do not have %s attribute "
+			 "set. Cannot print '%s' field.", a->name ? a->name : name,
+			 n->attr, n->name);
+		return -VMPT_ERR_INVAL;
+	}
+	return 0;
+}
+
+/* perf checks the first event of each type, in the order of the types:
+ * the recorded hardware, software and tracepoint events, then (as a type
+ * of its own) the Intel PT event, for the fields -F asks of every type.
  */
 static int unsampled_fields(const struct vmpt_script_opts *o, const struct vmpt_perf_data *pd,
-			    char *err, size_t errlen)
+			    const struct perf_event_attr *intel_pt, char *err, size_t errlen)
 {
 	static const struct { int out; uint32_t type; } types[] = {
 		{ VMPT_OUT_HW, PERF_TYPE_HARDWARE }, { VMPT_OUT_SW, PERF_TYPE_SOFTWARE },
 		{ VMPT_OUT_TRACE, PERF_TYPE_TRACEPOINT },
 	};
-	static const struct { unsigned field; uint64_t bit; const char *attr, *name; } need[] = {
-		{ VMPT_F_ADDR, PERF_SAMPLE_ADDR, "ADDR", "addr" },
-		{ VMPT_F_CPU, PERF_SAMPLE_CPU, "CPU", "cpu" },
-	};
+	const struct vmpt_perf_attr *a;
+	int ret;
 
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
-		const struct vmpt_perf_attr *a = script_first_of_type(pd, types[i].type);
-		char name[64];
-
-		for (size_t k = 0; a && k < sizeof(need) / sizeof(need[0]); k++) {
-			if (!(o->f.set[types[i].out] & o->f.wild & need[k].field) ||
-			    (a->attr.sample_type & need[k].bit))
-				continue;
-			if (!a->name)
-				script_attr_name(&a->attr, name, sizeof(name));
-			snprintf(err, errlen, "Samples for '%s' event do not have %s attribute "
-				 "set. Cannot print '%s' field.", a->name ? a->name : name,
-				 need[k].attr, need[k].name);
-			return -VMPT_ERR_INVAL;
-		}
-	}
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if ((a = script_first_of_type(pd, types[i].type)) &&
+		    (ret = check_event(a, o->f.set[types[i].out], o->f.wild, !!intel_pt, err,
+				       errlen)) < 0)
+			return ret;
+	/* Its fields are those -F asks of every type; the ip is checked
+	 * with the types of Intel PT's samples.
+	 */
+	if (intel_pt && (a = script_first_of_type(pd, intel_pt->type)))
+		return check_event(a, o->f.wild | VMPT_F_IP, o->f.wild, 1, err, errlen);
 	return 0;
 }
 
@@ -203,7 +259,7 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 	const struct vmpt_itrace *it = &o->it;
 	uint64_t sample_type = intel_pt ? intel_pt->sample_type : 0;
 	int per_cpu = info && info->priv[VMPT_INTEL_PT_PER_CPU_MMAPS];
-	int timeless = 1, width = 0;
+	int timeless = 1, width = 0, ret;
 	int have[VMPT_SE_COUNT] = { 0 };
 	const struct vmpt_perf_attr *hw;
 
@@ -269,11 +325,12 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 	}
 	/* Fields the samples do not carry: gone from the defaults, an error
 	 * when asked for (perf's words; cpu of a per-thread recording is
-	 * allowed, as perf allows it with AUXTRACE).  Without Intel PT
-	 * there are no such samples: the sideband keeps its fields.
+	 * allowed, as perf allows it with AUXTRACE), the recorded events'
+	 * first.  Without Intel PT there are no Intel PT samples to settle:
+	 * the sideband keeps its fields.
 	 */
-	if (!intel_pt)
-		return unsampled_fields(o, pd, err, errlen);
+	if ((ret = unsampled_fields(o, pd, intel_pt, err, errlen)) < 0 || !intel_pt)
+		return ret;
 	if (timeless)
 		o->it.timeless = 1;
 	o->est_tsc = !timeless;
@@ -299,12 +356,15 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 		if (t == VMPT_OUT_HW && (hw = script_first_of_type(pd, PERF_TYPE_HARDWARE)))
 			o->f.set[t] = script_fields_sampled(o->f.set[t], o->f.named[t],
 							    hw->attr.sample_type);
-		if ((o->f.set[t] & VMPT_F_SRCLINE) && !(o->f.set[t] & VMPT_F_IP)) {
-			snprintf(err, errlen, "Display of source line number requested but "
-				 "sample IP is not\nselected. Hence, no address to lookup the "
-				 "source line number.");
-			return -VMPT_ERR_INVAL;
-		}
+		/* The samples perf synthesizes carry no more than the Intel
+		 * PT event samples, those fields it prints as 0 aside.
+		 */
+		for (size_t k = 0; k < sizeof(field_needs) / sizeof(field_needs[0]); k++)
+			if (field_needs[k].bit && !field_needs[k].aux &&
+			    !(sample_type & field_needs[k].bit))
+				o->f.set[t] &= ~field_needs[k].field;
+		if ((o->f.set[t] & (VMPT_F_SRCLINE | VMPT_F_SRCCODE)) && !(o->f.set[t] & VMPT_F_IP))
+			return srcline_without_ip(err, errlen);
 		if ((o->f.set[t] & VMPT_F_SYMOFF) && !(o->f.set[t] & VMPT_F_SYM)) {
 			snprintf(err, errlen, "Display of offsets requested but symbol is "
 				 "notselected.");

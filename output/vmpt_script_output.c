@@ -73,7 +73,8 @@ int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, u
 		sec = script_find(c, ip, guest);
 	if (sec)
 		name = sec->name;
-	else if (ip && c->o->map_of && c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) == 0)
+	else if (ip && c->o->map_of &&
+		 c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) == 0)
 		name = map.name;
 	if (fl->ndsos) {
 		const char *slash = name ? strrchr(name, '/') : NULL;

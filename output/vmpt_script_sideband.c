@@ -105,10 +105,10 @@ void script_print_recorded_error(struct vmpt_consumer *c, const struct vmpt_perf
 }
 
 /* A record's start of line; its time is perf time already. */
-static void print_record_start(struct vmpt_consumer *c, unsigned f,
+static void print_record_start(struct vmpt_consumer *c, uint64_t f,
 			       const struct vmpt_perf_event *ev, int callchain)
 {
-	script_print_start(c, f & ~VMPT_F_TIME, 0, 0, callchain);
+	script_print_start(c, f & ~VMPT_F_TIME, 0, 0, callchain, ev);
 	if (f & VMPT_F_TIME)
 		script_print_ns(c, ev->sid.time);
 }
@@ -117,7 +117,7 @@ static void print_record_start(struct vmpt_consumer *c, unsigned f,
  * defaults, less what the first event of its type does not sample
  * (perf checks that one for the type) unless -F named it.
  */
-static unsigned other_fields(const struct vmpt_consumer *c, const struct vmpt_perf_attr *a)
+static uint64_t other_fields(const struct vmpt_consumer *c, const struct vmpt_perf_attr *a)
 {
 	const struct vmpt_perf_attr *first = script_first_of_type(c->o->pd, a->attr.type);
 	int t = a->attr.type == PERF_TYPE_TRACEPOINT ? VMPT_OUT_TRACE :
@@ -125,7 +125,7 @@ static unsigned other_fields(const struct vmpt_consumer *c, const struct vmpt_pe
 	/* A field the event does not sample stays only when -F named it for
 	 * every type (perf's error without Intel PT, its 0 with).
 	 */
-	unsigned f = script_fields_sampled(c->o->f.set[t], c->o->f.named[t] & c->o->f.wild,
+	uint64_t f = script_fields_sampled(c->o->f.set[t], c->o->f.named[t] & c->o->f.wild,
 					   (first ? first : a)->attr.sample_type);
 
 	/* Only Intel PT's samples have these. */
@@ -147,13 +147,30 @@ static int chain_known(const struct vmpt_perf_event *ev)
 	return 1;
 }
 
+/* A sample's fields after its ip, the end of its line, then its source
+ * line's text.
+ */
+static void end_line(struct vmpt_consumer *c, uint64_t f, const struct vmpt_perf_event *ev)
+{
+	const struct vmpt_section *sec;
+
+	script_print_regs(c, f, ev);
+	script_print_mem_pages(c, f, ev);
+	script_out_char(c, '\n');
+	/* the ip's map as the sample's line named it */
+	if ((f & VMPT_F_SRCCODE) && ev->sample.ip &&
+	    !script_unmapped_in_mode(c, ev->sample.ip, ev->misc & PERF_RECORD_MISC_CPUMODE_MASK,
+				     &sec))
+		script_print_srccode(c, sec, ev->sample.ip, 0);
+}
+
 void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
 {
 	const struct vmpt_perf_attr *a = ev->attr;
 	uint64_t chain[256];
 	char name[64];
 	const char *evname = name;
-	unsigned f;
+	uint64_t f;
 	int callchain;
 
 	if (!a || a->attr.type >= PERF_TYPE_MAX) {
@@ -181,6 +198,7 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 		script_print_trace(c, ev);
 	if (f & VMPT_F_ADDR)
 		script_outf(c, "%16" PRIx64, ev->sample.addr);
+	script_print_mem_access(c, f, ev);
 	if (callchain) {
 		script_out_char(c, '\n');
 		if (chain_known(ev)) {
@@ -200,7 +218,7 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 		if ((a->attr.sample_type & (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)) ==
 		    (PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER))
 			script_print_unwound(c, f, chain, script_unwind(c, ev, chain, SCRIPT_MAX_STACK));
-		script_out_char(c, '\n');
+		end_line(c, f, ev);
 		return;
 	}
 	if (f & VMPT_F_IP) {
@@ -213,16 +231,17 @@ void script_print_other_sample(struct vmpt_consumer *c, const struct vmpt_perf_e
 		else
 			script_print_sym_dso(c, f, sec, ev->sample.ip, 0);
 	}
-	script_out_char(c, '\n');
+	end_line(c, f, ev);
 }
 
 void script_print_sideband(struct vmpt_consumer *c, const struct vmpt_perf_event *ev)
 {
-	const unsigned start = VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_TIME;
+	const uint64_t start = VMPT_F_COMM | VMPT_F_PID | VMPT_F_TID | VMPT_F_CPU | VMPT_F_MISC |
+			       VMPT_F_TIME;
 	const struct vmpt_perf_attr *a = c->o->pd ?
 		(ev->sid.present & (PERF_SAMPLE_ID | PERF_SAMPLE_IDENTIFIER) ?
 			vmpt_perf_attr_by_id(c->o->pd, ev->sid.id) : c->o->pd->attrs) : NULL;
-	unsigned f = c->o->f.set[VMPT_OUT_HW] & start;
+	uint64_t f = c->o->f.set[VMPT_OUT_HW] & start;
 	const struct vmpt_task saved = c->task;
 
 	if (a && a->attr.type == PERF_TYPE_SOFTWARE && a->attr.config == PERF_COUNT_SW_DUMMY) {

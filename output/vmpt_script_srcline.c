@@ -97,7 +97,8 @@ static size_t mapping_srcline(struct vmpt_consumer *c, uint64_t ip, char *buf, s
 {
 	struct vmpt_map_ref map;
 
-	if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) < 0)
+	if (!c->o->map_of ||
+	    c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) < 0)
 		return 0;
 	return dso_at(buf, cap, map.name, map.no_file ? ip : map.pgoff + (ip - map.start));
 }
@@ -132,6 +133,19 @@ size_t script_srcline_record(struct vmpt_consumer *c, const struct vmpt_section 
 	if (!sec || sec->name[0] == '[' || line_at(c, sec, ip, &addr, &file, &line) < 0)
 		return 0;
 	return fitted(snprintf(buf, cap, "%s:%u", file, line), cap);
+}
+
+int script_srccode_line(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
+			const char **path, unsigned *line)
+{
+	struct vmpt_srcline *sl;
+
+	/* perf's dso__name: none for the kernel, the vdso, a JIT's map */
+	if (sec->name[0] == '[' || !strncmp(sec->name, "/tmp/perf-", 10) ||
+	    !(sl = srcline_of(c, sec)))
+		return -1;
+	return vmpt_srcline_path(sl, vmpt_srcline_addr(sl, sec->file_offset + (ip - sec->vaddr)),
+				 path, line) == 0 ? 0 : -1;
 }
 
 size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,

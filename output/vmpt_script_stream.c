@@ -369,6 +369,7 @@ void vmpt_script_free(struct vmpt_script *s)
 	for (size_t i = 0; i < s->n_unread; i++)
 		free(s->unread[i].name);
 	free(s->unread);
+	script_srccode_free(s);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

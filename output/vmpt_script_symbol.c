@@ -81,7 +81,7 @@ void script_print_srcline(struct vmpt_consumer *c, const struct vmpt_section *se
 /* " sym+off (dso)" as sample__fprintf_sym prints it, by the fields, then
  * the srcline.
  */
-void script_print_sym_dso(struct vmpt_consumer *c, unsigned f,
+void script_print_sym_dso(struct vmpt_consumer *c, uint64_t f,
 			  const struct vmpt_section *sec, uint64_t ip, int guest)
 {
 	const struct sym_seen *e;
@@ -147,8 +147,12 @@ static uint64_t frame_addr(const struct vmpt_consumer *c, const struct vmpt_sect
 	if (c->o->kernel_start && ip >= c->o->kernel_start)
 		return ip;
 	if (!sec) {
-		if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) < 0 ||
-		    (map.name[0] == '[' && strcmp(map.name, "[vdso]")))
+		/* Memory of no file (a JIT's) is addressed as is (perf's
+		 * identity map_ip).
+		 */
+		if (!c->o->map_of ||
+		    c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) < 0 ||
+		    map.no_file || (map.name[0] == '[' && strcmp(map.name, "[vdso]")))
 			return ip;
 		return map.pgoff + (ip - map.start);
 	}
@@ -178,7 +182,7 @@ static void keep_record(struct kept_line *kl, const struct vmpt_inline_frame *fr
  * frame of the symbol).  kl (a frame unwound): the srclines are the
  * records', the last one's kept in kl.
  */
-static int print_inlined(struct vmpt_consumer *c, unsigned f, const struct vmpt_section *sec,
+static int print_inlined(struct vmpt_consumer *c, uint64_t f, const struct vmpt_section *sec,
 			 uint64_t ip, int guest, struct kept_line *kl)
 {
 	const struct vmpt_inline_frame *fr;
@@ -249,7 +253,7 @@ int script_unmapped_in_mode(struct vmpt_consumer *c, uint64_t addr, unsigned cpu
 	       (!*sec || (*sec)->asid.cr3 == VMPT_ASID_ANY);
 }
 
-void script_print_unmapped(struct vmpt_consumer *c, unsigned f)
+void script_print_unmapped(struct vmpt_consumer *c, uint64_t f)
 {
 	if (f & VMPT_F_SYM)
 		script_out_mem(c, " [unknown]", 10);
@@ -260,7 +264,7 @@ void script_print_unmapped(struct vmpt_consumer *c, unsigned f)
 /* One callchain line (and the inlined functions' before it, with inlines;
  * unwound: perf's frame of a stack it unwound).
  */
-static void print_frame(struct vmpt_consumer *c, unsigned f, uint64_t ip, int guest,
+static void print_frame(struct vmpt_consumer *c, uint64_t f, uint64_t ip, int guest,
 			unsigned cpumode, int inlines, int unwound)
 {
 	struct kept_line kl;
@@ -288,7 +292,7 @@ static void print_frame(struct vmpt_consumer *c, unsigned f, uint64_t ip, int gu
 	script_out_char(c, '\n');
 }
 
-void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t *chain,
+void script_print_callchain(struct vmpt_consumer *c, uint64_t f, const uint64_t *chain,
 			    size_t n, int guest, unsigned *cpumode)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -299,7 +303,7 @@ void script_print_callchain(struct vmpt_consumer *c, unsigned f, const uint64_t 
 	}
 }
 
-void script_print_unwound(struct vmpt_consumer *c, unsigned f, const uint64_t *ips, size_t n)
+void script_print_unwound(struct vmpt_consumer *c, uint64_t f, const uint64_t *ips, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		if (ips[i])

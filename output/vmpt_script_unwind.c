@@ -27,7 +27,8 @@ static int map_at(void *ctx, uint64_t addr, struct vmpt_unwind_map *m)
 	if (script_unmapped_in_mode(c, addr, PERF_RECORD_MISC_USER, &sec) || !sec ||
 	    !(f = vmpt_image_section_file(c->o->image, sec))) {
 		/* Recorded, not here (a stack, a heap, a missing binary). */
-		if (!c->o->map_of || c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, addr, &ref) < 0)
+		if (!c->o->map_of ||
+		    c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, addr, &ref) < 0)
 			return -1;
 		memset(m, 0, sizeof(*m));
 		m->start = ref.start;

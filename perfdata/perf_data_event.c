@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* perf.data records: walking the data section and parsing each record,
- * the sample_id trailer laid out by the record's attr.
+ * the sample_id trailer laid out by the record's attr (a SAMPLE's fields:
+ * perf_data_sample.c).
  */
 #include "perf_data_priv.h"
 #include "vmpt/error.h"
@@ -260,181 +261,6 @@ static int parse_trailer(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev,
 	if (st & PERF_SAMPLE_IDENTIFIER)
 		ev->sid.id = pd_u64(p);
 	return (int)(body - tsize);
-}
-
-static int parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev)
-{
-	const uint8_t *p = ev->raw + 8, *end = ev->raw + ev->size;
-	uint64_t st;
-
-	if (!ev->attr)
-		return 0;
-	st = ev->attr->attr.sample_type;
-#define TAKE(n)                                                                \
-	do {                                                                   \
-		if (end - p < (n))                                             \
-			return pd_error(pd, ev->offset, VMPT_ERR_FORMAT,      \
-					"SAMPLE record size %u too small for its sample_type %#llx", \
-					ev->size, (unsigned long long)st);     \
-	} while (0)
-	ev->sid.present = st & (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
-				PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |
-				PERF_SAMPLE_IDENTIFIER);
-	if (st & PERF_SAMPLE_IDENTIFIER) {
-		TAKE(8);
-		ev->sid.id = pd_u64(p);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_IP) {
-		TAKE(8);
-		ev->sample.ip = pd_u64(p);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_TID) {
-		TAKE(8);
-		ev->sid.pid = pd_u32(p);
-		ev->sid.tid = pd_u32(p + 4);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_TIME) {
-		TAKE(8);
-		ev->sid.time = pd_u64(p);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_ADDR) {
-		TAKE(8);
-		ev->sample.addr = pd_u64(p);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_ID) {
-		TAKE(8);
-		ev->sid.id = pd_u64(p);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_STREAM_ID) {
-		TAKE(8);
-		ev->sid.stream_id = pd_u64(p);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_CPU) {
-		TAKE(8);
-		ev->sid.cpu = pd_u32(p);
-		p += 8;
-	}
-	/* Without PERIOD in the sample the attr's fixed period applies. */
-	ev->sample.period = ev->attr->attr.freq ? 0 : ev->attr->attr.sample_period;
-	if (st & PERF_SAMPLE_PERIOD) {
-		TAKE(8);
-		ev->sample.period = pd_u64(p);
-		p += 8;
-	}
-	if (st & PERF_SAMPLE_READ) {
-		uint64_t rf = ev->attr->attr.read_format, one = 8, n = 1, head = 0;
-
-		one += rf & PERF_FORMAT_ID ? 8 : 0;
-		one += rf & PERF_FORMAT_LOST ? 8 : 0;
-		head += rf & PERF_FORMAT_TOTAL_TIME_ENABLED ? 8 : 0;
-		head += rf & PERF_FORMAT_TOTAL_TIME_RUNNING ? 8 : 0;
-		if (rf & PERF_FORMAT_GROUP) {
-			TAKE(8);
-			n = pd_u64(p);
-			head += 8;
-			if (n > (uint64_t)(end - p) / one)
-				TAKE((ptrdiff_t)(end - p) + 1);
-		}
-		TAKE((ptrdiff_t)(head + n * one));
-		ev->sample.nr_read = n;
-		ev->sample.read = rf & PERF_FORMAT_GROUP ? p + head : p;
-		p += head + n * one;
-	}
-	if (st & PERF_SAMPLE_CALLCHAIN) {
-		TAKE(8);
-		ev->sample.nr_chain = pd_u64(p);
-		p += 8;
-		if (ev->sample.nr_chain > (uint64_t)(end - p) / 8)
-			TAKE((ptrdiff_t)(end - p) + 1);
-		ev->sample.chain = p;
-		p += ev->sample.nr_chain * 8;
-	}
-	if (st & PERF_SAMPLE_RAW) {
-		TAKE(4);
-		ev->sample.raw_size = pd_u32(p);
-		p += 4;
-		TAKE((ptrdiff_t)ev->sample.raw_size);
-		ev->sample.raw_data = p;
-		p += ev->sample.raw_size;
-	}
-	if (st & PERF_SAMPLE_BRANCH_STACK) {
-		uint64_t nr;
-
-		TAKE(8);
-		nr = pd_u64(p);
-		p += 8;
-		if (ev->attr->attr.branch_sample_type & PERF_SAMPLE_BRANCH_HW_INDEX) {
-			TAKE(8);
-			p += 8;
-		}
-		if (nr > (uint64_t)(end - p) / 24)
-			TAKE((ptrdiff_t)(end - p) + 1);
-		p += nr * 24;
-	}
-	if (st & PERF_SAMPLE_REGS_USER) {
-		TAKE(8);
-		ev->sample.regs_user_abi = pd_u64(p);
-		p += 8;
-		if (ev->sample.regs_user_abi) {
-			unsigned n = (unsigned)__builtin_popcountll(ev->attr->attr.sample_regs_user);
-
-			TAKE((ptrdiff_t)n * 8);
-			ev->sample.regs_user = p;
-			p += n * 8;
-		}
-	}
-	if (st & PERF_SAMPLE_STACK_USER) {
-		uint64_t size;
-
-		TAKE(8);
-		size = pd_u64(p);
-		p += 8;
-		if (size) {
-			if (size > (uint64_t)(end - p))
-				TAKE((ptrdiff_t)(end - p) + 1);
-			ev->sample.stack_user = p;
-			p += size;
-			TAKE(8);
-			/* The part the kernel filled; never past the copy. */
-			ev->sample.stack_user_size = pd_u64(p) < size ? pd_u64(p) : size;
-		}
-	}
-#undef TAKE
-	return 0;
-}
-
-void vmpt_perf_sample_read(const struct vmpt_perf_event *ev, uint64_t i, uint64_t *id,
-			   uint64_t *value)
-{
-	uint64_t rf = ev->attr->attr.read_format;
-	const uint8_t *v;
-
-	if (rf & PERF_FORMAT_GROUP) {
-		/* nr, [enabled], [running], then { value, [id], [lost] } each */
-		v = ev->sample.read + i * (8 + (rf & PERF_FORMAT_ID ? 8 : 0) +
-					   (rf & PERF_FORMAT_LOST ? 8 : 0));
-		*value = pd_u64(v);
-		*id = rf & PERF_FORMAT_ID ? pd_u64(v + 8) : 0;
-		return;
-	}
-	/* value, [enabled], [running], [id], [lost] */
-	v = ev->sample.read;
-	*value = pd_u64(v);
-	v += 8 + (rf & PERF_FORMAT_TOTAL_TIME_ENABLED ? 8 : 0) +
-	     (rf & PERF_FORMAT_TOTAL_TIME_RUNNING ? 8 : 0);
-	*id = rf & PERF_FORMAT_ID ? pd_u64(v) : 0;
-}
-
-uint64_t vmpt_perf_sample_chain(const struct vmpt_perf_event *ev, uint64_t i)
-{
-	return pd_u64(ev->sample.chain + i * 8);
 }
 
 /* A NUL-terminated string at body offset off, within len body bytes. */
@@ -784,7 +610,7 @@ int vmpt_perf_next(struct vmpt_perf_data *pd, struct vmpt_perf_cursor *cur,
 		ret = parse_user_record(pd, cur, ev);
 	else if (ev->type == PERF_RECORD_SAMPLE) {
 		ev->attr = record_attr(pd, ev->raw, ev->size, 1);
-		ret = parse_sample(pd, ev);
+		ret = pd_parse_sample(pd, ev);
 	} else {
 		ev->attr = record_attr(pd, ev->raw, ev->size, 0);
 		ret = parse_kernel_record(pd, ev);

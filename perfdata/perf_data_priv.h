@@ -71,6 +71,11 @@ int pd_zstd_chunk(struct vmpt_perf_data *pd, unsigned part, uint64_t offset,
 int pd_zstd_failure(struct vmpt_perf_data *pd, unsigned part);
 void pd_zstd_free(struct vmpt_perf_data *pd);
 
+/* The fields of the SAMPLE record ev (its attr set) as its sample_type
+ * lays them out (perf_data_sample.c): 0 or an error naming the record.
+ */
+int pd_parse_sample(struct vmpt_perf_data *pd, struct vmpt_perf_event *ev);
+
 /* Add an attr with ids (copied). */
 int pd_add_attr(struct vmpt_perf_data *pd, const uint8_t *attr, uint32_t attr_size,
 		const uint8_t *ids, uint64_t nr_ids);

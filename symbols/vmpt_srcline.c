@@ -19,6 +19,7 @@
 struct sl_entry {
 	uint64_t addr;
 	const char *file;		/* NULL: no line there */
+	const char *path;		/* file as the DWARF names it */
 	unsigned line;
 	int used, inl_done;
 	struct vmpt_inline_frame *inl;
@@ -189,7 +190,7 @@ static Elf_Scn *symbol_table(Elf *elf, GElf_Word type, GElf_Shdr *sh)
  * or there is none (perf 6.1 asks addr2line all the same): the function symbol of the
  * section nearest below addr; the file is the STT_FILE symbol before it
  * for a local one, or for any before the file's locals end; line 0.
- * 0 with *file ("??": none known) and *func (its name, if asked for), or
+ * 0 with *file (the STT_FILE symbol's name, "??": none known) and *func (its name, if asked for), or
  * -VMPT_ERR_NOT_FOUND: no function.
  */
 static int symtab_line(Elf *elf, uint64_t addr, const char **file, const char **func)
@@ -243,7 +244,7 @@ static int symtab_line(Elf *elf, uint64_t addr, const char **file, const char **
 	if (!found)
 		return -VMPT_ERR_NOT_FOUND;
 	if (file)
-		*file = best_file ? base_name(best_file) : "??";
+		*file = best_file ? best_file : "??";
 	if (func)
 		*func = best_name;
 	return 0;
@@ -283,10 +284,12 @@ static struct sl_entry *entry(struct vmpt_srcline *sl, uint64_t addr)
 	sl->n++;
 	if (sl->dw && dwarf_addrdie(sl->dw, addr, &cu) && (ln = dwarf_getsrc_die(&cu, addr)) &&
 	    !dwarf_lineno(ln, &line)) {
-		sl->tab[i].file = base_name(line_file(&cu, ln));
+		sl->tab[i].path = line_file(&cu, ln);
+		sl->tab[i].file = base_name(sl->tab[i].path);
 		sl->tab[i].line = (unsigned)line;
 	} else if (sl->elf && elf_kind(sl->elf) == ELF_K_ELF) {
-		symtab_line(sl->elf, addr, &sl->tab[i].file, NULL);
+		symtab_line(sl->elf, addr, &sl->tab[i].path, NULL);
+		sl->tab[i].file = base_name(sl->tab[i].path);
 	}
 	return &sl->tab[i];
 }
@@ -299,6 +302,18 @@ int vmpt_srcline_find(struct vmpt_srcline *sl, uint64_t addr, const char **file,
 	if (!e || !e->file)
 		return -VMPT_ERR_NOT_FOUND;
 	*file = e->file;
+	*line = e->line;
+	return 0;
+}
+
+int vmpt_srcline_path(struct vmpt_srcline *sl, uint64_t addr, const char **path,
+		      unsigned *line)
+{
+	struct sl_entry *e = entry(sl, addr);
+
+	if (!e || !e->file)
+		return -VMPT_ERR_NOT_FOUND;
+	*path = e->path;
 	*line = e->line;
 	return 0;
 }

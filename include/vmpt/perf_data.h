@@ -226,6 +226,19 @@ struct vmpt_perf_event {
 			const uint8_t *regs_user;
 			const uint8_t *stack_user;
 			uint64_t stack_user_size;
+			/* WEIGHT or WEIGHT_STRUCT: the u64 as recorded (the
+			 * struct's weight in bits 0-31, instruction latency
+			 * in 32-47); DATA_SRC (perf_mem_data_src),
+			 * PHYS_ADDR, DATA_PAGE_SIZE, CODE_PAGE_SIZE.
+			 * TRANSACTION and CGROUP are stepped over.
+			 */
+			uint64_t weight, data_src, phys_addr;
+			uint64_t data_page_size, code_page_size;
+			/* REGS_INTR (perf record -I): as REGS_USER, the
+			 * registers of attr.sample_regs_intr.
+			 */
+			uint64_t regs_intr_abi;
+			const uint8_t *regs_intr;
 		} sample;
 		/* AUXTRACE: the data follows the record in the file. */
 		struct {

@@ -27,18 +27,48 @@
 extern "C" {
 #endif
 
-/* perf script's -F fields ("flags" is apart: vmpt_script_fields.flags). */
-enum vmpt_script_field {
-	VMPT_F_TIME = 1 << 0, VMPT_F_IP = 1 << 1, VMPT_F_ADDR = 1 << 2,
-	VMPT_F_SYM = 1 << 3, VMPT_F_SYMOFF = 1 << 4, VMPT_F_DSO = 1 << 5,
-	VMPT_F_EVENT = 1 << 6, VMPT_F_INSN = 1 << 7, VMPT_F_CPU = 1 << 8,
-	VMPT_F_PID = 1 << 9, VMPT_F_TID = 1 << 10, VMPT_F_COMM = 1 << 11,
-	VMPT_F_IPC = 1 << 12, VMPT_F_PERIOD = 1 << 13, VMPT_F_CALLINDENT = 1 << 14,
-	VMPT_F_INSNLEN = 1 << 15, VMPT_F_SYNTH = 1 << 16, VMPT_F_BRSTACK = 1 << 17,
-	VMPT_F_BRSTACKSYM = 1 << 18, VMPT_F_DISASM = 1 << 19,
-	VMPT_F_MACHINE_PID = 1 << 20, VMPT_F_VCPU = 1 << 21, VMPT_F_VMCS = 1 << 22,
-	VMPT_F_SRCLINE = 1 << 23, VMPT_F_TRACE = 1 << 24,
-};
+/* perf script's -F fields, bits of a uint64_t ("flags" is apart:
+ * vmpt_script_fields.flags).
+ */
+#define VMPT_F_TIME (1ull << 0)
+#define VMPT_F_IP (1ull << 1)
+#define VMPT_F_ADDR (1ull << 2)
+#define VMPT_F_SYM (1ull << 3)
+#define VMPT_F_SYMOFF (1ull << 4)
+#define VMPT_F_DSO (1ull << 5)
+#define VMPT_F_EVENT (1ull << 6)
+#define VMPT_F_INSN (1ull << 7)
+#define VMPT_F_CPU (1ull << 8)
+#define VMPT_F_PID (1ull << 9)
+#define VMPT_F_TID (1ull << 10)
+#define VMPT_F_COMM (1ull << 11)
+#define VMPT_F_IPC (1ull << 12)
+#define VMPT_F_PERIOD (1ull << 13)
+#define VMPT_F_CALLINDENT (1ull << 14)
+#define VMPT_F_INSNLEN (1ull << 15)
+#define VMPT_F_SYNTH (1ull << 16)
+#define VMPT_F_BRSTACK (1ull << 17)
+#define VMPT_F_BRSTACKSYM (1ull << 18)
+#define VMPT_F_DISASM (1ull << 19)
+#define VMPT_F_MACHINE_PID (1ull << 20)
+#define VMPT_F_VCPU (1ull << 21)
+#define VMPT_F_VMCS (1ull << 22)
+#define VMPT_F_SRCLINE (1ull << 23)
+#define VMPT_F_TRACE (1ull << 24)
+/* A recorded sample's registers (perf record -I, --user-regs), memory
+ * access (-W, -d, --phys-data, --data-page-size, --code-page-size), its
+ * header's misc bits, and the source line's text of its ip.
+ */
+#define VMPT_F_IREGS (1ull << 25)
+#define VMPT_F_UREGS (1ull << 26)
+#define VMPT_F_WEIGHT (1ull << 27)
+#define VMPT_F_INS_LAT (1ull << 28)
+#define VMPT_F_DATA_SRC (1ull << 29)
+#define VMPT_F_PHYS_ADDR (1ull << 30)
+#define VMPT_F_DATA_PAGE_SIZE (1ull << 31)
+#define VMPT_F_CODE_PAGE_SIZE (1ull << 32)
+#define VMPT_F_MISC (1ull << 33)
+#define VMPT_F_SRCCODE (1ull << 34)
 
 /* perf's output types of Intel PT samples: instructions, branches and
  * transactions are hardware events, ptwrite, power and PSB events synth;
@@ -47,9 +77,9 @@ enum vmpt_script_field {
 enum { VMPT_OUT_HW, VMPT_OUT_SYNTH, VMPT_OUT_TRACE, VMPT_OUT_SW, VMPT_OUT_TYPES };
 
 struct vmpt_script_fields {
-	unsigned set[VMPT_OUT_TYPES];		/* enum vmpt_script_field bits */
-	unsigned named[VMPT_OUT_TYPES];		/* the ones -F asked for */
-	unsigned wild;				/* ... without a type ("-F ip,addr") */
+	uint64_t set[VMPT_OUT_TYPES];		/* VMPT_F_* bits */
+	uint64_t named[VMPT_OUT_TYPES];		/* the ones -F asked for */
+	uint64_t wild;				/* ... without a type ("-F ip,addr") */
 	uint8_t user_set[VMPT_OUT_TYPES];	/* -F changed the type's fields */
 	uint8_t flags;				/* perf's print_flags */
 };

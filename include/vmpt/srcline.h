@@ -37,6 +37,13 @@ uint64_t vmpt_srcline_addr(const struct vmpt_srcline *sl, uint64_t off);
 int vmpt_srcline_find(struct vmpt_srcline *sl, uint64_t addr, const char **file,
 		      unsigned *line);
 
+/* The same line with its file's path as the DWARF names it (its
+ * directory joined, as addr2line prints it to perf: perf script's
+ * srccode reads the source there).
+ */
+int vmpt_srcline_path(struct vmpt_srcline *sl, uint64_t addr, const char **path,
+		      unsigned *line);
+
 /* One frame of the inline chain at an address, innermost first: the
  * function inlined (its name demangled as perf shows it) and where it
  * was (file base name, line).

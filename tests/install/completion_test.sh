@@ -24,7 +24,7 @@ check() {
 }
 check "script " vmpt scr
 check "ip,sym ip,symoff ip,synth " vmpt script -F ip,sy
-check "+ip +insn +insnlen +ipc " vmpt script -F +i
+check "+ip +insn +insnlen +ipc +iregs +ins_lat " vmpt script -F +i
 check "--itrace " vmpt script --itr
 complete_words vmpt script --itrace i | grep -qx ib || fail "--itrace i: no ib"
 n=0
