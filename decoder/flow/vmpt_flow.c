@@ -268,7 +268,12 @@ static int overflow(struct vmpt_flow *dec)
 	it->cyc = dec->cyc.tot;
 	dec->have_pkt = 0;
 	dec->tnt_n = 0;
-	dec->depth = 0;
+	/* A return may still be compressed against a call before the
+	 * overflow (the SDM lets RETs use the CALLs since the last PSB):
+	 * perf keeps its call stack, libipt starts anew.
+	 */
+	if (!dec->cfg.perf_resync)
+		dec->depth = 0;
 	/* what waited for a FUP is lost with the trace (perf) */
 	dec->fup_bound = dec->want_fup = dec->cfe_wait = 0;
 	dec->n_evd = 0;
