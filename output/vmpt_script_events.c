@@ -372,8 +372,15 @@ void script_on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 				    c->nr, c->nr, 0, e->time);
 		break;
 	case VMPT_EV_DISABLED:
-		if (c->have_stopped && !e->ip)
-			script_branch_state(c, &c->stopped, c->stopped.end_ip, 0,
+		/* The branch that stopped it, to where it went (0: not said);
+		 * a jcc's from is its target (perf 6.1 moves to the target
+		 * before it takes the from of a conditional branch leaving
+		 * the filter region).
+		 */
+		if (c->have_stopped)
+			script_branch_state(c, &c->stopped,
+					    c->stopped.iclass == VMPT_IC_JCC && e->ip_valid ? e->ip :
+					    c->stopped.end_ip, e->ip_valid ? e->ip : 0,
 					    script_insn_flags(c->stopped.iclass) | PF_TRACE_END, c->from_nr,
 					    c->from_nr, c->stopped.ninsn ?
 					    c->stopped.isize[c->stopped.ninsn - 1] : 0, e->time);

@@ -78,6 +78,9 @@ struct script_sample {
 	const struct vmpt_section *sec;	/* of ip, when known; else looked up */
 	uint8_t mode;			/* of the instruction at ip */
 	unsigned insn_len;		/* the instruction at ip: bytes shown */
+	/* Where those bytes are when not at ip in sec (code_sec NULL). */
+	const struct vmpt_section *code_sec;
+	uint64_t code_ip;
 	int guest, addr_guest;		/* machine of ip and of addr */
 	uint64_t ipc_insns, ipc_cyc;	/* perf's IPC (0: none) */
 	char synth[160];			/* the synth event's payload text */

@@ -290,16 +290,16 @@ void script_print_start(struct vmpt_consumer *c, uint64_t f, uint64_t time,
 /* perf's "insn: 41 57", then the disassembly (--insn-trace=disasm). */
 static void print_insn(struct vmpt_consumer *c, uint64_t f, const struct script_sample *smp)
 {
-	const struct vmpt_section *s = smp->sec;
+	const struct vmpt_section *s = smp->code_sec ? smp->code_sec : smp->sec;
 	const uint8_t *code = NULL;
 	size_t avail;
-	uint64_t at = smp->ip;
+	uint64_t at = smp->code_sec ? smp->code_ip : smp->ip;
 
 	if (!(f & (VMPT_F_INSN | VMPT_F_INSNLEN | VMPT_F_DISASM)))
 		return;
-	if (smp->insn_len && s && smp->ip - s->vaddr < s->size &&
-	    s->size - (smp->ip - s->vaddr) >= smp->insn_len && s->data)
-		code = s->data + (smp->ip - s->vaddr);
+	if (smp->insn_len && s && at - s->vaddr < s->size &&
+	    s->size - (at - s->vaddr) >= smp->insn_len && s->data)
+		code = s->data + (at - s->vaddr);
 	if (f & VMPT_F_INSNLEN)
 		script_outf(c, " ilen: %u", code ? smp->insn_len : 0);
 	if (!code)

@@ -355,7 +355,8 @@ uint32_t script_insn_flags(unsigned iclass)
  */
 static int stopped_at(const struct vmpt_flow_item *b)
 {
-	return !b->taken && b->iclass != VMPT_IC_OTHER && b->iclass != VMPT_IC_JCC;
+	/* (an untaken jcc goes on to `to`; one that ended the trace has 0) */
+	return !b->taken && b->iclass != VMPT_IC_OTHER && (b->iclass != VMPT_IC_JCC || !b->to);
 }
 
 /* Instructions to the next time-period sample, as perf's decoder
@@ -500,9 +501,12 @@ static void fast_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 			c->stats.synthesized++;
 			continue;
 		}
-		/* Held as insn_sample holds it: its line's text aside. */
+		/* Held as insn_sample holds it: its line's text aside.  A
+		 * branch that ends the trace is insn_sample's (its addr, and
+		 * a jcc's ip, come with the TIP.PGD).
+		 */
 		h = &c->held;
-		n = script_fast_insn(c, b->sec, ip, addr, c->nr);
+		n = stopped_at(b) ? -1 : script_fast_insn(c, b->sec, ip, addr, c->nr);
 		if (n < 0) {
 			insn_sample(c, b, i, ip, last ? b->cyc : 0);
 			continue;
@@ -535,10 +539,23 @@ void script_settle_held(struct vmpt_consumer *c, const struct vmpt_flow_item *ne
 		c->last_insn_cnt = h->prev_cnt;
 		return;
 	}
-	/* Tracing stopped there: perf's state is the TIP.PGD's, its time. */
+	/* Tracing stopped there: perf's state is the TIP.PGD's, its time,
+	 * the IP it gives as addr (a jcc's sample is at it: perf 6.1 moves
+	 * there first).
+	 */
 	if (next && next->kind == VMPT_FLOW_EVENT && next->ev == VMPT_EV_DISABLED &&
-	    (h->smp.flags & PF_TRACE_END))
+	    (h->smp.flags & PF_TRACE_END)) {
 		h->smp.time = script_state_time(c, next->time);
+		if (next->ip_valid && !h->fast) {
+			h->smp.addr = next->ip;
+			if (h->smp.flags & PF_CONDITIONAL) {
+				h->smp.code_sec = h->smp.sec;
+				h->smp.code_ip = h->smp.ip;
+				h->smp.ip = next->ip;
+				h->smp.sec = NULL;
+			}
+		}
+	}
 	if (h->fast) {
 		script_fast_held(c);
 		return;

@@ -178,13 +178,26 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	struct ret_site site = { 0 };
 	int ret;
 
+	/* perf pushes a call's return and pops a return's whatever the
+	 * trace says of them: a call leaving the filter region returns into
+	 * it compressed.
+	 */
 	if (want == W_PGD && pgd_binds(dec, b)) {
+		if (b->iclass == VMPT_IC_RET)
+			pop_ret(dec, &site);
+		else if ((b->iclass == VMPT_IC_CALL && !b->zero_call) ||
+			 b->iclass == VMPT_IC_CALL_IND)
+			push_ret(dec, b);
 		dec->have_pkt = 0;
 		dec->enabled = 0;
-		if (dec->pkt_ip_valid) {
-			it->taken = b->iclass != VMPT_IC_JCC || dec->pkt_ip != b->next_ip;
-			it->to = dec->pkt_ip;
-		}
+		/* The branch is the trace's end, one sample from it to where
+		 * the TIP.PGD says it went (0: suppressed), as perf's: the
+		 * block stops at it (no branch; `to` 0 where the event has
+		 * the IP).
+		 */
+		it->taken = 0;
+		if (dec->pkt_ip_valid)
+			it->to = 0;
 		it->cyc = vmpt_cycles_point(&dec->cyc);
 		/* perf's decoder stays at the branch, or goes where the
 		 * TIP.PGD says: later events (a CBR) are there.
@@ -251,8 +264,11 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 	 */
 	if (want == W_TNT && (ret = vmpt_flow_deferred_tip(dec)) < 0)
 		return ret;
-	if (want != W_TIP && want != W_TNT)
+	if (want != W_TIP && want != W_TNT) {
+		if (b->iclass == VMPT_IC_RET)
+			pop_ret(dec, &site);
 		return -VMPT_ERR_NO_MATCH;
+	}
 	if (!dec->pkt_ip_valid)
 		return -VMPT_ERR_IP_SUPPRESSED;
 	take_tip(dec, b, &site, &it->cyc);

@@ -229,7 +229,7 @@ static void test_tip_async_ptw_tsc(void **state)
 		"e ptwrite 100f 0 42 v1\n"
 		"b 100f 1 1010 m0 t2000\n"
 		"e async-branch 1010 1011 0\n"
-		"b 1011 1 taken 1008 m0 t2000\n"
+		"b 1011 1 0 m0 t2000\n"
 		"e disabled 1008 0 0\n");
 }
 
@@ -258,7 +258,7 @@ static void test_overflow_and_resync(void **state)
 		"e error 1011 @31 trace does not match the code\n"
 		"e psb 100e 0 32\n"
 		"e enabled 100e 0 1\n"
-		"b 100e 4 taken 2000 m0 t0\n"
+		"b 100e 4 0 m0 t0\n"
 		"e disabled 2000 0 0\n");
 }
 
@@ -282,7 +282,7 @@ static void test_exec_modes(void **state)
 		"e enabled 2000 0 1\n"
 		"b 2000 3 taken 2000 m1 t0\n"
 		"e exec-mode 2000 0 2\n"
-		"b 2000 2 taken 2000 m2 t0\n"
+		"b 2000 2 0 m2 t0\n"
 		"e disabled 2000 0 0\n");
 }
 

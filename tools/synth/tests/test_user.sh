@@ -4,6 +4,7 @@
 # with return compression on and off, with and without timing packets,
 # TNT-8 and TNT-64, interrupts, many seeds.
 . "$(dirname "$0")/synth-lib.sh"
+: "${VMPT:?}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -47,6 +48,22 @@ done
 [ "$runs" -gt 0 ] || fail "no binaries to walk"
 echo "perf agreed on $runs traces: $total_insns instructions, $total_branches branches"
 
+# vmpt_same PERF.DATA: vmpt script prints perf script's lines (branches with
+# their trace ends, every instruction with its flags and addr, the default).
+vmpt_same() {
+	local f
+	for f in "" "--itrace=be -F flags,ip,addr" "--itrace=i0nse -F ip,addr,flags,insn"; do
+		# shellcheck disable=SC2086
+		perf script -i "$1" $f > perf.out 2>/dev/null
+		# shellcheck disable=SC2086
+		"$VMPT" script -i "$1" $f > vmpt.out 2>/dev/null || fail "vmpt script $f: exit status"
+		cmp -s perf.out vmpt.out || {
+			diff perf.out vmpt.out | head -5
+			fail "vmpt script $f: not perf script's lines ($1)"
+		}
+	done
+}
+
 # IP filtering: TIP.PGD where a branch leaves the region (its target in the
 # packet), TIP.PGE where one enters it.  perf learns the region from the
 # filter string in AUXTRACE_INFO.  The region runs from one function entry
@@ -75,9 +92,15 @@ for seed in 1 2 3 4 5 6; do
 		compare "branches (filter $range seed $seed)" want.b got.b
 		fends=$((fends + $(grep -c '^tr end' want.b)))
 		franges=$((franges + 1))
+		vmpt_same f.perf.data
 	done
 done
-echo "perf agreed on $franges IP-filtered traces with $fends trace ends"
+# A region cut anywhere: conditional branches leave it too.
+"$SYNTH" --elf /usr/bin/bash --seed 25 --branches 5000 --psb-period 512 \
+	--filter 0x555555580000-0x5555555c0000 -o f -q || fail "vmpt-synth --filter (any cut)"
+grep -q 'tr end  jcc' f.branches || fail "no conditional branch leaves the region"
+vmpt_same f.perf.data
+echo "perf agreed on $franges IP-filtered traces with $fends trace ends; vmpt script printed perf's lines on them and one cut anywhere"
 
 # The files themselves: perf reads the header and every record silently.
 for f in t.perf.data f.perf.data; do
