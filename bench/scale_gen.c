@@ -71,6 +71,19 @@ static int kcore(const char *dir, size_t n)
 	return fclose(f) ? 1 : 0;
 }
 
+/* ev becomes pid's MMAP2 of libc's code. */
+static void libc_mmap(struct vmpt_perf_event *ev, uint32_t pid)
+{
+	ev->type = PERF_RECORD_MMAP2;
+	ev->mmap.pid = ev->mmap.tid = pid;
+	ev->mmap.start = 0x7f0000000000ull;
+	ev->mmap.len = 0x200000;
+	ev->mmap.pgoff = 0x26000;
+	ev->mmap.prot = PROT_READ | PROT_EXEC;
+	ev->mmap.flags = MAP_PRIVATE;
+	ev->mmap.filename = LIBC;
+}
+
 /* N mappings of a binary missing here, then a cpu-clock sample in each
  * (its own event, the sideband's id).
  */
@@ -170,23 +183,9 @@ int main(int argc, char **argv)
 			ret = vmpt_perf_write_record(w, &ev);
 			ev.misc = PERF_RECORD_MISC_USER;
 			ev.sid.time++;
-			ev.type = PERF_RECORD_MMAP2;
-			ev.mmap.pid = ev.mmap.tid = 1000;
-			ev.mmap.start = 0x7f0000000000ull;
-			ev.mmap.len = 0x200000;
-			ev.mmap.pgoff = 0x26000;
-			ev.mmap.prot = PROT_READ | PROT_EXEC;
-			ev.mmap.flags = MAP_PRIVATE;
-			ev.mmap.filename = LIBC;
+			libc_mmap(&ev, 1000);
 		} else if (!strcmp(argv[1], "maps")) {
-			ev.type = PERF_RECORD_MMAP2;
-			ev.mmap.pid = ev.mmap.tid = pid;
-			ev.mmap.start = 0x7f0000000000ull;
-			ev.mmap.len = 0x200000;
-			ev.mmap.pgoff = 0x26000;
-			ev.mmap.prot = PROT_READ | PROT_EXEC;
-			ev.mmap.flags = MAP_PRIVATE;
-			ev.mmap.filename = LIBC;
+			libc_mmap(&ev, pid);
 		} else {
 			ev.type = PERF_RECORD_COMM;
 			ev.comm.pid = ev.comm.tid = pid;
