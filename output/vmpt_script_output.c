@@ -757,15 +757,23 @@ void script_track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 		track_block_time(c, it);
 		return;
 	}
+	/* perf read the timing packet before it walked the code since the
+	 * last branch the trace decided (to an interrupt's FUP, say): that
+	 * code counts for the new timestamp, as at a block.
+	 */
 	if (it->time != c->ts_time) {
 		c->ts_time = it->time;
-		c->ts_insns = 0;
+		c->ts_insns = c->undecided;
 	}
-	/* An event from a packet (an interrupt's FUP and TIP, say) was read
-	 * where the walk stood: the code before it is the timestamp's before.
-	 */
 	if (decided_by_trace(it))
 		c->undecided = 0;
+	/* Tracing starts: perf walks the code after it in the time it read
+	 * the TIP.PGE at, until the trace decides the next branch.
+	 */
+	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ENABLED) {
+		c->block_time = it->time;
+		c->have_block = 1;
+	}
 	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->to)
 		c->cbr = (unsigned)it->to;
 	else if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_CBR)

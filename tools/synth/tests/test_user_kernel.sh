@@ -5,7 +5,7 @@
 # project's compiled kernel model (guest-kernel); perf decodes it with
 # --vmlinux and must show exactly the truth, flags included.
 . "$(dirname "$0")/synth-lib.sh"
-: "${GUEST_KERNEL:?}"
+: "${GUEST_KERNEL:?}" "${VMPT:?}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -31,10 +31,28 @@ for bin in /usr/bin/busybox /usr/sbin/ldconfig /usr/bin/bash; do
 		compare "branches ($bin seed $seed $extra)" want.b got.b
 		grep -q '^hw int|' want.b || fail "no interrupt in $bin seed $seed"
 		grep -q '^iret|' want.b || fail "no iret in $bin seed $seed"
+		# vmpt script's lines are perf's, nanosecond times included
+		# (perf's estimate: its instructions since the last timing
+		# packet count from where it read it, an interrupt's FUP walk
+		# too).
+		t="--ns -F time,"	# (no timing: no time field, as perf)
+		[ "$seed" = 3 ] && t="-F "
+		for f in "--itrace=i0nse ${t}ip,flags,addr" "--itrace=be ${t}ip,addr,flags" \
+			 "--call-trace"; do
+			# shellcheck disable=SC2086
+			perf script -i uk.perf.data --vmlinux "$GUEST_KERNEL" $f > perf.out 2>/dev/null
+			# shellcheck disable=SC2086
+			"$VMPT" script -i uk.perf.data --vmlinux "$GUEST_KERNEL" $f > vmpt.out 2>/dev/null ||
+				fail "vmpt script $f ($bin seed $seed): exit status"
+			cmp -s perf.out vmpt.out || {
+				diff perf.out vmpt.out | head -5
+				fail "vmpt script $f ($bin seed $seed $extra): not perf's lines"
+			}
+		done
 		runs=$((runs + 1))
 		insns=$((insns + $(wc -l < want.i)))
 		events=$((events + $(grep -c '^\(hw int\|iret\|syscall\|sysret\)|' want.b)))
 	done
 done
 [ "$runs" -gt 0 ] || fail "no binaries"
-echo "perf agreed on $runs user+kernel traces: $insns instructions, $events syscall/sysret/interrupt/iret transitions"
+echo "perf agreed on $runs user+kernel traces: $insns instructions, $events syscall/sysret/interrupt/iret transitions; vmpt script printed perf's lines (ns times) on them"
