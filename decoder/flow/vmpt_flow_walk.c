@@ -198,6 +198,8 @@ static int leave_block(struct vmpt_flow *dec, struct vmpt_block *b,
 		it->taken = 0;
 		if (dec->pkt_ip_valid)
 			it->to = 0;
+		/* walked after the packets before the TIP.PGD, in their time */
+		it->time = dec->block_time = dec->time.tsc;
 		it->cyc = vmpt_cycles_point(&dec->cyc);
 		/* perf's decoder stays at the branch, or goes where the
 		 * TIP.PGD says: later events (a CBR) are there.

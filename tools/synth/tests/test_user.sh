@@ -49,10 +49,12 @@ done
 echo "perf agreed on $runs traces: $total_insns instructions, $total_branches branches"
 
 # vmpt_same PERF.DATA: vmpt script prints perf script's lines (branches with
-# their trace ends, every instruction with its flags and addr, the default).
+# their trace ends, every instruction with its flags and addr, the default,
+# nanosecond times: perf's estimate after a trace start).
 vmpt_same() {
 	local f
-	for f in "" "--itrace=be -F flags,ip,addr" "--itrace=i0nse -F ip,addr,flags,insn"; do
+	for f in "" "--itrace=be -F flags,ip,addr" "--itrace=i0nse -F ip,addr,flags,insn" \
+		 "--itrace=i0nse --ns -F time,ip" "--call-trace"; do
 		# shellcheck disable=SC2086
 		perf script -i "$1" $f > perf.out 2>/dev/null
 		# shellcheck disable=SC2086
