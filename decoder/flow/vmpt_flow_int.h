@@ -256,6 +256,8 @@ fetch_fast(struct vmpt_flow *dec, int after_fup)
 		dec->tnt_bits = e >> 24;
 		dec->tnt_n = (e >> 16) & 0xff;
 		dec->memo_try = 1;
+		/* (an MTC after it is no MTC right after a CYC) */
+		vmpt_time_seen(&dec->time, VMPT_PKT_TNT8);
 		if (!after_fup)
 			vmpt_cycles_seen(&dec->cyc, VMPT_PKT_TNT8);
 		return 1;
