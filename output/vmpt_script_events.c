@@ -311,11 +311,16 @@ void script_on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		if ((unsigned)e->payload != c->cbr_seen)
 			cbr_sample(c, e, (unsigned)e->payload, e->ip, script_state_time(c, e->time));
 		break;
-	case VMPT_EV_PTWRITE:
+	case VMPT_EV_PTWRITE: {
+		/* perf's decoder returns a state at it, sampled or not: its
+		 * time is the samples' from then on.
+		 */
+		uint64_t t = script_state_time(c, e->time);
+
 		if (it->ptwrites)
-			ptwrite_sample(c, e, e->ip, script_state_time(c, e->time), e->ip_valid,
-				       e->payload);
+			ptwrite_sample(c, e, e->ip, t, e->ip_valid, e->payload);
 		break;
+	}
 	case VMPT_EV_MWAIT:
 		if (it->pwr_events)
 			synth_sample(c, VMPT_SE_MWAIT, e, e->ip, e->time,

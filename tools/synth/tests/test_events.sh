@@ -14,7 +14,7 @@
 #   KVM handler perf's branches show the host running after it is the
 #   one P.exits names (a decoder can tell the reason from the host code).
 . "$(dirname "$0")/synth-lib.sh"
-: "${VMX_KERNEL:?}" "${GUEST_KERNEL:?}" "${KVM_SELFTEST:?}"
+: "${VMX_KERNEL:?}" "${GUEST_KERNEL:?}" "${KVM_SELFTEST:?}" "${VMPT:?}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -185,5 +185,20 @@ check u1 4242 1 0 --vmlinux "$GUEST_KERNEL"
 "$SYNTH" --elf "$KVM_SELFTEST" --start guest_code --irq-period 300 --event --ptw \
 	--fup-on-ptw --branches 4000 --seed 9 -o u2 -q || fail "vmpt-synth user ptw"
 check u2 4242 1 0
+# vmpt script prints perf's lines with nanosecond times: a PTWRITE or a
+# power event is a state of perf's decoder, sampled or not, and moves the
+# time of the samples after it.
+"$SYNTH" --elf /usr/bin/bash --host-kernel "$GUEST_KERNEL" --irq-period 400 --event --ptw \
+	--pwr-evt --branches 4000 --seed 1 -o u3 -q || fail "vmpt-synth user ptw pwr"
+for f in "--itrace=be --ns -F time,ip,addr,flags" "--itrace=i0nse --ns -F time,ip" \
+	 "--itrace=Iwpe --ns -F time,tid,event,ip,synth" "--call-trace"; do
+	# shellcheck disable=SC2086
+	perf script -i u3.perf.data --vmlinux "$GUEST_KERNEL" $f > perf.out 2>/dev/null
+	# shellcheck disable=SC2086
+	"$VMPT" script -i u3.perf.data --vmlinux "$GUEST_KERNEL" $f > vmpt.out 2>/dev/null ||
+		fail "vmpt script $f: exit status"
+	cmp -s perf.out vmpt.out || { diff perf.out vmpt.out | head -5; fail "vmpt script $f: not perf's lines"; }
+done
 echo "perf agreed on $events events ($ptws PTWRITEs, $pwr power exits and" \
-     "frequency changes) and on $exits VM exits with their handlers"
+     "frequency changes) and on $exits VM exits with their handlers; vmpt script printed" \
+     "perf's lines with ns times on a trace with PTWRITE and power events"
