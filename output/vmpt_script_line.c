@@ -348,8 +348,11 @@ static void print_callindent(struct vmpt_consumer *c, uint64_t f,
 	uint64_t ip = 0;
 	int len = 0;
 
-	if (smp->flags & PF_RETURN)
-		depth++;	/* the return was popped: the call's depth */
+	/* the return was popped: the call's depth (a guest sample's thread
+	 * has no stack to pop)
+	 */
+	if ((smp->flags & PF_RETURN) && !smp->guest)
+		depth++;
 	if (smp->flags & (PF_CALL | PF_TRACE_BEGIN)) {
 		e = script_sym_or_none(c, smp->addr ? script_find(c, smp->addr, smp->addr_guest) : NULL,
 			   smp->addr);

@@ -228,9 +228,13 @@ void script_deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 	c->stats.synthesized++;
 	if (!shown(c, smp))
 		return;
+	/* One thread stack, the host thread's, makes the callchains; perf
+	 * script's call depth is the sample's thread's, and a guest
+	 * sample's (the guest machine's thread) has none.
+	 */
 	if (c->s->use_stacks) {
 		st = thread_stack(c);
-		depth = st ? st->n : 0;
+		depth = st && !smp->guest ? st->n : 0;
 	}
 	if (smp->ev != VMPT_SE_BRANCHES) {
 		if (it->callchain)

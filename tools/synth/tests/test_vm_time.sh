@@ -6,7 +6,7 @@
 # byte for byte the one synthesized with no TSC offset: every guest TSC
 # packet then holds the host TSC of the truth.
 . "$(dirname "$0")/synth-lib.sh"
-: "${VMX_KERNEL:?}" "${GUEST_KERNEL:?}"
+: "${VMX_KERNEL:?}" "${GUEST_KERNEL:?}" "${VMPT:?}"
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
@@ -103,4 +103,27 @@ assert all(a < b for a, b in zip(hosts, hosts[1:])), "not increasing"
 assert t0 <= hosts[0] and hosts[-1] < t0 + 0x10000000, "outside the trace"
 PY
 
-echo "perf agreed on the TSC offsets of $checked VMCSs and on every corrected guest TSC packet"
+# With no TSC offset the guest's time is the host's, nothing to correct:
+# vmpt script prints perf's lines, nanosecond times, callchains and call
+# depths included (a guest sample's thread is the guest machine's: depth 0,
+# its callchain the host thread's stack).
+vmlines=0
+for vcpus in 1 2; do
+	synth --seed 5 --vcpus "$vcpus" --tsc-offset "$(printf '0%.0s,' $(seq "$vcpus") | sed 's/,$//')" \
+		--branches 6000 --guest-period 500 -o nooff || fail "vmpt-synth no offset"
+	for f in "--itrace=be --ns -F time,ip,addr,flags" "--call-trace" "--call-ret-trace" \
+		 "--itrace=i0nse --ns -F time,ip" "--itrace=bg -F ip,addr"; do
+		# shellcheck disable=SC2086
+		perf script -i nooff.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL" \
+			$f > perf.out 2>/dev/null
+		# shellcheck disable=SC2086
+		"$VMPT" script -i nooff.perf.data --vmlinux "$VMX_KERNEL" \
+			--guestvmlinux "$GUEST_KERNEL" $f > vmpt.out 2>/dev/null ||
+			fail "vmpt script $f: exit status"
+		cmp -s perf.out vmpt.out ||
+			{ diff perf.out vmpt.out | head -5; fail "vmpt script $f ($vcpus vCPUs): not perf's lines"; }
+		vmlines=$((vmlines + $(wc -l < perf.out)))
+	done
+done
+echo "perf agreed on the TSC offsets of $checked VMCSs and on every corrected guest TSC packet;" \
+     "vmpt script printed perf's $vmlines lines on VMs with no offset"
