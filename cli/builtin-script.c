@@ -142,6 +142,12 @@ static int script_perf_data(const char *path, struct vmpt_image *img,
 		fprintf(stderr, "vmpt script: %s: %s\n", path,
 			ret == -VMPT_ERR_FORMAT ? err : vmpt_strerror(ret));
 		goto out;
+	} else if (vmpt_script_tp_formats_left_out(op->tp)) {
+		size_t n = vmpt_script_tp_formats_left_out(op->tp);
+
+		fprintf(stderr, "vmpt script: warning: %s: %zu event format%s of the tracing "
+			"data crash%s libtraceevent: not read, %s events print no payload\n",
+			path, n, n == 1 ? "" : "s", n == 1 ? "es" : "", n == 1 ? "its" : "their");
 	}
 	if (vmpt_script_opts_recording(op, &s.pd, s.intel_pt, s.have_info ? &s.info : NULL,
 				       err, sizeof(err)) < 0) {

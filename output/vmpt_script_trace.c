@@ -16,8 +16,11 @@
 #include "vmpt/tracing_data.h"
 #include "../lib/vmpt_dl.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <traceevent/event-parse.h>
 #include <traceevent/trace-seq.h>
 
@@ -43,6 +46,7 @@ struct vmpt_script_tp {
 	uint8_t *buf;		/* a sample's raw data, then PAD zeros */
 	size_t cap;
 	int swap;		/* the recording's byte order is not ours */
+	size_t formats_left_out;	/* that crash libtraceevent */
 	struct vmpt_consumer *c;	/* printing now */
 };
 
@@ -151,11 +155,11 @@ static int load_text(struct tep_handle *tep, const struct vmpt_tracing_blob *b,
 	return 0;
 }
 
-static int load(struct vmpt_script_tp *tp, const struct vmpt_tracing_data *td)
+/* The header and the formats (those of skip[] unset) into tep. */
+static int parse_formats(struct tep_handle *tep, const struct vmpt_tracing_data *td,
+			 const uint8_t *skip)
 {
-	struct tep_handle *tep = tp->tep;
 	char *page;
-	int ret;
 
 	TEP(tep_set_file_bigendian)(tep, td->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 	TEP(tep_set_long_size)(tep, td->long_size);
@@ -169,9 +173,80 @@ static int load(struct vmpt_script_tp *tp, const struct vmpt_tracing_data *td)
 	 * payload it then prints as "[FAILED TO PARSE]".
 	 */
 	for (size_t i = 0; i < td->n_formats; i++)
-		TEP(tep_parse_event)(tep, (const char *)td->formats[i].text.data,
-				     (unsigned long)td->formats[i].text.size,
-				     td->formats[i].system);
+		if (!skip || !skip[i])
+			TEP(tep_parse_event)(tep, (const char *)td->formats[i].text.data,
+					     (unsigned long)td->formats[i].text.size,
+					     td->formats[i].system);
+	return 0;
+}
+
+/* Do the formats (one, only: >= 0) parse in a child without killing it? */
+static int parses(const struct vmpt_tracing_data *td, const uint8_t *skip, long only)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 0;
+	if (pid == 0) {
+		struct tep_handle *tep = TEP(tep_alloc)();
+		struct vmpt_tracing_data one = *td;
+
+		if (only >= 0) {
+			one.formats = &td->formats[only];
+			one.n_formats = 1;
+			skip = NULL;
+		}
+		_exit(tep && parse_formats(tep, &one, skip) == 0 ? 0 : 1);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* libtraceevent crashes on some hostile formats (1.7: a print format
+ * naming a field its event lacks): the formats are read in a child first;
+ * when that dies, each alone, and the ones that kill it are left out (their
+ * events unknown); when the rest still do, no format is read.  0, or
+ * -VMPT_ERR_NOMEM; skip[] marks the ones left out.
+ */
+static int sort_out_formats(const struct vmpt_tracing_data *td, uint8_t **skipp, size_t *n_out)
+{
+	uint8_t *skip;
+
+	*skipp = NULL;
+	*n_out = 0;
+	if (!td->n_formats || parses(td, NULL, -1))
+		return 0;
+	skip = calloc(td->n_formats, 1);
+	if (!skip)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 0; i < td->n_formats; i++)
+		if (!parses(td, NULL, (long)i)) {
+			skip[i] = 1;
+			(*n_out)++;
+		}
+	if (!parses(td, skip, -1)) {
+		memset(skip, 1, td->n_formats);
+		*n_out = td->n_formats;
+	}
+	*skipp = skip;
+	return 0;
+}
+
+static int load(struct vmpt_script_tp *tp, const struct vmpt_tracing_data *td)
+{
+	struct tep_handle *tep = tp->tep;
+	uint8_t *skip;
+	int ret;
+
+	if ((ret = sort_out_formats(td, &skip, &tp->formats_left_out)) < 0 ||
+	    (ret = parse_formats(tep, td, skip)) < 0) {
+		free(skip);
+		return ret;
+	}
+	free(skip);
 	if ((ret = load_text(tep, &td->kallsyms, kallsyms_line)) < 0 ||
 	    (ret = load_text(tep, &td->printk, printk_line)) < 0)
 		return ret;
@@ -235,6 +310,11 @@ int vmpt_script_tp_open(const struct vmpt_perf_data *pd, struct vmpt_script_tp *
 	}
 	*out = tp;
 	return 0;
+}
+
+size_t vmpt_script_tp_formats_left_out(const struct vmpt_script_tp *tp)
+{
+	return tp ? tp->formats_left_out : 0;
 }
 
 void vmpt_script_tp_free(struct vmpt_script_tp *tp)

@@ -204,6 +204,10 @@ struct vmpt_script_tp;
 int vmpt_script_tp_open(const struct vmpt_perf_data *pd, struct vmpt_script_tp **tp,
 			char *err, size_t errlen);
 void vmpt_script_tp_free(struct vmpt_script_tp *tp);
+/* The event formats not read: they crash libtraceevent (tried in a child
+ * process first), and their events print no payload.
+ */
+size_t vmpt_script_tp_formats_left_out(const struct vmpt_script_tp *tp);
 /* "system:name" of tracepoint id in buf, or NULL when tp has no such. */
 const char *vmpt_script_tp_name(struct vmpt_script_tp *tp, uint64_t id, char *buf,
 				size_t size);
