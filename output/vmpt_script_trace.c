@@ -17,6 +17,7 @@
 #include "../lib/vmpt_dl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -191,6 +192,11 @@ static int parses(const struct vmpt_tracing_data *td, const uint8_t *skip, long 
 	if (pid == 0) {
 		struct tep_handle *tep = TEP(tep_alloc)();
 		struct vmpt_tracing_data one = *td;
+		int null = open("/dev/null", O_WRONLY);
+
+		/* its death says enough: no report of it on our stderr */
+		if (null >= 0)
+			dup2(null, 2);
 
 		if (only >= 0) {
 			one.formats = &td->formats[only];
