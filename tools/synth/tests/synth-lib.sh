@@ -33,6 +33,32 @@ truth_branches() {
 		       print f "|" $1 "|" $2 }'
 }
 
+# vmpt_like_perf DATA [OPTION...] -- FORM...: vmpt script prints perf
+# script's lines (stdout) for each output FORM (options word-split), with
+# the OPTIONs both take (--vmlinux K, say) and VMPT_ONLY's (-j 2, say).
+# Needs VMPT.
+vmpt_like_perf() {
+	local data=$1 f
+	local args=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+		args+=("$1")
+		shift
+	done
+	shift
+	for f in "$@"; do
+		# shellcheck disable=SC2086
+		perf script -i "$data" "${args[@]}" $f > perf.out 2>/dev/null
+		# shellcheck disable=SC2086
+		"$VMPT" script ${VMPT_ONLY:-} -i "$data" "${args[@]}" $f > vmpt.out 2>/dev/null ||
+			fail "vmpt script $f ($data): exit status"
+		cmp -s perf.out vmpt.out || {
+			diff perf.out vmpt.out | head -5
+			fail "vmpt script $f ($data): not perf script's lines"
+		}
+	done
+}
+
 truth_insns() {
 	grep -v '^#' "$1"
 }

@@ -34,19 +34,9 @@ for bin in /usr/bin/bash /usr/bin/ls /usr/bin/busybox; do
 		truth_branches t.branches > want.b
 		perf_branches t.perf.data > got.b
 		compare "branches ($what)" want.b got.b
-		for f in "--itrace=i0nse -F ip" "--itrace=be -F ip,sym,addr,flags"; do
-			# shellcheck disable=SC2086
-			perf script -i t.perf.data $f > perf.out 2>/dev/null
-			for j in 1 2; do
-				# shellcheck disable=SC2086
-				"$VMPT" script -i t.perf.data -j $j $f > vmpt.out 2>/dev/null ||
-					fail "vmpt script -j $j $f ($what): exit status"
-				cmp -s perf.out vmpt.out || {
-					diff perf.out vmpt.out | head -5
-					fail "vmpt script -j $j $f ($what) is not perf script's"
-				}
-			done
-		done
+		vmpt_like_perf t.perf.data -- "--itrace=i0nse -F ip" "--itrace=be -F ip,sym,addr,flags"
+		VMPT_ONLY="-j 2" vmpt_like_perf t.perf.data -- "--itrace=i0nse -F ip" \
+			"--itrace=be -F ip,sym,addr,flags"
 		# TIPs held back: a TIP right after a TNT whose bits go on past
 		# the indirect branch shows as a TNT, TIP pair in the dump.
 		n=$("$VMPT" dump t.pt | awk '/ tnt/ { t = 1; next } / tip  / && t { n++ } { t = 0 } END { print n + 0 }')

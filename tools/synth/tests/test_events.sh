@@ -190,15 +190,9 @@ check u2 4242 1 0
 # time of the samples after it.
 "$SYNTH" --elf /usr/bin/bash --host-kernel "$GUEST_KERNEL" --irq-period 400 --event --ptw \
 	--pwr-evt --branches 4000 --seed 1 -o u3 -q || fail "vmpt-synth user ptw pwr"
-for f in "--itrace=be --ns -F time,ip,addr,flags" "--itrace=i0nse --ns -F time,ip" \
-	 "--itrace=Iwpe --ns -F time,tid,event,ip,synth" "--call-trace"; do
-	# shellcheck disable=SC2086
-	perf script -i u3.perf.data --vmlinux "$GUEST_KERNEL" $f > perf.out 2>/dev/null
-	# shellcheck disable=SC2086
-	"$VMPT" script -i u3.perf.data --vmlinux "$GUEST_KERNEL" $f > vmpt.out 2>/dev/null ||
-		fail "vmpt script $f: exit status"
-	cmp -s perf.out vmpt.out || { diff perf.out vmpt.out | head -5; fail "vmpt script $f: not perf's lines"; }
-done
+vmpt_like_perf u3.perf.data --vmlinux "$GUEST_KERNEL" -- \
+	"--itrace=be --ns -F time,ip,addr,flags" "--itrace=i0nse --ns -F time,ip" \
+	"--itrace=Iwpe --ns -F time,tid,event,ip,synth" "--call-trace"
 echo "perf agreed on $events events ($ptws PTWRITEs, $pwr power exits and" \
      "frequency changes) and on $exits VM exits with their handlers; vmpt script printed" \
      "perf's lines with ns times on a trace with PTWRITE and power events"

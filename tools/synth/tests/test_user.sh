@@ -9,22 +9,11 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK"
 
-# vmpt_same PERF.DATA: vmpt script prints perf script's lines (branches with
-# their trace ends, every instruction with its flags and addr, the default,
-# nanosecond times: perf's estimate after a trace start).
+# vmpt script's lines are perf's: branches with their trace ends, every
+# instruction with its flags and addr, the default, nanosecond times.
 vmpt_same() {
-	local f
-	for f in "" "--itrace=be -F flags,ip,addr" "--itrace=i0nse -F ip,addr,flags,insn" \
-		 "--itrace=i0nse --ns -F time,ip" "--call-trace"; do
-		# shellcheck disable=SC2086
-		perf script -i "$1" $f > perf.out 2>/dev/null
-		# shellcheck disable=SC2086
-		"$VMPT" script -i "$1" $f > vmpt.out 2>/dev/null || fail "vmpt script $f: exit status"
-		cmp -s perf.out vmpt.out || {
-			diff perf.out vmpt.out | head -5
-			fail "vmpt script $f: not perf script's lines ($1)"
-		}
-	done
+	vmpt_like_perf "$1" -- "" "--itrace=be -F flags,ip,addr" \
+		"--itrace=i0nse -F ip,addr,flags,insn" "--itrace=i0nse --ns -F time,ip" "--call-trace"
 }
 
 total_insns=0

@@ -37,18 +37,8 @@ for bin in /usr/bin/busybox /usr/sbin/ldconfig /usr/bin/bash; do
 		# too).
 		t="--ns -F time,"	# (no timing: no time field, as perf)
 		[ "$seed" = 3 ] && t="-F "
-		for f in "--itrace=i0nse ${t}ip,flags,addr" "--itrace=be ${t}ip,addr,flags" \
-			 "--call-trace"; do
-			# shellcheck disable=SC2086
-			perf script -i uk.perf.data --vmlinux "$GUEST_KERNEL" $f > perf.out 2>/dev/null
-			# shellcheck disable=SC2086
-			"$VMPT" script -i uk.perf.data --vmlinux "$GUEST_KERNEL" $f > vmpt.out 2>/dev/null ||
-				fail "vmpt script $f ($bin seed $seed): exit status"
-			cmp -s perf.out vmpt.out || {
-				diff perf.out vmpt.out | head -5
-				fail "vmpt script $f ($bin seed $seed $extra): not perf's lines"
-			}
-		done
+		vmpt_like_perf uk.perf.data --vmlinux "$GUEST_KERNEL" -- \
+			"--itrace=i0nse ${t}ip,flags,addr" "--itrace=be ${t}ip,addr,flags" "--call-trace"
 		runs=$((runs + 1))
 		insns=$((insns + $(wc -l < want.i)))
 		events=$((events + $(grep -c '^\(hw int\|iret\|syscall\|sysret\)|' want.b)))

@@ -107,23 +107,12 @@ PY
 # vmpt script prints perf's lines, nanosecond times, callchains and call
 # depths included (a guest sample's thread is the guest machine's: depth 0,
 # its callchain the host thread's stack).
-vmlines=0
 for vcpus in 1 2; do
 	synth --seed 5 --vcpus "$vcpus" --tsc-offset "$(printf '0%.0s,' $(seq "$vcpus") | sed 's/,$//')" \
 		--branches 6000 --guest-period 500 -o nooff || fail "vmpt-synth no offset"
-	for f in "--itrace=be --ns -F time,ip,addr,flags" "--call-trace" "--call-ret-trace" \
-		 "--itrace=i0nse --ns -F time,ip" "--itrace=bg -F ip,addr"; do
-		# shellcheck disable=SC2086
-		perf script -i nooff.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL" \
-			$f > perf.out 2>/dev/null
-		# shellcheck disable=SC2086
-		"$VMPT" script -i nooff.perf.data --vmlinux "$VMX_KERNEL" \
-			--guestvmlinux "$GUEST_KERNEL" $f > vmpt.out 2>/dev/null ||
-			fail "vmpt script $f: exit status"
-		cmp -s perf.out vmpt.out ||
-			{ diff perf.out vmpt.out | head -5; fail "vmpt script $f ($vcpus vCPUs): not perf's lines"; }
-		vmlines=$((vmlines + $(wc -l < perf.out)))
-	done
+	vmpt_like_perf nooff.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL" -- \
+		"--itrace=be --ns -F time,ip,addr,flags" "--call-trace" "--call-ret-trace" \
+		"--itrace=i0nse --ns -F time,ip" "--itrace=bg -F ip,addr"
 done
 echo "perf agreed on the TSC offsets of $checked VMCSs and on every corrected guest TSC packet;" \
-     "vmpt script printed perf's $vmlines lines on VMs with no offset"
+     "vmpt script printed perf's lines on VMs with no offset (1 and 2 vCPUs, 5 forms)"
