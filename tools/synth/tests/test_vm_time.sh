@@ -112,7 +112,7 @@ for vcpus in 1 2; do
 		--branches 6000 --guest-period 500 -o nooff || fail "vmpt-synth no offset"
 	vmpt_like_perf nooff.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL" -- \
 		"--itrace=be --ns -F time,ip,addr,flags" "--call-trace" "--call-ret-trace" \
-		"--itrace=i0nse --ns -F time,ip" "--itrace=bg -F ip,addr"
+		"--itrace=i0nse --ns -F time,ip" "--itrace=i100ns --ns -F time,ip" "--itrace=bg -F ip,addr"
 done
 echo "perf agreed on the TSC offsets of $checked VMCSs and on every corrected guest TSC packet;" \
-     "vmpt script printed perf's lines on VMs with no offset (1 and 2 vCPUs, 5 forms)"
+     "vmpt script printed perf's lines on VMs with no offset (1 and 2 vCPUs, 6 forms)"
