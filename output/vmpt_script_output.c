@@ -739,12 +739,16 @@ void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it
 		c->err_offset = -1;
 	}
 	if (itr->insns && script_time_period(c) && c->p_ticks) {
-		/* perf walks to a PSB+'s FUP before it reads the PSB+ (its
-		 * TSC): that walk is in the time before.
+		/* perf walks to a PSB+'s FUP before it reads the PSB+:
+		 * that walk's periods count in the time before its TSC (an
+		 * MTC's after the last branch), and the TSC counts anew.
 		 */
-		if (c->n_pending && it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB &&
-		    it->ip_valid)
-			run_pending(c, c->pending[c->n_pending - 1].time);
+		if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->ip_valid) {
+			if (c->n_pending)
+				run_pending(c, it->time_before);
+			c->p_ts = it->time;
+			c->p_cnt = 0;
+		}
 		if (!decided_by_trace(it)) {
 			if (c->n_pending == sizeof(c->pending) / sizeof(c->pending[0]))
 				run_pending(c, c->pending[0].time);

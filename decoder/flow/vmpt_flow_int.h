@@ -118,6 +118,7 @@ struct vmpt_flow {
 	 */
 	uint8_t fup_bound, want_fup;
 	uint64_t psb_off;	/* FUP_PSB: the PSB's offset */
+	uint64_t psb_time_before;	/* and the time before it */
 	uint64_t fup_tsx, fup_ptw, fup_mwait, fup_pwre;
 	/* Event Trace: a CFE waiting for the FUP of its event's compound
 	 * packet (the IP bit clear, tracing on) or its own (FUP_CFE), with

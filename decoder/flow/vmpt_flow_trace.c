@@ -81,6 +81,7 @@ int vmpt_flow_psb_plus(struct vmpt_flow *dec)
 	vmpt_last_ip_init(&dec->lip);
 	if (!dec->synced)
 		dec->cyc.pge = 0;
+	dec->psb_time_before = dec->time.tsc;
 	for (;;) {
 		uint64_t off = vmpt_pkt_offset(&dec->pd);
 
@@ -170,6 +171,7 @@ done:
 		return -VMPT_ERR_NOMEM;
 	psb->cyc = vmpt_cycles_point(&dec->cyc);
 	psb->to = dec->time.cbr;
+	psb->time_before = dec->psb_time_before;
 	if (!dec->synced) {
 		dec->synced = 1;
 		vmpt_flow_reset_state(dec);
@@ -273,6 +275,7 @@ int vmpt_flow_emit_bound(struct vmpt_flow *dec, uint64_t at, int ip_valid)
 			return -VMPT_ERR_NOMEM;
 		psb->cyc = vmpt_cycles_point(&dec->cyc);
 		psb->to = dec->time.cbr;
+		psb->time_before = dec->psb_time_before;
 		dec->block_time = dec->time.tsc;
 		return 0;
 	}

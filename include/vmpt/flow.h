@@ -150,7 +150,13 @@ struct vmpt_flow_item {
 	};
 	const struct vmpt_section *sec;	/* block: where the code came from */
 	uint64_t ip;		/* block: first insn; event: where it happened */
-	uint64_t end_ip;	/* block: last insn */
+	union {
+		uint64_t end_ip;	/* block: last insn */
+		/* PSB: the time before its TSC, perf's while it walks to the
+		 * PSB+'s FUP (it reads the PSB+ after the walk).
+		 */
+		uint64_t time_before;
+	};
 	uint64_t to;		/* block: next ip; async branch: target */
 	uint64_t payload;
 	uint64_t offset;	/* trace offset of the packet behind it */

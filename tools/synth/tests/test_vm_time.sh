@@ -114,5 +114,14 @@ for vcpus in 1 2; do
 		"--itrace=be --ns -F time,ip,addr,flags" "--call-trace" "--call-ret-trace" \
 		"--itrace=i0nse --ns -F time,ip" "--itrace=i100ns --ns -F time,ip" "--itrace=bg -F ip,addr"
 done
+# Time periods around PSBs (perf walks to a PSB+'s FUP in the time before
+# its TSC, an MTC's after the last branch included, then counts anew),
+# with PTWRITE, power and Event Trace packets among the branches.
+for seed in 3 4; do
+	synth --seed "$seed" --tsc-offset 0 --branches 6000 --guest-period 500 --psb-period 512 \
+		--event --ptw --fup-on-ptw --pwr-evt -o psb || fail "vmpt-synth PSB periods"
+	vmpt_like_perf psb.perf.data --vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL" -- \
+		"--itrace=i37ns --ns -F time,ip,period" "--itrace=i10ns --ns -F time,ip"
+done
 echo "perf agreed on the TSC offsets of $checked VMCSs and on every corrected guest TSC packet;" \
-     "vmpt script printed perf's lines on VMs with no offset (1 and 2 vCPUs, 6 forms)"
+     "vmpt script printed perf's lines on VMs with no offset (1 and 2 vCPUs, 6 forms), and time periods around PSBs"
