@@ -249,6 +249,7 @@ static void set_type(struct vmpt_script_fields *f, int type, int how, uint64_t b
 	if (how < 0) {
 		f->set[type] &= ~bit;
 		f->named[type] &= ~bit;
+		f->unset[type] |= bit;
 	} else {
 		f->set[type] |= bit;
 		f->named[type] |= bit;

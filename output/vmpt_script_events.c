@@ -276,6 +276,9 @@ void script_on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		break;
 	case VMPT_EV_OVERFLOW:
 		c->stats.overflows++;
+		/* perf counts anew since the timestamp, its period goes on */
+		c->after_ovf = 1;
+		c->p_cnt = 0;
 		error_line(c, e, -VMPT_ERR_OVERFLOW);
 		break;
 	case VMPT_EV_PAGING:
@@ -367,8 +370,12 @@ void script_on_event(struct vmpt_consumer *c, const struct vmpt_flow_item *e)
 		}
 		break;
 	case VMPT_EV_ENABLED:
-		/* perf's periods start anew when tracing does. */
-		c->p_cont = 0;
+		/* perf's periods start anew when tracing does, but not at
+		 * the FUP an overflow resumes at.
+		 */
+		if (!c->after_ovf)
+			c->p_cont = 0;
+		c->after_ovf = 0;
 		/* A PSB+'s FUP is status, no trace start for perf. */
 		if (e->payload == VMPT_ENABLED_PSB)
 			break;

@@ -205,6 +205,7 @@ struct vmpt_consumer {
 	 */
 	struct vmpt_flow_item cfe;
 	int have_cfe;
+	int after_ovf;			/* an overflow, tracing not on again yet */
 	/* perf's ptq->timestamp, the time of its samples: forward only,
 	 * but for its estimate on returns to user space (est_tsc), which
 	 * counts 2 cycles per instruction since the last timestamp (ts_time,

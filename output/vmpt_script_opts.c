@@ -244,6 +244,54 @@ static int unsampled_fields(const struct vmpt_script_opts *o, const struct vmpt_
 	return 0;
 }
 
+/* perf script shows the callchains' symbols of the events it synthesizes:
+ * as it takes each new event's attr (process_attr), the first of a type
+ * (with no recorded one of that type) adds ip and sym to the type's fields
+ * (not those -F removed) when callchains are on and some event so far
+ * samples a callchain or branch stack.  Callchains are on in a pipe, or
+ * when a recorded event samples them, or with --itrace=g; -G turns them
+ * off but for g.  Intel PT's branches come first, without callchain or
+ * branch stack; its other events have them with g and l.
+ */
+static void callchain_fields(struct vmpt_script_opts *o, const struct vmpt_perf_data *pd)
+{
+	const struct vmpt_itrace *it = &o->it;
+	uint64_t combined = 0, chains = PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_BRANCH_STACK;
+	uint64_t dwarf = PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER, synth = 0;
+	int on = !o->hide_callchain && pd->pipe;
+
+	for (size_t i = 0; i < pd->nr_attrs; i++) {
+		combined |= pd->attrs[i].attr.sample_type;
+		if (!o->hide_callchain && (pd->attrs[i].attr.sample_type & PERF_SAMPLE_CALLCHAIN))
+			on = 1;
+	}
+	if (it->callchain)
+		on = 1;
+	if (!on)
+		return;
+	if (it->callchain)
+		synth |= PERF_SAMPLE_CALLCHAIN;
+	if (it->last_branch)
+		synth |= PERF_SAMPLE_BRANCH_STACK;
+	/* The first hardware event: branches, else instructions or
+	 * transactions; the first synth event (ptwrite, power, evt).
+	 */
+	if (!script_first_of_type(pd, PERF_TYPE_HARDWARE) && (it->branches || it->insns ||
+							      it->transactions)) {
+		uint64_t st = combined | (it->branches ? 0 : synth);
+
+		if ((st & chains) || (st & dwarf) == dwarf)
+			o->f.set[VMPT_OUT_HW] |= (VMPT_F_IP | VMPT_F_SYM) & ~o->f.unset[VMPT_OUT_HW];
+	}
+	if (it->ptwrites || it->pwr_events || it->intr_events) {
+		uint64_t st = combined | synth;
+
+		if ((st & chains) || (st & dwarf) == dwarf)
+			o->f.set[VMPT_OUT_SYNTH] |= (VMPT_F_IP | VMPT_F_SYM) &
+						    ~o->f.unset[VMPT_OUT_SYNTH];
+	}
+}
+
 int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_perf_data *pd,
 			       const struct perf_event_attr *intel_pt,
 			       const struct vmpt_perf_intel_pt_info *info,
@@ -371,5 +419,6 @@ int vmpt_script_opts_recording(struct vmpt_script_opts *o, const struct vmpt_per
 			return -VMPT_ERR_INVAL;
 		}
 	}
+	callchain_fields(o, pd);
 	return 0;
 }

@@ -277,6 +277,7 @@ void script_branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 	const struct vmpt_itrace *it = &c->o->it;
 	struct script_sample smp;
 	struct script_stack *st;
+	int split, skip_from;
 
 	time = branch_time(c, from, to, time);
 	c->stats.branches++;
@@ -289,7 +290,11 @@ void script_branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 	if (st && script_stack_event(&c->s->stacks, st, flags, from, to, insn_len,
 				     c->trace_nr) < 0)
 		c->stats.errors[VMPT_ERR_NOMEM]++;
-	if (!it->branches || branch_filtered(c, flags) || script_skipped(c))
+	/* A branch between machines is two samples, each counted by
+	 * --itrace=s as perf counts them.
+	 */
+	split = from_guest != to_guest && from && to;
+	if (!it->branches || branch_filtered(c, flags) || (!split && script_skipped(c)))
 		return;
 	if (c->fast && (from_guest == to_guest || !from || !to) &&
 	    script_fast_branch(c, from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL,
@@ -314,12 +319,17 @@ void script_branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 	smp.guest = from_guest;
 	smp.addr_guest = to_guest;
 	smp.sec = from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL;
-	fill_ipc(c, &smp, b->cyc_est ? c->est_cyc : b->cyc, c->insns, &c->br_cyc,
-		 &c->br_insns);
-	if (from_guest != to_guest && from && to) {
+	skip_from = split && script_skipped(c);
+	if (!skip_from)
+		fill_ipc(c, &smp, b->cyc_est ? c->est_cyc : b->cyc, c->insns, &c->br_cyc,
+			 &c->br_insns);
+	if (split) {
 		smp.addr = 0;
 		smp.addr_guest = from_guest;
-		script_deliver(c, &smp);
+		if (!skip_from)
+			script_deliver(c, &smp);
+		if (script_skipped(c))
+			return;
 		smp.ip = 0;
 		smp.addr = to;
 		smp.sec = NULL;
@@ -779,6 +789,9 @@ void script_track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 		c->ts_time = it->time;
 		c->ts_insns = c->undecided;
 	}
+	/* A PSB+'s TSC counts anew: perf walked to its FUP before. */
+	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->time)
+		c->ts_insns = 0;
 	if (decided_by_trace(it))
 		c->undecided = 0;
 	/* Tracing starts: perf walks the code after it in the time it read

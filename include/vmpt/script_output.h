@@ -80,6 +80,7 @@ struct vmpt_script_fields {
 	uint64_t set[VMPT_OUT_TYPES];		/* VMPT_F_* bits */
 	uint64_t named[VMPT_OUT_TYPES];		/* the ones -F asked for */
 	uint64_t wild;				/* ... without a type ("-F ip,addr") */
+	uint64_t unset[VMPT_OUT_TYPES];		/* the ones -F removed ("-sym") */
 	uint8_t user_set[VMPT_OUT_TYPES];	/* -F changed the type's fields */
 	uint8_t flags;				/* perf's print_flags */
 };

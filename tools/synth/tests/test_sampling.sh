@@ -1,0 +1,71 @@
+#!/bin/bash
+# vmpt script samples the instruction flow where perf script 6.1 does, on
+# traces with PSBs every 512 bytes, overflows, VMs and interrupts: time
+# periods (--itrace=iNns: a PSB+'s FUP walked to in the time before its
+# TSC, then counted anew; an overflow neither starts the period again nor
+# keeps the count since the timestamp), the time estimate after an iret
+# behind a PSB+, --itrace=s counting a branch between host and guest as
+# the two samples perf makes of it, and the callchains of --itrace=g,
+# whose frames show symbols (perf adds ip and sym to the fields of the
+# first hardware event it synthesizes when it has callchains: not when
+# branches come first; in a pipe also for l's branch stacks).
+. "$(dirname "$0")/synth-lib.sh"
+: "${VMPT:?}"
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+VM=(--vm --tsc-offset 0 --host-kernel "$VMX_KERNEL" --guest-elf "$GUEST_KERNEL"
+    --guest-start start_kernel --guest-period 500)
+VMK=(--vmlinux "$VMX_KERNEL" --guestvmlinux "$GUEST_KERNEL")
+PERIODS=("--itrace=i100ns --ns -F time,ip,period" "--itrace=i37ns --ns -F time,ip,period"
+	 "--itrace=i1us -F ip,period,ipc")
+forms=0
+
+check() {	# name, synth args, --, options of both, --, forms
+	local name=$1 s=() o=()
+	shift
+	while [ "$1" != "--" ]; do s+=("$1"); shift; done
+	shift
+	while [ "$1" != "--" ]; do o+=("$1"); shift; done
+	shift
+	"$SYNTH" "${s[@]}" -o t -q || fail "vmpt-synth $name"
+	vmpt_like_perf t.perf.data "${o[@]}" -- "$@"
+	forms=$((forms + $#))
+}
+
+for seed in 3 4; do
+	check "vm $seed" "${VM[@]}" --seed $seed --branches 6000 --psb-period 512 -- \
+		"${VMK[@]}" -- "${PERIODS[@]}" "--itrace=bs100 -F ip,addr,flags"
+	check "vm events $seed" "${VM[@]}" --seed $seed --branches 6000 --psb-period 512 \
+		--event --ptw --fup-on-ptw --pwr-evt -- "${VMK[@]}" -- "${PERIODS[@]}"
+	check "ovf $seed" --elf /usr/bin/bash --seed $seed --branches 5000 --ovf-at 3000 -- -- \
+		"${PERIODS[@]}"
+	check "ovf kernel $seed" --elf /usr/bin/bash --host-kernel "$GUEST_KERNEL" --irq-period 300 \
+		--seed $seed --branches 5000 --ovf-at 3000 -- --vmlinux "$GUEST_KERNEL" -- \
+		"${PERIODS[@]}" "--itrace=b --ns -F time,ip,addr"
+done
+
+# Callchains, in the file and in perf's pipe form (where perf 6.1 stops
+# at "unexpected end of event stream" before the trace's last branches:
+# its lines are the first of vmpt's then).
+"$SYNTH" --elf /usr/bin/bash --seed 3 --branches 4000 --psb-period 512 -o u -q ||
+	fail "vmpt-synth callchains"
+perf inject -i u.perf.data -o - > u.pipe 2>/dev/null || fail "perf inject -o -"
+CHAINS=("--itrace=i1000ig4 --ns -F time,ip" "--itrace=i1000ig4 -F ip,dso"
+	"--itrace=bi1000ig4 -F ip,addr" "--itrace=i1000ig4 -G -F ip"
+	"--itrace=i1000il4 -F ip" "--itrace=i1000ig4pw -F synth:ip")
+vmpt_like_perf u.perf.data -- "${CHAINS[@]}" "--itrace=i1000ig4 -F -sym,-symoff"
+for f in "${CHAINS[@]}"; do
+	# shellcheck disable=SC2086
+	perf script -i - $f < u.pipe > perf.out 2> perf.err
+	# shellcheck disable=SC2086
+	"$VMPT" script -i - $f < u.pipe > vmpt.out 2>/dev/null || fail "vmpt script -i - $f: exit status"
+	if grep -q 'unexpected end of event stream' perf.err; then
+		head -n "$(wc -l < perf.out)" vmpt.out > vmpt.head
+		mv vmpt.head vmpt.out
+	fi
+	cmp -s perf.out vmpt.out || { diff perf.out vmpt.out | head -5; fail "pipe $f: not perf's lines"; }
+done
+forms=$((forms + 2 * ${#CHAINS[@]} + 1))
+echo "vmpt script printed perf script's lines in $forms forms: time periods over PSBs, overflows and VMs, --itrace=s, callchains"
