@@ -282,6 +282,8 @@ static void script_usage(FILE *out)
 		"                    removes; TYPE:FIELDS for hw, sw, trace, synth)\n"
 		"  --call-trace, --call-ret-trace, --insn-trace[=disasm]\n"
 		"  --ns              sample times in nanoseconds\n"
+		"  --reltime         times since the first line's\n"
+		"  --deltatime       times since the line before's\n"
 		"  -G, --hide-call-graph  recorded samples' callchains not printed\n"
 		"  --show-task-events, --show-mmap-events, --show-switch-events,\n"
 		"  --show-lost-events   the sideband records among the samples\n"
@@ -302,7 +304,7 @@ int cmd_script(int argc, char **argv)
 	       O_CALLRET_TRACE, O_INSN_TRACE, O_FILTER, O_RETCOMP, O_NORETCOMP, O_NS, O_PID, O_TID,
 	       O_DSOS, O_TIME, O_SYMFS, O_SHOW_TASK, O_SHOW_MMAP, O_SHOW_SWITCH,
 	       O_SHOW_LOST, O_DEMANGLE, O_NO_DEMANGLE, O_DEMANGLE_KERNEL, O_NO_GUEST_TASKS,
-	       O_INLINE, O_NO_INLINE };
+	       O_INLINE, O_NO_INLINE, O_RELTIME, O_DELTATIME };
 	static const struct option longopts[] = {
 		{ "pt", required_argument, NULL, O_PT },
 		SCRIPT_IMAGE_LONGOPTS,
@@ -324,6 +326,8 @@ int cmd_script(int argc, char **argv)
 		{ "input", required_argument, NULL, 'i' },
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "ns", no_argument, NULL, O_NS },
+		{ "reltime", no_argument, NULL, O_RELTIME },
+		{ "deltatime", no_argument, NULL, O_DELTATIME },
 		{ "hide-call-graph", no_argument, NULL, 'G' },
 		{ "cpu", required_argument, NULL, 'C' },
 		{ "pid", required_argument, NULL, O_PID },
@@ -442,6 +446,8 @@ int cmd_script(int argc, char **argv)
 		case O_RETCOMP: cfg.retcomp = VMPT_RETCOMP_ON; break;
 		case O_NORETCOMP: cfg.retcomp = VMPT_RETCOMP_OFF; break;
 		case O_NS: op.ns = 1; break;
+		case O_RELTIME: op.reltime = 1; break;
+		case O_DELTATIME: op.deltatime = 1; break;
 		case 'j': {
 			char *end;
 
@@ -485,6 +491,12 @@ bad_arg:
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vmpt script: unexpected argument '%s'\n", argv[optind]);
+		status = 2;
+		goto out;
+	}
+	if (op.reltime && op.deltatime) {
+		fprintf(stderr, "vmpt script: reltime and deltatime - the two don't get along "
+			"well. Please limit to --reltime or --deltatime.\n");
 		status = 2;
 		goto out;
 	}

@@ -51,6 +51,7 @@ struct vmpt_script {
 	int use_stacks;
 	struct script_stacks stacks;
 	uint64_t num_events;		/* samples seen, for s (initial skip) */
+	uint64_t time_first, time_prev;	/* --reltime, --deltatime (0: none yet) */
 	/* Binaries missing here that a sample or the decoder met, as perf's
 	 * dso data status: ERROR once looked up or read, and "seen" once
 	 * the decoder found it so (its failures after that are silent).

@@ -83,8 +83,10 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 		script_out_small(c, ": ", 2);
 		return;
 	}
-	/* Lines in a row mostly share their time: its text is kept. */
-	if (c->time_len && c->time_tsc == tsc) {
+	/* Lines in a row mostly share their time: its text is kept (not
+	 * the difference to the line before).
+	 */
+	if (c->time_len && c->time_tsc == tsc && !o->deltatime) {
 		script_out_small(c, c->time_text, c->time_len);
 		return;
 	}
@@ -104,8 +106,22 @@ static void print_time(struct vmpt_consumer *c, uint64_t tsc)
 void script_print_ns(struct vmpt_consumer *c, uint64_t ns)
 {
 	char tmp[32], *end = tmp + sizeof(tmp), *p = end;
-	uint64_t sec = ns / 1000000000, usec = ns % 1000000000 / 1000;
+	uint64_t sec, usec;
+	struct vmpt_script *s = c->s;
 
+	/* as perf: the first time seen is 0 for both (unsigned differences) */
+	if (c->o->reltime) {
+		if (!s->time_first)
+			s->time_first = ns;
+		ns -= s->time_first;
+	} else if (c->o->deltatime) {
+		uint64_t t = s->time_prev ? ns - s->time_prev : 0;
+
+		s->time_prev = ns;
+		ns = t;
+	}
+	sec = ns / 1000000000;
+	usec = ns % 1000000000 / 1000;
 	if (c->o->ns) {
 		/* "%5lu.%09lu: " */
 		p -= script_dec_digits(p, ns % 1000000000 + 1000000000) - 1;

@@ -146,6 +146,10 @@ struct vmpt_script_opts {
 	struct vmpt_itrace it;
 	struct vmpt_script_fields f;
 	int ns;			/* --ns: times to the nanosecond */
+	/* --reltime: times since the first line's; --deltatime: since the
+	 * line before's (lines with a time: samples, sideband events).
+	 */
+	int reltime, deltatime;
 	int disasm;		/* --insn-trace=disasm: the instruction's text too */
 	/* --inline: callchain frames of inlined functions (perf 6.1 has
 	 * none in Intel PT's callchains; later perfs add them so).

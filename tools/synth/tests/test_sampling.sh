@@ -8,7 +8,8 @@
 # the two samples perf makes of it, and the callchains of --itrace=g,
 # whose frames show symbols (perf adds ip and sym to the fields of the
 # first hardware event it synthesizes when it has callchains: not when
-# branches come first; in a pipe also for l's branch stacks).
+# branches come first; in a pipe also for l's branch stacks); --reltime
+# and --deltatime.
 . "$(dirname "$0")/synth-lib.sh"
 : "${VMPT:?}"
 WORK=$(mktemp -d)
@@ -46,6 +47,13 @@ for seed in 3 4; do
 		"${PERIODS[@]}" "--itrace=b --ns -F time,ip,addr"
 done
 
+# Times since the first line and since the line before (sideband too).
+check "reltime" --elf /usr/bin/ls --seed 3 --branches 4000 --cyc --psb-period 512 -- -- \
+	"--itrace=cre --reltime -F time,ip,sym" "--itrace=cre --deltatime --ns -F time,ip" \
+	"--deltatime --show-mmap-events --itrace=c -F time,event,ip" "--reltime --show-mmap-events"
+"$VMPT" script -i t.perf.data --reltime --deltatime > out 2> err && fail "--reltime --deltatime: exit status 0"
+grep -q "reltime and deltatime - the two don't get along well" err || fail "--reltime --deltatime: $(cat err)"
+
 # Callchains, in the file and in perf's pipe form (where perf 6.1 stops
 # at "unexpected end of event stream" before the trace's last branches:
 # its lines are the first of vmpt's then).
@@ -68,4 +76,4 @@ for f in "${CHAINS[@]}"; do
 	cmp -s perf.out vmpt.out || { diff perf.out vmpt.out | head -5; fail "pipe $f: not perf's lines"; }
 done
 forms=$((forms + 2 * ${#CHAINS[@]} + 1))
-echo "vmpt script printed perf script's lines in $forms forms: time periods over PSBs, overflows and VMs, --itrace=s, callchains"
+echo "vmpt script printed perf script's lines in $forms forms: time periods over PSBs, overflows and VMs, --itrace=s, callchains, --reltime, --deltatime"
