@@ -48,6 +48,14 @@ struct queue {
 	struct vmpt_task task;
 	uint64_t task_from, task_until;	/* perf time the task holds for */
 	uint64_t task_tsc;		/* the item time it was looked up for */
+	/* The time the instructions of its next block print at before its
+	 * last (the last block's or trace start's: perf walked them before
+	 * the packets that decide the branch), 0: none yet; and the last
+	 * instruction of a block handed on in two.
+	 */
+	uint64_t lead;
+	struct vmpt_flow_item tail;
+	uint64_t seq;		/* when it went back on perf's heap */
 };
 
 struct decode {
@@ -64,6 +72,7 @@ struct decode {
 	 * before it pass without a look at the sideband.
 	 */
 	uint64_t sb_due;
+	uint64_t seq;		/* the queues' last seq */
 };
 
 /* The item's perf time for sideband lookups. */
@@ -393,9 +402,94 @@ static void report_progress(struct decode *d)
 	d->s->opts.progress.fn(d->s->opts.progress.ctx, done, d->total);
 }
 
+/* When q's next item prints, as perf orders its queues by the time of
+ * each sample: a block's instructions before its last one at the time
+ * the walk reached them (q->lead), its branch at its own.
+ */
+static int branch_own_time(const struct vmpt_flow_item *b)
+{
+	/* the trace decided it: a conditional branch, a return or an
+	 * indirect one, not a direct jump or call
+	 */
+	return b->iclass == VMPT_IC_JCC ||
+	       (b->taken && b->iclass != VMPT_IC_JMP && b->iclass != VMPT_IC_CALL &&
+		b->iclass != VMPT_IC_OTHER);
+}
+
+static uint64_t print_time(const struct queue *q)
+{
+	const struct vmpt_flow_item *it = q->item;
+
+	if (it->kind != VMPT_FLOW_BLOCK || !q->lead || q->lead >= it->time ||
+	    (it->ninsn == 1 && branch_own_time(it)))
+		return it->time;
+	return q->lead;
+}
+
+static void note_lead(struct queue *q, const struct vmpt_flow_item *it)
+{
+	if (it->kind == VMPT_FLOW_BLOCK ||
+	    (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ENABLED))
+		q->lead = it->time;
+}
+
+/* Hand on the instructions of q's block before its last one, which waits
+ * in q->tail for its own time (another queue's samples come between).
+ */
+static void hand_head(struct decode *d, struct queue *q)
+{
+	const struct vmpt_flow_item *b = q->item;
+	struct vmpt_flow_item head = *b;
+	uint64_t ip = b->ip;
+
+	for (uint32_t i = 0; i + 1 < b->ninsn; i++)
+		ip += b->isize[i];
+	head.ninsn = b->ninsn - 1;
+	head.iclass = VMPT_IC_OTHER;
+	head.taken = 0;
+	head.to = ip;
+	head.end_ip = ip - b->isize[b->ninsn - 2];
+	head.time = q->lead;
+	head.cyc = 0;
+	q->tail = *b;
+	q->tail.ip = ip;
+	q->tail.ninsn = 1;
+	q->tail.isize = b->isize + b->ninsn - 1;
+	q->item = &q->tail;
+	q->lead = 0;		/* the branch at its own time */
+	d->ops->item(q->out, &head);
+}
+
+/* The queue that prints next (but skip): the earliest to print; on a
+ * tie the running one, else the one back on perf's heap first.
+ */
+static struct queue *pick(struct decode *d, const struct queue *running,
+			  const struct queue *skip)
+{
+	struct queue *best = NULL;
+
+	for (size_t k = 0; k < d->nq; k++) {
+		struct queue *q = &d->qs[k];
+		uint64_t t, bt;
+
+		if (!q->item || q == skip)
+			continue;
+		if (!best) {
+			best = q;
+			continue;
+		}
+		t = print_time(q);
+		bt = print_time(best);
+		if (t < bt || (t == bt && best != running &&
+			       (q == running || q->seq < best->seq)))
+			best = q;
+	}
+	return best;
+}
+
 static int decode_one_thread(struct decode *d, FILE *f)
 {
-	struct queue *cur = NULL;
+	struct queue *cur = NULL, *running = NULL;
 	struct vmpt_consumer *last;
 	int ret = 0;
 
@@ -407,37 +501,56 @@ static int decode_one_thread(struct decode *d, FILE *f)
 	last = d->nq ? d->qs[0].out : d->ops->open(d->ops->ctx, f);
 	if (!last)
 		return -VMPT_ERR_NOMEM;
-	/* Merge by time: print from the queue whose next item is earliest;
-	 * as perf, the queue printing goes on while its time is not later
-	 * than any other's (then, on ties, the first queue).
+	/* Merge by time as perf's heap of queues does: print from the queue
+	 * whose next item prints earliest; the queue printing goes on while
+	 * its time is not later than any other's and no sideband record is
+	 * due; on ties, the queue waiting longest (at first the first).
 	 */
+	for (size_t k = 0; k < d->nq; k++)
+		d->qs[k].seq = k;
+	d->seq = d->nq;
 	while (ret == 0) {
-		struct queue *best = cur && cur->item ? cur : NULL;
+		struct queue *best = pick(d, running, NULL), *next, *was = running;
 
 		if (s_progress(d) && ++d->items % 16384 == 0)
 			report_progress(d);
-
-		for (size_t k = 0; k < d->nq; k++)
-			if (d->qs[k].item &&
-			    (!best || d->qs[k].item->time < best->item->time))
-				best = &d->qs[k];
 		if (!best)
 			break;
+		next = pick(d, running, best);
+		if (running && running != best)
+			running->seq = ++d->seq;	/* back on perf's heap */
+		running = best;
 		if (cur && cur != best) {
 			d->ops->drain(cur->out, cur->item ? cur->item->time : 0);
 			ret = d->ops->flush(cur->out);
 			if (ret < 0)
 				break;
 		}
-		/* sideband_until's test: a record due at a later TSC waits. */
-		if (d->next_sb < d->n_sb && best->item->time &&
-		    d->sb_due <= best->item->time) {
-			if (cur && cur == best && (ret = d->ops->flush(cur->out)) < 0)
-				break;
-			sideband_until(d, best->out, best->item->time);
-		}
 		cur = best;
 		last = cur->out;
+		/* sideband_until's test: a record due at a later TSC waits,
+		 * and stops the queue (perf runs the queues up to it).
+		 */
+		if (d->next_sb < d->n_sb && best->item->time &&
+		    d->sb_due <= best->item->time) {
+			if ((ret = d->ops->flush(cur->out)) < 0)
+				break;
+			sideband_until(d, best->out, best->item->time);
+			if (was == best)
+				best->seq = ++d->seq;	/* stopped by the record */
+			running = NULL;
+			continue;
+		}
+		/* A branch due after another queue's samples: the block's
+		 * other instructions first.
+		 */
+		if (next && best->item->kind == VMPT_FLOW_BLOCK && branch_own_time(best->item) &&
+		    best->item->ninsn > 1 && print_time(best) < best->item->time &&
+		    print_time(next) < best->item->time) {
+			hand_head(d, best);
+			continue;
+		}
+		note_lead(best, best->item);
 		d->ops->item(best->out, best->item);
 		best->item = NULL;
 		/* One queue: the rest of its batch straight on while the task

@@ -25,7 +25,8 @@ rec() {
 	n=$1
 	shift
 	perf record -q "$@" -o "$T/$n.data" -- \
-		perl -e 'my $x = 0; for (1..2000000) { $x += $_ }' >"$T/$n.log" 2>&1
+		perl -e 'my $x = 0; for (1..2000000) { $x += $_ } select(undef, undef, undef, 0.01)' \
+		>"$T/$n.log" 2>&1	# (the sleep: a sched_switch however idle the machine)
 }
 
 # same NAME [options]: vmpt script's lines are perf script's, stderr empty.

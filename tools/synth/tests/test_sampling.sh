@@ -9,7 +9,7 @@
 # whose frames show symbols (perf adds ip and sym to the fields of the
 # first hardware event it synthesizes when it has callchains: not when
 # branches come first; in a pipe also for l's branch stacks); --reltime
-# and --deltatime.
+# and --deltatime; the samples of per-CPU buffers in perf's order.
 . "$(dirname "$0")/synth-lib.sh"
 : "${VMPT:?}"
 WORK=$(mktemp -d)
@@ -45,6 +45,16 @@ for seed in 3 4; do
 	check "ovf kernel $seed" --elf /usr/bin/bash --host-kernel "$GUEST_KERNEL" --irq-period 300 \
 		--seed $seed --branches 5000 --ovf-at 3000 -- --vmlinux "$GUEST_KERNEL" -- \
 		"${PERIODS[@]}" "--itrace=b --ns -F time,ip,addr"
+done
+
+# Per-CPU buffers of vCPU threads: the queues merged as perf's heap does
+# (the instructions of a block walked before the packet deciding its
+# branch at the walk's time, ties to the queue waiting longest).
+for seed in 3 4; do
+	check "vm cpus $seed" "${VM[@]}" --seed $seed --branches 6000 --vcpus $((seed - 1)) \
+		--tsc-offset "$( [ $seed = 3 ] && echo 0,0 || echo 0,0,0)" --cpus 2 -- "${VMK[@]}" -- \
+		"--itrace=i0nse -F cpu,time,ip,flags --ns" "--itrace=be -F cpu,time,ip,addr --ns" \
+		"--call-ret-trace" "" "--show-switch-events --itrace=cewp -F cpu,tid,time,ip --ns"
 done
 
 # Times since the first line and since the line before (sideband too).
