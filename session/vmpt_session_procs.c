@@ -167,13 +167,30 @@ static int by_pid_time(const void *a, const void *b, void *arg)
 	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
+/* What a mapping leaves of another by its side: kept till the end. */
+struct procs_piece {
+	struct procs_span span;
+	struct procs_piece *next;
+};
+
+static int procs_put_piece(void **tree, struct procs_piece **pieces, uint64_t start,
+			   uint64_t end, const struct vmpt_session_map *m)
+{
+	struct procs_piece *p = malloc(sizeof(*p));
+
+	if (!p)
+		return -VMPT_ERR_NOMEM;
+	*p = (struct procs_piece){ { start, end, m }, *pieces };
+	*pieces = p;
+	return tsearch(&p->span, tree, span_cmp) ? 0 : -VMPT_ERR_NOMEM;
+}
+
 /* Take the spans overlapping key's out of the tree: 1 if one is not the
  * same code as key's (a generation starts), 0 if they are all the same
  * (*key grows over them); -VMPT_ERR_NOMEM.  What key leaves of them by
- * its sides goes back in, as left and right.
+ * its sides goes back in (as pieces).
  */
-static int procs_take(void **tree, struct procs_span *key, struct procs_span *left,
-		      struct procs_span *right)
+static int procs_take(void **tree, struct procs_span *key, struct procs_piece **pieces)
 {
 	uint64_t start = key->start, end = key->end;
 	struct procs_span **o, *taken[2] = { NULL, NULL };
@@ -197,16 +214,12 @@ static int procs_take(void **tree, struct procs_span *key, struct procs_span *le
 		key->end = end;
 		return 0;
 	}
-	if (taken[0]) {
-		*left = (struct procs_span){ taken[0]->start, key->start, taken[0]->m };
-		if (!tsearch(left, tree, span_cmp))
-			return -VMPT_ERR_NOMEM;
-	}
-	if (taken[1]) {
-		*right = (struct procs_span){ key->end, taken[1]->end, taken[1]->m };
-		if (!tsearch(right, tree, span_cmp))
-			return -VMPT_ERR_NOMEM;
-	}
+	if (taken[0] && procs_put_piece(tree, pieces, taken[0]->start, key->start,
+					taken[0]->m) < 0)
+		return -VMPT_ERR_NOMEM;
+	if (taken[1] && procs_put_piece(tree, pieces, key->end, taken[1]->end,
+					taken[1]->m) < 0)
+		return -VMPT_ERR_NOMEM;
 	return 1;
 }
 
@@ -227,8 +240,8 @@ static int procs_take(void **tree, struct procs_span *key, struct procs_span *le
 static long procs_overlaps(struct vmpt_session *s)
 {
 	size_t *at = malloc((s->n_maps + 1) * sizeof(*at)), n = 0;
-	/* Each mapping's span, and the two it may leave of others. */
-	struct procs_span *spans = malloc((3 * s->n_maps + 1) * sizeof(*spans));
+	struct procs_span *spans = malloc((s->n_maps + 1) * sizeof(*spans));
+	struct procs_piece *pieces = NULL;
 	unsigned exec = 0, remaps = 0;
 	void *tree = NULL;
 	long found = 0;
@@ -240,9 +253,10 @@ static long procs_overlaps(struct vmpt_session *s)
 		qsort_r(at, n, sizeof(*at), by_pid_time, s->maps);
 	for (size_t i = 0; at && spans && i < n && found >= 0; i++) {
 		const struct vmpt_session_map *m = &s->maps[at[i]];
-		struct procs_span *sp = &spans[3 * i];
+		struct procs_span *sp = &spans[i];
 		unsigned g = session_gens_before(session_find_proc(s, m->pid), m->time,
 						 m->offset);
+		struct procs_span **o;
 		int ret;
 
 		/* Another process, or an exec since: nothing mapped yet. */
@@ -255,7 +269,13 @@ static long procs_overlaps(struct vmpt_session *s)
 		*sp = (struct procs_span){ m->start, m->start + m->len, m };
 		if (sp->end <= sp->start)
 			continue;
-		ret = procs_take(&tree, sp, sp + 1, sp + 2);
+		/* In at once where nothing is (the common case). */
+		o = tsearch(sp, &tree, span_cmp);
+		if (!o || *o == sp) {
+			found = o ? found : -VMPT_ERR_NOMEM;
+			continue;
+		}
+		ret = procs_take(&tree, sp, &pieces);
 		if (ret > 0 && remaps++ < PROCS_MAX_REMAPS) {
 			found++;
 			ret = session_proc_start(s, m->pid, -1, 1, m->time, m->offset);
@@ -268,6 +288,12 @@ static long procs_overlaps(struct vmpt_session *s)
 		found = -VMPT_ERR_NOMEM;
 	free(at);
 	free(spans);
+	while (pieces) {
+		struct procs_piece *next = pieces->next;
+
+		free(pieces);
+		pieces = next;
+	}
 	return found;
 }
 
