@@ -69,27 +69,28 @@ void session_reads_free(struct session_reads *r);
 
 /* vmpt_session_procs.c: a fork (from parent) or an exec of process pid,
  * seen in the walk of the records (0 or -VMPT_ERR_NOMEM); the processes
- * made of them and of the mappings once all are read (0 or
- * -VMPT_ERR_NOMEM); a process (NULL: none); its execs before a record's
- * time and file offset; when pid's address space changes after `time`
- * (UINT64_MAX: never); all freed by session_procs_free.
+ * made of them and of the mappings, with the generations of their code,
+ * once all are read (0 or -VMPT_ERR_NOMEM); a process (NULL: none); its
+ * generations started before a record's time and file offset; when pid's
+ * address space changes after `time` (UINT64_MAX: never); all freed by
+ * session_procs_free.
  */
-int session_proc_start(struct vmpt_session *s, int pid, int parent, int exec,
+int session_proc_start(struct vmpt_session *s, int pid, int parent, int gen,
 		       uint64_t time, uint64_t offset);
 int session_procs_build(struct vmpt_session *s);
 struct vmpt_session_proc *session_find_proc(const struct vmpt_session *s, int pid);
-unsigned session_execs_before(const struct vmpt_session_proc *p, uint64_t time,
-			      uint64_t offset);
+unsigned session_gens_before(const struct vmpt_session_proc *p, uint64_t time,
+			     uint64_t offset);
 uint64_t session_space_until(const struct vmpt_session *s, int pid, uint64_t time);
-/* The address space `space` sees where it maps nothing: the one before
- * its exec, or its parent's at its fork (0: none).
+/* The address space `space` sees where it maps nothing: its process's
+ * generation before, or its parent's at its fork (0: none).
  */
 uint64_t session_space_before(const struct vmpt_session *s, uint64_t space);
 void session_procs_free(struct vmpt_session *s);
 
 /* vmpt_session_maps.c: keep a mapping (pid -1: the kernel's; data: of no
  * code) as read (0 or -VMPT_ERR_NOMEM); once all records are read, place
- * each in its exec's address space and add its code to the image
+ * each in its generation's address space and add its code to the image
  * (0 or -VMPT_ERR_NOMEM).
  */
 int session_keep_map(struct vmpt_session *s, const struct vmpt_perf_event *ev, int pid,

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The recorded mappings (MMAP, MMAP2): kept to name what they map, their
- * code placed in the image in the address space of their process's exec
- * (vmpt_session_procs.c), and looked up as perf's maps of a thread.
+ * code placed in the image in the address space of their process's
+ * generation (vmpt_session_procs.c), and looked up as perf's maps of a
+ * thread.
  *
  * A process's mappings as perf's thread holds them when the process maps
  * its vdso: perf 6.1's map__new finds the vdso's dso by the process's ELF
@@ -122,19 +123,20 @@ static void host_code(struct vmpt_session *s, struct vmpt_session_map *m,
 		unlink(b.path);
 }
 
-/* The address space a process's mapping is in: its exec's.  code: it
- * maps code (a process mapping data only still runs its parent's).
+/* The address space a process's mapping is in: its generation's (a
+ * mapping starting one is in it).  code: it maps code (a process mapping
+ * data only still runs its parent's).
  */
 static void place(struct vmpt_session *s, struct vmpt_session_map *m, int code)
 {
 	struct vmpt_session_proc *p = m->pid > 0 ? session_find_proc(s, m->pid) : NULL;
-	unsigned exec;
+	unsigned gen;
 
 	if (!p)
 		return;
-	exec = session_execs_before(p, m->time, m->offset);
-	m->space = vmpt_pid_space(m->pid, exec);
-	if (code && !exec && (!p->has_maps || m->time < p->maps_from)) {
+	gen = session_gens_before(p, m->time, m->offset + 1);
+	m->space = vmpt_pid_space(m->pid, gen);
+	if (code && !gen && (!p->has_maps || m->time < p->maps_from)) {
 		p->maps_from = m->time;
 		p->has_maps = 1;
 	}
@@ -189,12 +191,12 @@ int session_maps_place(struct vmpt_session *s)
 	}
 	for (size_t i = 0; i < s->n_data_maps; i++)
 		place(s, &s->data_maps[i], 0);
-	/* Where an exec's, or a fork's, code is not its own. */
+	/* Where a generation's, or a fork's, code is not its own. */
 	for (size_t i = 0; i < s->n_procs; i++) {
 		const struct vmpt_session_proc *p = &s->procs[i];
 
-		for (unsigned exec = 0; exec <= p->n_execs; exec++) {
-			struct vmpt_asid space = { VMPT_MACHINE_HOST, vmpt_pid_space(p->pid, exec) };
+		for (unsigned gen = 0; gen <= p->n_gens; gen++) {
+			struct vmpt_asid space = { VMPT_MACHINE_HOST, vmpt_pid_space(p->pid, gen) };
 			uint64_t before = session_space_before(s, space.cr3);
 
 			if (before && vmpt_image_inherit(s->image, &space, before) < 0)
@@ -280,9 +282,9 @@ const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint6
 }
 
 /* The mapping of addr in the address space (the process's, then the
- * ones it sees through: its exec's predecessor, its parent's at the fork;
- * without a space, the process's last and its parents'), then the
- * kernel's; of code, else of data.
+ * ones it sees through: its generation's predecessor, its parent's at
+ * the fork; without a space, the process's last and its parents'), then
+ * the kernel's; of code, else of data.
  */
 static const struct vmpt_session_map *map_of(const struct vmpt_session *s, int pid,
 					     uint64_t space, uint64_t addr, int data)

@@ -33,12 +33,13 @@ extern "C" {
 #define VMPT_MACHINE_GUEST 2ull
 
 /* The cr3 key of a process known by its pid from sideband rather than by
- * CR3 (no CR3 has bit 63 set), after its exec'th exec in the recording:
- * each exec's code is an address space of its own.
+ * CR3 (no CR3 has bit 63 set), in its gen'th generation of code in the
+ * recording: each generation (started by an exec, or by code mapped over
+ * code mapped since) is an address space of its own.
  */
-static inline uint64_t vmpt_pid_space(int pid, unsigned exec)
+static inline uint64_t vmpt_pid_space(int pid, unsigned gen)
 {
-	return (1ull << 63) | ((uint64_t)(exec & 0x7fffffffu) << 32) | (uint32_t)pid;
+	return (1ull << 63) | ((uint64_t)(gen & 0x7fffffffu) << 32) | (uint32_t)pid;
 }
 
 static inline int vmpt_space_pid(uint64_t space)
@@ -46,7 +47,7 @@ static inline int vmpt_space_pid(uint64_t space)
 	return (int)(uint32_t)space;
 }
 
-static inline unsigned vmpt_space_exec(uint64_t space)
+static inline unsigned vmpt_space_gen(uint64_t space)
 {
 	return (unsigned)(space >> 32) & 0x7fffffffu;
 }
@@ -214,7 +215,8 @@ const struct vmpt_section *vmpt_image_find(const struct vmpt_image *img,
 
 /* A forked process's address space child (a vmpt_pid_space) also holds
  * parent's code where none of its own is: a fork that maps code of its
- * own (a JIT's, a dlopen) without an exec still runs its parent's.
+ * own (a JIT's, a dlopen) without an exec still runs its parent's; a
+ * process's generation sees the one before it the same way.
  * 0 or -VMPT_ERR_NOMEM.
  */
 int vmpt_image_inherit(struct vmpt_image *img, const struct vmpt_asid *child,

@@ -57,22 +57,27 @@ struct vmpt_session_map {
 	uint64_t seq;		/* record order: the last mapping wins */
 	uint64_t time;		/* perf time of the record (0: none) */
 	uint64_t offset;	/* of the record in its file */
-	/* The address space it is code of: vmpt_pid_space(pid, the execs
-	 * of pid before it); 0: the kernel's.
+	/* The address space it is code of: vmpt_pid_space(pid, the
+	 * generations pid started before it); 0: the kernel's.
 	 */
 	uint64_t space;
 	int found;		/* its binary is here: its code is in the image */
 };
 
-/* An exec (a COMM record with PERF_RECORD_MISC_COMM_EXEC). */
-struct vmpt_session_exec {
+/* Where a process's next generation of code starts: an exec (a COMM
+ * record with PERF_RECORD_MISC_COMM_EXEC), or a mapping of code over code
+ * it mapped since its last exec (vmpt_session_procs.c).
+ */
+struct vmpt_session_gen {
 	uint64_t time, offset;
 };
 
-/* A process's fork (from parent) or exec, as read. */
+/* A process's fork (from parent) or the start of a generation of its
+ * code, as read.
+ */
 struct vmpt_session_start {
 	int pid, parent;
-	int exec;
+	int gen;
 	uint64_t time, offset;
 };
 
@@ -86,12 +91,12 @@ struct vmpt_session_map_index {
 struct vmpt_session_proc {
 	int pid, parent;	/* parent: from FORK, -1 unknown */
 	uint64_t forked_at;	/* perf time of that FORK */
-	/* Its execs in time order: after the i'th, its code is address
-	 * space vmpt_pid_space(pid, i).
+	/* Its generations in time order: after the i'th start, its code
+	 * is address space vmpt_pid_space(pid, i).
 	 */
-	struct vmpt_session_exec *execs;
-	size_t n_execs;
-	/* Code mapped before its first exec: address space
+	struct vmpt_session_gen *gens;
+	size_t n_gens;
+	/* Code mapped before its first generation: address space
 	 * vmpt_pid_space(pid, 0) from the first such MMAP's perf time on.
 	 */
 	int has_maps;
@@ -133,14 +138,14 @@ struct vmpt_session {
 	struct vmpt_task_rec *forks;	/* sorted by time */
 	size_t n_forks;
 	/* The processes, sorted by pid, made once the records are read
-	 * from their forks and execs (starts) and mappings; execs holds
-	 * theirs, by pid and time.
+	 * from their forks and execs (starts) and mappings; gens holds
+	 * their generations, by pid and time.
 	 */
 	struct vmpt_session_proc *procs;
 	size_t n_procs;
 	struct vmpt_session_start *starts;
 	size_t n_starts;
-	struct vmpt_session_exec *execs;
+	struct vmpt_session_gen *gens;
 	struct vmpt_session_map *maps;		/* executable, file order */
 	size_t n_maps;
 	size_t *maps_by_pid;	/* maps' indices by pid, address, file order (made on use) */
@@ -236,9 +241,10 @@ size_t vmpt_session_vdso_unread(void *ctx, const struct vmpt_perf_event *ev,
 				const char **names, size_t max);
 
 /* The host address space (vmpt_pid_space) process pid's code is in at
- * perf time `time`: the one of its last exec before, else its own once it
- * mapped code, else its parent's at the fork (a fork runs the parent's
- * code until it execs).  0: unknown.
+ * perf time `time`: the one of its last generation before (an exec, or
+ * code mapped over its own), else its own once it mapped code, else its
+ * parent's at the fork (a fork runs the parent's code until it execs).
+ * 0: unknown.
  */
 uint64_t vmpt_session_space(const struct vmpt_session *s, int pid, uint64_t time);
 

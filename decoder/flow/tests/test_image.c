@@ -225,7 +225,7 @@ static void test_inherit(void **state)
 	(void)state;
 	assert_int_equal(vmpt_pid_space(11, 1) & 0xffffffffu, 11);
 	assert_int_equal(vmpt_space_pid(vmpt_pid_space(11, 3)), 11);
-	assert_int_equal(vmpt_space_exec(vmpt_pid_space(11, 3)), 3);
+	assert_int_equal(vmpt_space_gen(vmpt_pid_space(11, 3)), 3);
 	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x4000, "parent-lib", &parent), 0);
 	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x5000, "parent-bin", &parent), 0);
 	assert_int_equal(vmpt_image_add_buffer(img, code, 16, 0x4000, "child-lib", &child), 0);
