@@ -20,6 +20,11 @@
  */
 struct queue {
 	size_t *bufs, n, next;
+	/* Snapshot mode: the bytes of each buffer the one before has, and
+	 * whether it goes on from it (NULL: none, buffers continue).
+	 */
+	size_t *skip;
+	uint8_t *cont;
 	uint64_t bytes;		/* in the buffers before the run */
 	/* The run: bufs[run..run + n_parts - 1], their parts and their TSC
 	 * patches at stream offsets; cur: the buffer items are in, and the
@@ -119,12 +124,12 @@ static uint64_t queue_space(void *ctx, uint64_t tsc, uint64_t *guest_space)
 }
 
 /* The TSC of the first PSB+ of a buffer (0: none): when its trace starts. */
-static uint64_t first_tsc(const struct vmpt_session_buffer *b)
+static uint64_t first_tsc(const struct vmpt_session_buffer *b, size_t skip)
 {
 	struct vmpt_pkt_decoder pd;
 	struct vmpt_packet pkt;
 
-	vmpt_pkt_decoder_init(&pd, b->data, b->size);
+	vmpt_pkt_decoder_init(&pd, b->data + skip, b->size - skip);
 	if (vmpt_pkt_sync_forward(&pd) < 0)
 		return 0;
 	while (vmpt_pkt_next(&pd, &pkt) > 0) {
@@ -137,7 +142,8 @@ static uint64_t first_tsc(const struct vmpt_session_buffer *b)
 }
 
 /* With --time: can buffer i of the queue hold wanted samples?  Its trace
- * runs from its first TSC to the next buffer's.
+ * runs from its first TSC to the next buffer's (of what each adds, in
+ * snapshot mode).
  */
 static int buffer_wanted(struct decode *d, struct queue *q, size_t i)
 {
@@ -146,11 +152,11 @@ static int buffer_wanted(struct decode *d, struct queue *q, size_t i)
 
 	if (!d->ops->time_wanted || !s->have_tc)
 		return 1;
-	from = first_tsc(&s->bufs[q->bufs[i]]);
+	from = first_tsc(&s->bufs[q->bufs[i]], q->skip ? q->skip[i] : 0);
 	if (!from)
 		return 1;
 	if (i + 1 < q->n) {
-		uint64_t next = first_tsc(&s->bufs[q->bufs[i + 1]]);
+		uint64_t next = first_tsc(&s->bufs[q->bufs[i + 1]], q->skip ? q->skip[i + 1] : 0);
 
 		if (next >= from)
 			to = vmpt_perf_tsc_to_time(&s->tc, next);
@@ -181,7 +187,7 @@ static int queue_run(struct decode *d, struct queue *q)
 	const struct vmpt_session *s = d->s;
 	size_t to = q->next + 1, n_patches = 0;
 
-	while (to < q->n && !d->snapshot && buffer_wanted(d, q, to))
+	while (to < q->n && (!d->snapshot || q->cont[to]) && buffer_wanted(d, q, to))
 		to++;
 	q->run = q->next;
 	q->run_buf = &s->bufs[q->bufs[q->run]];
@@ -190,7 +196,9 @@ static int queue_run(struct decode *d, struct queue *q)
 	for (size_t i = q->run; i < to; i++) {
 		const struct vmpt_session_buffer *b = &s->bufs[q->bufs[i]];
 
-		q->parts[i - q->run] = (struct vmpt_pkt_part){ b->data, b->data + b->size };
+		size_t skip = q->skip ? q->skip[i] : 0;
+
+		q->parts[i - q->run] = (struct vmpt_pkt_part){ b->data + skip, b->data + b->size };
 		n_patches += b->tsc_patches.n;
 	}
 	free(q->patch_v);
@@ -201,10 +209,13 @@ static int queue_run(struct decode *d, struct queue *q)
 	for (size_t i = q->run; i < to; i++) {
 		const struct vmpt_tsc_patches *pl = &s->bufs[q->bufs[i]].tsc_patches;
 
+		size_t skip = q->skip ? q->skip[i] : 0;
+
 		for (size_t k = 0; k < pl->n; k++)
-			q->patch_v[q->patches.n++] = (struct vmpt_tsc_patch){
-				pl->p[k].offset + q->run_size, pl->p[k].tsc };
-		q->run_size += s->bufs[q->bufs[i]].size;
+			if (pl->p[k].offset >= skip)
+				q->patch_v[q->patches.n++] = (struct vmpt_tsc_patch){
+					pl->p[k].offset - skip + q->run_size, pl->p[k].tsc };
+		q->run_size += s->bufs[q->bufs[i]].size - skip;
 	}
 	q->patches.p = q->patch_v;
 	q->next = to;
@@ -218,10 +229,12 @@ static void queue_buffer(struct decode *d, struct queue *q, size_t i, uint64_t s
 {
 	struct vmpt_buffer_ref ref;
 
+	size_t skip = q->skip ? q->skip[i] : 0;
+
 	q->cur = i;
 	q->buf = &d->s->bufs[q->bufs[i]];
-	q->next_start = start + q->buf->size;
-	ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset,
+	q->next_start = start + q->buf->size - skip;
+	ref = (struct vmpt_buffer_ref){ .file_offset = q->buf->data_offset + skip,
 					.queue_offset = q->bytes + start,
 					.stream_offset = start,
 					.cpu = q->buf->cpu,
@@ -259,8 +272,11 @@ static int queue_fill(struct decode *d, struct queue *q)
 
 			q->bytes += q->run_size;
 			q->run_size = 0;
-			while (q->next < q->n && !buffer_wanted(d, q, q->next))
-				q->bytes += s->bufs[q->bufs[q->next++]].size;
+			while (q->next < q->n && !buffer_wanted(d, q, q->next)) {
+				q->bytes += s->bufs[q->bufs[q->next]].size -
+					    (q->skip ? q->skip[q->next] : 0);
+				q->next++;
+			}
 			if (q->next == q->n)
 				return -VMPT_ERR_EOS;
 			ret = queue_run(d, q);
@@ -585,6 +601,45 @@ static int decode_one_thread(struct decode *d, FILE *f)
 	return ret;
 }
 
+/* Snapshot mode: what each buffer of q has that the one before has not,
+ * and whether it goes on from it; a buffer with nothing new is left out,
+ * and the next one is compared with the last one that had something (as
+ * perf's output shows: a snapshot of what came since the one before,
+ * which holds no PSB, adds nothing, and the next whole ring goes on from
+ * the last snapshot decoded).
+ */
+static int queue_snapshots(const struct vmpt_session *s, struct queue *q)
+{
+	int have_tsc = s->intel_pt && s->have_info &&
+		       (s->intel_pt->config & s->info.priv[VMPT_INTEL_PT_TSC_BIT]);
+	size_t n = 0, last = 0;
+
+	q->skip = calloc(q->n, sizeof(*q->skip));
+	q->cont = calloc(q->n, sizeof(*q->cont));
+	if (!q->skip || !q->cont)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 1; i < q->n; i++) {
+		const struct vmpt_session_buffer *a = &s->bufs[q->bufs[last]];
+		const struct vmpt_session_buffer *b = &s->bufs[q->bufs[i]];
+		int cont;
+
+		q->skip[i] = session_snapshot_skip(a->data, a->size, b->data, b->size, have_tsc,
+						   &cont);
+		q->cont[i] = (uint8_t)cont;
+		if (q->skip[i] < b->size)
+			last = i;
+	}
+	for (size_t i = 0; i < q->n; i++)
+		if (q->skip[i] < s->bufs[q->bufs[i]].size) {
+			q->bufs[n] = q->bufs[i];
+			q->skip[n] = q->skip[i];
+			q->cont[n] = n ? q->cont[i] : 0;
+			n++;
+		}
+	q->n = n;
+	return 0;
+}
+
 int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *ops,
 			int jobs, FILE *f)
 {
@@ -631,6 +686,8 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 				d.qs[k].bufs[d.qs[k].n++] = i;
 		}
 	}
+	for (size_t k = 0; ret == 0 && d.snapshot && k < d.nq; k++)
+		ret = queue_snapshots(s, &d.qs[k]);
 	if (ret == 0 && s->n_sb) {
 		d.sb = malloc(s->n_sb * sizeof(*d.sb));
 		if (!d.sb)
@@ -652,6 +709,8 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		vmpt_jobs_free(d.qs[k].jobs);
 		vmpt_flow_free(d.qs[k].dec);
 		free(d.qs[k].bufs);
+		free(d.qs[k].skip);
+		free(d.qs[k].cont);
 		free(d.qs[k].parts);
 		free(d.qs[k].patch_v);
 	}

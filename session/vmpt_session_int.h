@@ -105,4 +105,10 @@ const struct vmpt_session_map *kernel_map_in(const struct vmpt_session *s, uint6
  */
 int session_kernel_symbols(struct vmpt_session *s);
 
+/* Snapshot mode: the bytes of b to skip as the snapshot before it (a)
+ * holds them (all of b: nothing new), and whether b goes on from a.
+ */
+size_t session_snapshot_skip(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
+			     int have_tsc, int *consecutive);
+
 #endif

@@ -9,7 +9,8 @@
 # whose frames show symbols (perf adds ip and sym to the fields of the
 # first hardware event it synthesizes when it has callchains: not when
 # branches come first; in a pipe also for l's branch stacks); --reltime
-# and --deltatime; the samples of per-CPU buffers in perf's order.
+# and --deltatime; the samples of per-CPU buffers in perf's order;
+# snapshot mode's overlapping buffers.
 . "$(dirname "$0")/synth-lib.sh"
 : "${VMPT:?}"
 WORK=$(mktemp -d)
@@ -55,6 +56,20 @@ for seed in 3 4; do
 		--tsc-offset "$( [ $seed = 3 ] && echo 0,0 || echo 0,0,0)" --cpus 2 -- "${VMK[@]}" -- \
 		"--itrace=i0nse -F cpu,time,ip,flags --ns" "--itrace=be -F cpu,time,ip,addr --ns" \
 		"--call-ret-trace" "" "--show-switch-events --itrace=cewp -F cpu,tid,time,ip --ns"
+done
+
+# Snapshot mode: each snapshot from where the one before ends (perf's
+# overlap by TSC or bytes; one with nothing new left out, the next judged
+# against the last with something), one thread and -j 2.
+for snap in "--seed 2 --irq-period 700 --snapshot 8192:6000 --psb-period 1024" \
+	    "--seed 4 --snapshot 8192:3000" \
+	    "--seed 5 --irq-period 700 --no-timing --snapshot 8192:1000 --psb-period 1024"; do
+	t="--ns -F time,"	# (no timing: no time field, as perf)
+	[ "${snap#*no-timing}" != "$snap" ] && t="-F "
+	# shellcheck disable=SC2086
+	check "snapshot $snap" --elf /usr/bin/bash --branches 8000 $snap -- -- \
+		"--itrace=be -F ip,addr,flags" "--itrace=i0nse ${t}ip" "--itrace=ce"
+	VMPT_ONLY="-j 2" vmpt_like_perf t.perf.data -- "--itrace=be -F ip,addr,flags"
 done
 
 # Times since the first line and since the line before (sideband too).
