@@ -151,6 +151,9 @@ synth_seeds() {
 	$vm --seed 4 --vcpus 2 --tsc-offset-change 1000:1:-0x2000000000 -o "$tmp/vm4"
 	$vm --seed 5 --cyc -o "$tmp/vm5"
 	"$synth_dir/vmpt-synth" --elf "$images/loopy" --seed 7 --branches 300 -q -o "$tmp/host"
+	# snapshot mode: overlapping buffers
+	"$synth_dir/vmpt-synth" --elf "$images/loopy" --seed 8 --branches 1500 -q \
+		--snapshot 4096:400 --psb-period 512 -o "$tmp/snap"
 	for n in 1 2 3 4 5; do
 		if [ "$2" = correlate ]; then
 			python3 "$src/fuzz/seeds.py" corr "$tmp/vm$n.perf.data" "$1/seed-vm$n"
@@ -164,6 +167,7 @@ synth_seeds() {
 			cat - "$tmp/vm2.perf.data" > "$1/seed-file-vm2"
 	else
 		cp "$tmp/host.perf.data" "$1/seed-host"
+		cp "$tmp/snap.perf.data" "$1/seed-snapshot"
 	fi
 	rm -rf "$tmp"
 }
