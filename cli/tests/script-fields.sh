@@ -247,7 +247,7 @@ same plain -F +misc
 has plain " U     "
 craft plain miscx misc=0,1,2,3,4,5,6,7
 same miscx -F +misc
-has miscx " KUH    "
+has miscx " KUH   "	# (the column is 5 wide; the time may fill its own)
 has miscx " KUHGg "
 perf record -q -e cpu-clock:u -c 500000 -d --switch-events -o "$T/side.data" -- \
 	sh -c "perl -e '$PERL'; sleep 0.01" >"$T/side.log" 2>&1 ||
