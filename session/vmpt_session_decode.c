@@ -59,6 +59,9 @@ struct queue {
 	 * instruction of a block handed on in two.
 	 */
 	uint64_t lead;
+	uint64_t ts;		/* perf's queue time: its samples' so far */
+	uint64_t cbr;		/* the last CBR handed on */
+	int off;		/* tracing is off (the last was a trace end) */
 	struct vmpt_flow_item tail;
 	uint64_t seq;		/* when it went back on perf's heap */
 };
@@ -435,15 +438,36 @@ static int branch_own_time(const struct vmpt_flow_item *b)
 static uint64_t print_time(const struct queue *q)
 {
 	const struct vmpt_flow_item *it = q->item;
+	uint64_t t;
 
-	if (it->kind != VMPT_FLOW_BLOCK || !q->lead || q->lead >= it->time ||
-	    (it->ninsn == 1 && branch_own_time(it)))
-		return it->time;
-	return q->lead;
+	t = it->time;
+
+	if (it->kind == VMPT_FLOW_BLOCK && q->lead && q->lead < it->time &&
+	    (it->ninsn > 1 || !branch_own_time(it)))
+		t = q->lead;
+	/* perf's queue time only goes forward */
+	return t > q->ts ? t : q->ts;
 }
 
 static void note_lead(struct queue *q, const struct vmpt_flow_item *it)
 {
+	uint64_t end = it->time;
+
+	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_CBR)
+		q->cbr = it->payload;
+	else if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->to)
+		q->cbr = it->to;
+	if (it->kind == VMPT_FLOW_EVENT &&
+	    (it->ev == VMPT_EV_DISABLED || it->ev == VMPT_EV_ASYNC_DISABLED))
+		q->off = 1;
+	else if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ENABLED)
+		q->off = 0;
+
+	/* the time of its last sample */
+	if (it->kind == VMPT_FLOW_BLOCK && !branch_own_time(it) && q->lead && q->lead < end)
+		end = q->lead;
+	if (end > q->ts)
+		q->ts = end;
 	if (it->kind == VMPT_FLOW_BLOCK ||
 	    (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ENABLED))
 		q->lead = it->time;
@@ -472,6 +496,8 @@ static void hand_head(struct decode *d, struct queue *q)
 	q->tail.ninsn = 1;
 	q->tail.isize = b->isize + b->ninsn - 1;
 	q->item = &q->tail;
+	if (q->lead > q->ts)
+		q->ts = q->lead;
 	q->lead = 0;		/* the branch at its own time */
 	d->ops->item(q->out, &head);
 }
@@ -526,7 +552,29 @@ static int decode_one_thread(struct decode *d, FILE *f)
 		d->qs[k].seq = k;
 	d->seq = d->nq;
 	while (ret == 0) {
-		struct queue *best = pick(d, running, NULL), *next, *was = running;
+		struct queue *best, *next, *was = running;
+
+		/* A CBR packet of the ratio a queue had while its tracing is
+		 * off is no state of perf's decoder: it moves no queue, and
+		 * makes no sample.
+		 */
+		for (size_t k = 0; k < d->nq && ret == 0; k++) {
+			struct queue *q = &d->qs[k];
+
+			while (q->off && q->item && q->item->kind == VMPT_FLOW_EVENT &&
+			       q->item->ev == VMPT_EV_CBR && q->item->payload == q->cbr &&
+			       !(d->next_sb < d->n_sb && q->item->time && d->sb_due <= q->item->time)) {
+				d->ops->item(q->out, q->item);
+				q->item = NULL;
+				if ((ret = queue_fill(d, q)) == -VMPT_ERR_EOS)
+					ret = 0;
+				if (ret < 0)
+					break;
+			}
+		}
+		if (ret < 0)
+			break;
+		best = pick(d, running, NULL);
 
 		if (s_progress(d) && ++d->items % 16384 == 0)
 			report_progress(d);

@@ -56,6 +56,11 @@ for seed in 3 4; do
 		--tsc-offset "$( [ $seed = 3 ] && echo 0,0 || echo 0,0,0)" --cpus 2 -- "${VMK[@]}" -- \
 		"--itrace=i0nse -F cpu,time,ip,flags --ns" "--itrace=be -F cpu,time,ip,addr --ns" \
 		"--call-ret-trace" "" "--show-switch-events --itrace=cewp -F cpu,tid,time,ip --ns"
+	# vmpt record's way: a buffer per vCPU thread, the threads on two
+	# CPUs (a CBR of the ratio a queue had moves none of perf's queues)
+	check "vm threads $seed" "${VM[@]}" --seed $seed --branches 6000 --vcpus 2 \
+		--tsc-offset 0,0 --per-thread --cpus 2 -- "${VMK[@]}" -- \
+		"--itrace=i0nse -F tid,time,ip,flags --ns" "--itrace=be -F tid,time,ip,addr --ns" ""
 done
 
 # Snapshot mode: each snapshot from where the one before ends (perf's
