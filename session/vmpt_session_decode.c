@@ -529,6 +529,31 @@ static struct queue *pick(struct decode *d, const struct queue *running,
 	return best;
 }
 
+/* The running queue q goes on while it prints no later than until (the
+ * next queue's time: the others do not change meanwhile), no sideband
+ * record is due and no block of it is to be handed on in two: what the
+ * merge would choose item by item.
+ */
+static int run_on(struct decode *d, struct queue *q, uint64_t until, int ret)
+{
+	while (ret == 0 && q->item && !s_progress(d)) {
+		const struct vmpt_flow_item *it = q->item;
+		uint64_t t = print_time(q);
+
+		if (t > until || (d->next_sb < d->n_sb && it->time && d->sb_due <= it->time) ||
+		    (it->kind == VMPT_FLOW_BLOCK && branch_own_time(it) && it->ninsn > 1 &&
+		     t < it->time && until < it->time))
+			break;
+		note_lead(q, it);
+		d->ops->item(q->out, it);
+		q->item = NULL;
+		ret = queue_fill(d, q);
+		if (ret == -VMPT_ERR_EOS)
+			ret = 0;
+	}
+	return ret;
+}
+
 static int decode_one_thread(struct decode *d, FILE *f)
 {
 	struct queue *cur = NULL, *running = NULL;
@@ -634,6 +659,8 @@ static int decode_one_thread(struct decode *d, FILE *f)
 		ret = queue_fill(d, best);
 		if (ret == -VMPT_ERR_EOS)
 			ret = 0;
+		if (d->nq > 1)
+			ret = run_on(d, best, next ? print_time(next) : UINT64_MAX, ret);
 	}
 	if (ret == 0) {
 		if (cur)
