@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Decoding a recording as perf script does: one queue per perf mmap index
  * (a CPU, or a thread), its buffers decoded one after the other, the items
- * of all queues merged in time order with the sideband records, each item
- * with the task that ran it, all handed to a consumer (vmpt/consumer.h).
+ * of all queues merged in time order (as perf's heap of queues orders
+ * them) with the sideband records, each item with the task that ran it,
+ * all handed to a consumer (vmpt/consumer.h).
  */
 #include "vmpt/session.h"
 #include "vmpt_session_int.h"
@@ -14,9 +15,10 @@
 #include <string.h>
 
 /* One queue of buffers (a CPU, or a thread).  Its consecutive buffers
- * (all of them but in snapshot mode, where perf decodes each anew) are a
- * run, decoded as one stream by one decoder, as perf does; item is the
- * next one to hand on.
+ * (all of them but in snapshot mode, where a snapshot goes on from the one
+ * before only when perf finds where that one ends in it) are a run,
+ * decoded as one stream by one decoder, as perf does; item is the next
+ * one to hand on.
  */
 struct queue {
 	size_t *bufs, n, next;
@@ -676,45 +678,6 @@ static int decode_one_thread(struct decode *d, FILE *f)
 	return ret;
 }
 
-/* Snapshot mode: what each buffer of q has that the one before has not,
- * and whether it goes on from it; a buffer with nothing new is left out,
- * and the next one is compared with the last one that had something (as
- * perf's output shows: a snapshot of what came since the one before,
- * which holds no PSB, adds nothing, and the next whole ring goes on from
- * the last snapshot decoded).
- */
-static int queue_snapshots(const struct vmpt_session *s, struct queue *q)
-{
-	int have_tsc = s->intel_pt && s->have_info &&
-		       (s->intel_pt->config & s->info.priv[VMPT_INTEL_PT_TSC_BIT]);
-	size_t n = 0, last = 0;
-
-	q->skip = calloc(q->n, sizeof(*q->skip));
-	q->cont = calloc(q->n, sizeof(*q->cont));
-	if (!q->skip || !q->cont)
-		return -VMPT_ERR_NOMEM;
-	for (size_t i = 1; i < q->n; i++) {
-		const struct vmpt_session_buffer *a = &s->bufs[q->bufs[last]];
-		const struct vmpt_session_buffer *b = &s->bufs[q->bufs[i]];
-		int cont;
-
-		q->skip[i] = session_snapshot_skip(a->data, a->size, b->data, b->size, have_tsc,
-						   &cont);
-		q->cont[i] = (uint8_t)cont;
-		if (q->skip[i] < b->size)
-			last = i;
-	}
-	for (size_t i = 0; i < q->n; i++)
-		if (q->skip[i] < s->bufs[q->bufs[i]].size) {
-			q->bufs[n] = q->bufs[i];
-			q->skip[n] = q->skip[i];
-			q->cont[n] = n ? q->cont[i] : 0;
-			n++;
-		}
-	q->n = n;
-	return 0;
-}
-
 int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *ops,
 			int jobs, FILE *f)
 {
@@ -762,7 +725,8 @@ int vmpt_session_decode(struct vmpt_session *s, const struct vmpt_consumer_ops *
 		}
 	}
 	for (size_t k = 0; ret == 0 && d.snapshot && k < d.nq; k++)
-		ret = queue_snapshots(s, &d.qs[k]);
+		ret = session_snapshot_plan(s, d.qs[k].bufs, &d.qs[k].n, &d.qs[k].skip,
+					    &d.qs[k].cont);
 	if (ret == 0 && s->n_sb) {
 		d.sb = malloc(s->n_sb * sizeof(*d.sb));
 		if (!d.sb)

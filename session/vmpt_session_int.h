@@ -111,4 +111,11 @@ int session_kernel_symbols(struct vmpt_session *s);
 size_t session_snapshot_skip(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen,
 			     int have_tsc, int *consecutive);
 
+/* A snapshot-mode queue's n buffers (indexes into s->bufs): the bytes of
+ * each to skip and whether it goes on from the one before (calloc'd, the
+ * caller frees), those with nothing new left out.
+ */
+int session_snapshot_plan(const struct vmpt_session *s, size_t *bufs, size_t *n,
+			  size_t **skip, uint8_t **cont);
+
 #endif

@@ -10,8 +10,10 @@
  * PSB, decoded anew.
  */
 #include "vmpt_session_int.h"
+#include "vmpt/error.h"
 #include "vmpt/packet.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const uint8_t psb[16] = {
@@ -169,4 +171,44 @@ size_t session_snapshot_skip(const uint8_t *a, size_t alen, const uint8_t *b, si
 		if (!step_psb(&a, &alen))
 			return (size_t)(b - b0);
 	}
+}
+
+/* What each of a queue's n buffers (indexes into s->bufs) has that the one
+ * before has not, and whether it goes on from it; a buffer with nothing
+ * new is left out (n shrinks), and the next one is compared with the last
+ * one that had something (as perf's output shows: a snapshot of what came
+ * since the one before, which holds no PSB, adds nothing, and the next
+ * whole ring goes on from the last snapshot decoded).
+ */
+int session_snapshot_plan(const struct vmpt_session *s, size_t *bufs, size_t *n,
+			  size_t **skip_out, uint8_t **cont_out)
+{
+	int have_tsc = s->intel_pt && s->have_info &&
+		       (s->intel_pt->config & s->info.priv[VMPT_INTEL_PT_TSC_BIT]);
+	size_t *skip = calloc(*n ? *n : 1, sizeof(*skip)), kept = 0, last = 0;
+	uint8_t *cont = calloc(*n ? *n : 1, sizeof(*cont));
+
+	*skip_out = skip;
+	*cont_out = cont;
+	if (!skip || !cont)
+		return -VMPT_ERR_NOMEM;
+	for (size_t i = 1; i < *n; i++) {
+		const struct vmpt_session_buffer *a = &s->bufs[bufs[last]];
+		const struct vmpt_session_buffer *b = &s->bufs[bufs[i]];
+		int c;
+
+		skip[i] = session_snapshot_skip(a->data, a->size, b->data, b->size, have_tsc, &c);
+		cont[i] = (uint8_t)c;
+		if (skip[i] < b->size)
+			last = i;
+	}
+	for (size_t i = 0; i < *n; i++)
+		if (skip[i] < s->bufs[bufs[i]].size) {
+			bufs[kept] = bufs[i];
+			skip[kept] = skip[i];
+			cont[kept] = kept ? cont[i] : 0;
+			kept++;
+		}
+	*n = kept;
+	return 0;
 }
