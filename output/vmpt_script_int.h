@@ -177,6 +177,11 @@ struct vmpt_consumer {
 	 */
 	int fast;
 	int branches_quiet;		/* no branch samples, no thread stacks */
+	/* Blocks print nothing unless taken in a class not in quiet_taken
+	 * (a bit per enum vmpt_iclass): script_stream_items folds them.
+	 */
+	int fold;
+	uint32_t quiet_taken;
 	unsigned cbr_seen;		/* perf shows a cbr sample on changes */
 	/* A host task's columns printed last (script_print_start): what
 	 * they were made of, and their text (len 0: none).
@@ -516,6 +521,10 @@ size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, u
 
 /* vmpt_script_output.c: the samples of the items of one stream. */
 void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+/* n items in a row (vmpt_consumer_ops.items), PTWRITE emulation's or not. */
+void script_stream_items(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n);
+/* Which blocks script_stream_items folds: at the stream's open. */
+void script_stream_fold_init(struct vmpt_consumer *c);
 /* The items held back are due (next_time: the next item's, 0: none). */
 void script_stream_drain(struct vmpt_consumer *c, uint64_t next_time);
 /* The sample of an undecided branch, delivered unless next is an error
@@ -536,6 +545,8 @@ void script_ptwrite_sample(struct vmpt_consumer *c, uint64_t ip, uint64_t time,
 int script_in_time(const struct vmpt_consumer *c, uint64_t tsc);
 /* --itrace's initial skip leaves this sample out (counting it). */
 int script_skipped(struct vmpt_consumer *c);
+/* perf script's filters (vmpt_script_filter.c) pass this sample. */
+int script_shown(struct vmpt_consumer *c, const struct script_sample *smp);
 /* The time of a perf decoder state's samples: it goes forward only. */
 uint64_t script_state_time(struct vmpt_consumer *c, uint64_t t);
 /* perf's timestamp_insn_cnt and CBR, kept per item. */

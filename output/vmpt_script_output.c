@@ -21,116 +21,6 @@ uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc)
 	return opts->have_tc ? vmpt_perf_tsc_to_time(&opts->tc, tsc) : tsc;
 }
 
-/* ---- Filters and the initial skip ---- */
-
-int script_in_list(const int *v, size_t n, int x)
-{
-	for (size_t i = 0; i < n; i++)
-		if (v[i] == x)
-			return 1;
-	return 0;
-}
-
-int script_in_strs(char *const *v, size_t n, const char *s)
-{
-	for (size_t i = 0; s && i < n; i++)
-		if (!strcmp(v[i], s))
-			return 1;
-	return 0;
-}
-
-/* Is the state at TSC tsc in --time's ranges (perf's decoder makes no
- * samples outside them)?
- */
-int script_in_time(const struct vmpt_consumer *c, uint64_t tsc)
-{
-	if (!c->o->filter.ntimes || !c->o->have_tc)
-		return 1;
-	return script_ns_in_time(c, vmpt_perf_tsc_to_time(&c->o->tc, tsc));
-}
-
-int script_ns_in_time(const struct vmpt_consumer *c, uint64_t ns)
-{
-	const struct vmpt_script_filter *fl = &c->o->filter;
-
-	for (size_t i = 0; i < fl->ntimes; i++)
-		if (ns >= fl->time_from[i] && (!fl->time_to[i] || ns <= fl->time_to[i]))
-			return 1;
-	return !fl->ntimes;
-}
-
-/* perf script's --dsos and --symbols on the code at ip (sec: its
- * section, or NULL to look it up).
- */
-int script_code_shown(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
-		      int guest)
-{
-	const struct vmpt_script_filter *fl = &c->o->filter;
-	struct vmpt_map_ref map = { 0 };
-	const char *name = NULL;
-
-	if (!sec && ip)
-		sec = script_find(c, ip, guest);
-	if (sec)
-		name = sec->name;
-	else if (ip && c->o->map_of &&
-		 c->o->map_of(c->o->map_ctx, c->task.pid, c->task.space, ip, &map) == 0)
-		name = map.name;
-	if (fl->ndsos) {
-		const char *slash = name ? strrchr(name, '/') : NULL;
-
-		/* perf matches the dso's short name (the file name) or its
-		 * long one (the path).
-		 */
-		if (!name || (!script_in_strs(fl->dsos, fl->ndsos, name) &&
-			      !(slash && name[0] != '[' &&
-				script_in_strs(fl->dsos, fl->ndsos, slash + 1))))
-			return 0;
-	}
-	if (fl->nsyms) {
-		const struct vmpt_symbol *sym = NULL;
-		uint64_t from, to;
-		char addr[24];
-
-		if (sec)
-			sym = vmpt_section_symbol_span(sec, ip, &from, &to);
-		if (!sym)
-			return 0;
-		snprintf(addr, sizeof(addr), "0x%" PRIx64, from);
-		if (!script_in_strs(fl->syms, fl->nsyms, sym->name) &&
-		    !script_in_strs(fl->syms, fl->nsyms, addr))
-			return 0;
-	}
-	return 1;
-}
-
-/* perf script's -C, --pid, --tid, --comm, --dsos, --symbols and --time
- * on one sample (machine__resolve's filters).
- */
-static int shown(struct vmpt_consumer *c, const struct script_sample *smp)
-{
-	const struct vmpt_script_filter *fl = &c->o->filter;
-	const struct vmpt_task *t = &c->task;
-
-	if (fl->ncpus && t->cpu >= 0 && (t->cpu >= fl->ncpus || !fl->cpus[t->cpu]))
-		return 0;
-	if (fl->npids && !script_in_list(fl->pids, fl->npids, t->pid))
-		return 0;
-	if (fl->ntids && !script_in_list(fl->tids, fl->ntids, t->tid))
-		return 0;
-	if (fl->ncomms && !script_in_strs(fl->comms, fl->ncomms, smp->guest ? NULL : t->comm))
-		return 0;
-	if (!script_in_time(c, smp->time))
-		return 0;
-	return !(fl->ndsos || fl->nsyms) || script_code_shown(c, smp->sec, smp->ip, smp->guest);
-}
-
-/* perf's s option: the first N samples synthesized are not delivered. */
-int script_skipped(struct vmpt_consumer *c)
-{
-	return c->o->it.initial_skip && c->s->num_events++ < c->o->it.initial_skip;
-}
-
 /* ---- Samples ---- */
 
 static int decided_by_trace(const struct vmpt_flow_item *it);
@@ -226,7 +116,7 @@ void script_deliver(struct vmpt_consumer *c, const struct script_sample *smp)
 	    c->cbr && c->cbr != c->cbr_seen && script_in_time(c, smp->time))
 		script_cbr_at(c, c->cbr, smp->ip, smp->time, smp->mode, smp->flags);
 	c->stats.synthesized++;
-	if (!shown(c, smp))
+	if (!script_shown(c, smp))
 		return;
 	/* One thread stack, the host thread's, makes the callchains; perf
 	 * script's call depth is the sample's thread's, and a guest
@@ -772,6 +662,118 @@ void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it
 		on_block(c, it);
 	else
 		script_on_event(c, it);
+}
+
+/* Which blocks script_stream_items may fold: none where instructions are
+ * sampled or thread stacks kept; a taken one where its branch prints no
+ * sample (the c/r filter, or no b); with PTWRITE emulation no jump (the
+ * one over its magic starts it).
+ */
+void script_stream_fold_init(struct vmpt_consumer *c)
+{
+	const struct vmpt_itrace *it = &c->o->it;
+
+	c->fold = !it->insns && !c->s->use_stacks;
+	c->quiet_taken = 0;
+	for (unsigned ic = VMPT_IC_OTHER; ic <= VMPT_IC_VMENTRY; ic++)
+		if (!it->branches || branch_filtered(c, script_insn_flags(ic)))
+			c->quiet_taken |= 1u << ic;
+	if (it->ptwrites)
+		c->quiet_taken &= ~(1u << VMPT_IC_JMP);
+}
+
+/* What script_stream_item does for each of the blocks at it that print
+ * nothing (c->fold, c->quiet_taken), with the state in locals: they are
+ * most of a trace where only calls, errors or nothing print.  Stops
+ * where more is due (an event, a sample, an error's skip, a held or CFE
+ * sample to settle).  Returns how many items it took.
+ */
+static size_t fold_quiet_blocks(struct vmpt_consumer *c, const struct vmpt_flow_item *it,
+				size_t n)
+{
+	/* decided_by_trace's classes */
+	const uint32_t decided = ~(1u << VMPT_IC_JMP | 1u << VMPT_IC_CALL | 1u << VMPT_IC_OTHER);
+	const struct vmpt_script_opts *o = c->o;
+	uint64_t ts_time = c->ts_time, ts_insns = c->ts_insns, undecided = c->undecided;
+	uint64_t ptq_ts = c->ptq_ts, insns = c->insns, est_cyc = c->est_cyc, branches = 0;
+	uint64_t kernel_start = o->kernel_start;
+	uint32_t quiet = c->quiet_taken;
+	int est_tsc = o->est_tsc;
+	const struct vmpt_flow_item *b;
+	size_t i;
+
+	if (!c->fold || c->held.on || c->have_cfe || c->err_offset >= 0 || c->eptw.on)
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned ic;
+
+		b = &it[i];
+		ic = b->iclass;
+		if (b->kind != VMPT_FLOW_BLOCK || (b->taken && !(quiet >> ic & 1)))
+			break;
+		/* track_block_time, on_block */
+		if (b->time != ts_time) {
+			ts_time = b->time;
+			ts_insns = undecided;
+		}
+		ts_insns += b->ninsn;
+		undecided = decided >> ic & 1 ? 0 : undecided + b->ninsn;
+		insns += b->ninsn;
+		if (b->cyc && b->cyc_est && (b->taken || ic != VMPT_IC_JCC))
+			est_cyc = b->cyc;
+		if (!b->taken)
+			continue;
+		/* branch_time */
+		branches++;
+		if (est_tsc && b->to && b->to < kernel_start &&
+		    (!b->end_ip || b->end_ip >= kernel_start)) {
+			uint64_t est = ts_insns << 1;
+
+			if (c->cbr && o->max_nonturbo)
+				est = est * o->max_nonturbo / c->cbr;
+			ptq_ts = ts_time + est;
+		} else if (b->time > ptq_ts) {
+			ptq_ts = b->time;
+		}
+	}
+	if (!i)
+		return 0;
+	b = &it[i - 1];
+	/* on_block's times: the block's, and the one's before it */
+	c->insn_time = i > 1 ? it[i - 2].time : c->have_block ? c->block_time : b->time;
+	c->block_time = b->time;
+	c->have_block = 1;
+	c->ts_time = ts_time;
+	c->ts_insns = ts_insns;
+	c->undecided = undecided;
+	c->ptq_ts = ptq_ts;
+	c->stats.insns += insns - c->insns;
+	c->insns = insns;
+	c->est_cyc = est_cyc;
+	c->stats.branches += branches;
+	c->from_nr = c->nr;
+	c->next_time = b->time;
+	c->last_iclass = b->iclass;
+	c->walk_to = b->to;
+	c->have_stopped = stopped_at(b);
+	if (c->have_stopped)
+		c->stopped = *b;
+	return i;
+}
+
+void script_stream_items(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n)
+{
+	int eptw = c->o->it.ptwrites;
+
+	for (size_t i = 0; i < n; i++) {
+		i += fold_quiet_blocks(c, it + i, n - i);
+		if (i == n)
+			break;
+		if (eptw)
+			script_eptw_item(c, &it[i]);
+		else
+			script_stream_item(c, &it[i]);
+	}
 }
 
 /* The time state at item it (track_block_time's for blocks). */

@@ -289,6 +289,7 @@ static struct vmpt_consumer *stream_open(void *ctx, FILE *f)
 	c->err_offset = -1;
 	c->fast = script_fast_ok(s);
 	c->branches_quiet = !s->o->it.branches && !s->use_stacks;
+	script_stream_fold_init(c);
 	if (script_time_period(c) && o->it.insns && o->it.period) {
 		/* perf: the period in TSC ticks, rounded down to a power of
 		 * two (raw traces: the period is in ticks already).
@@ -349,6 +350,7 @@ struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts)
 		.set_task = stream_set_task, .begin_buffer = stream_begin_buffer,
 		/* the PTWRITE emulation's wrapper only where it is on */
 		.item = it->ptwrites ? script_eptw_item : script_stream_item,
+		.items = script_stream_items,
 		.drain = script_eptw_drain, .flush = stream_flush,
 		.produced = stream_produced, .sideband = stream_sideband,
 		.time_wanted = opts->filter.ntimes ? stream_time_wanted : NULL,

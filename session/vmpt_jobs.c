@@ -615,8 +615,7 @@ int vmpt_jobs_decode(const struct vmpt_flow_config *cfg,
 		ops->begin_buffer(out, ref);
 		while ((ret = j ? vmpt_jobs_next_items(j, &it, &n) :
 				  vmpt_flow_next_items(dec, &it, &n)) == 0) {
-			for (size_t i = 0; i < n; i++)
-				ops->item(out, &it[i]);
+			vmpt_consumer_items(ops, out, it, n);
 			if (progress && progress->fn && (items += n) >= 16384) {
 				items = 0;
 				progress->fn(progress->ctx, it[n - 1].offset, total);

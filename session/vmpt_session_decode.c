@@ -648,15 +648,15 @@ static int decode_one_thread(struct decode *d, FILE *f)
 		 * holds and no sideband record is due (what the loop would
 		 * check for each).
 		 */
-		while (d->nq == 1 && best->left && !s_progress(d)) {
-			const struct vmpt_flow_item *it = best->batch;
+		if (d->nq == 1 && best->left && !s_progress(d) && best->task_until &&
+		    !(d->next_sb < d->n_sb && best->task_tsc && d->sb_due <= best->task_tsc)) {
+			size_t k = 0;
 
-			if (it->time != best->task_tsc || !best->task_until ||
-			    (d->next_sb < d->n_sb && it->time && d->sb_due <= it->time))
-				break;
-			best->batch++;
-			best->left--;
-			d->ops->item(best->out, it);
+			while (k < best->left && best->batch[k].time == best->task_tsc)
+				k++;
+			vmpt_consumer_items(d->ops, best->out, best->batch, k);
+			best->batch += k;
+			best->left -= k;
 		}
 		ret = queue_fill(d, best);
 		if (ret == -VMPT_ERR_EOS)

@@ -95,6 +95,8 @@ struct vmpt_consumer_ops {
 	void (*set_task)(struct vmpt_consumer *c, const struct vmpt_task *task);
 	void (*begin_buffer)(struct vmpt_consumer *c, const struct vmpt_buffer_ref *b);
 	void (*item)(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
+	/* n items in a row, as item for each (NULL: item is called). */
+	void (*items)(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n);
 	/* Items the stream held back (time periods) go out, given the time
 	 * of the item after them (0: the end of the trace).
 	 */
@@ -121,6 +123,20 @@ struct vmpt_consumer_ops {
 	int serial;
 	void *ctx;
 };
+
+/* n items to stream c: at once where ops take them so. */
+static inline void vmpt_consumer_items(const struct vmpt_consumer_ops *ops,
+				       struct vmpt_consumer *c,
+				       const struct vmpt_flow_item *it, size_t n)
+{
+	if (ops->items) {
+		if (n)
+			ops->items(c, it, n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		ops->item(c, &it[i]);
+}
 
 /* How far decoding is: trace bytes done of total, now and then (about
  * every 16k items).  fn NULL: not wanted.
