@@ -99,6 +99,23 @@ static int sym_text(struct vmpt_consumer *c, struct sym_seen *e, uint64_t f,
 	return 0;
 }
 
+/* n bytes of a symbol's text (of len in all) to p, which has room for
+ * FAST_LINE_MAX: a short text as 64 bytes of fixed moves, not a call
+ * (the bytes after it are written over next; the text holds 64).
+ */
+_Static_assert(SYM_TEXT_MAX >= 128, "copy_text reads 64 bytes from a text's middle");
+
+static inline void copy_text(char *p, const char *text, size_t n, size_t len)
+{
+	if (len <= 64) {
+		memcpy(p, text, 32);
+		if (n > 32)
+			memcpy(p + 32, text + 32, 32);
+		return;
+	}
+	memcpy(p, text, n);
+}
+
 /* " sym+off (dso)" of ip in sec at p (fields f): the end, NULL when the
  * general path must print it (no section: the mapping names the dso).
  * p has room for FAST_LINE_MAX.
@@ -119,16 +136,16 @@ char *script_sym_dso_at(struct vmpt_consumer *c, char *p, uint64_t f,
 		uint64_t off = ip - e->from;
 		unsigned k = off ? (unsigned)(67 - __builtin_clzll(off)) / 4 : 1;
 
-		memcpy(p, e->text, e->name_part);
+		copy_text(p, e->text, e->name_part, e->text_len);
 		p += e->name_part;
 		memcpy(p, "+0x", 3);
 		p += 3 + k;
 		for (char *d = p; k--; off >>= 4)
 			*--d = "0123456789abcdef"[off & 15];
-		memcpy(p, e->text + e->name_part, e->text_len - e->name_part);
+		copy_text(p, e->text + e->name_part, e->text_len - e->name_part, e->text_len);
 		return p + e->text_len - e->name_part;
 	}
-	memcpy(p, e->text, e->text_len);
+	copy_text(p, e->text, e->text_len, e->text_len);
 	return p + e->text_len;
 }
 

@@ -197,6 +197,12 @@ struct vmpt_consumer {
 	uint64_t time_tsc;
 	unsigned time_len;
 	char time_text[48];
+	/* The event column printed last (script_print_event): its name
+	 * and text (len 0: none).
+	 */
+	const char *ev_of;
+	unsigned ev_len;
+	char ev_text[64];
 	/* -F flags: the text of the flags printed last (len 0: none). */
 	uint32_t flags_of;
 	size_t flags_len;

@@ -611,10 +611,24 @@ static void print_sample_as(struct vmpt_consumer *c, const struct script_sample 
 /* "%*s: ": the event's name in the names' column. */
 void script_print_event(struct vmpt_consumer *c, const char *name)
 {
+	size_t start = c->len, n;
+
 	if (!name)
 		name = "";
+	/* the same event as the line before: its column's text again */
+	if (c->ev_len && c->ev_of == name) {
+		script_out_small(c, c->ev_text, c->ev_len);
+		return;
+	}
 	script_out_padded(c, name, strlen(name), c->o->name_width, 0);
 	script_out_small(c, ": ", 2);
+	n = c->len - start;
+	c->ev_len = 0;
+	if (c->len > start && n <= sizeof(c->ev_text)) {
+		memcpy(c->ev_text, c->buf + start, n);
+		c->ev_of = name;
+		c->ev_len = (unsigned)n;
+	}
 }
 
 void script_print_sample(struct vmpt_consumer *c, const struct script_sample *smp)

@@ -680,6 +680,11 @@ void script_stream_fold_init(struct vmpt_consumer *c)
 			c->quiet_taken |= 1u << ic;
 	if (it->ptwrites)
 		c->quiet_taken &= ~(1u << VMPT_IC_JMP);
+	/* Every branch printed: what is left to fold is a not taken jcc
+	 * here and there, not worth the look.
+	 */
+	if (!c->quiet_taken)
+		c->fold = 0;
 }
 
 /* What script_stream_item does for each of the blocks at it that print
@@ -766,9 +771,11 @@ void script_stream_items(struct vmpt_consumer *c, const struct vmpt_flow_item *i
 	int eptw = c->o->it.ptwrites;
 
 	for (size_t i = 0; i < n; i++) {
-		i += fold_quiet_blocks(c, it + i, n - i);
-		if (i == n)
-			break;
+		if (c->fold) {
+			i += fold_quiet_blocks(c, it + i, n - i);
+			if (i == n)
+				break;
+		}
 		if (eptw)
 			script_eptw_item(c, &it[i]);
 		else
