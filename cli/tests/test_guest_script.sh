@@ -11,8 +11,7 @@
 #   perf inject --guest-data with a guestmount, perf script
 #   -F+machine_pid,+vcpu) for instructions and branches, per vCPU in the
 #   same order; the same lines in all (the two vCPUs' lines of one
-#   microsecond may interleave otherwise: vmpt merges its queues by the
-#   decoder's block times, perf by its states', docs/script.md); on a
+#   microsecond may interleave otherwise, docs/script.md); on a
 #   cycle-accurate trace without the times (perf's cycle ratio measured
 #   between MTCs makes some a nanosecond apart);
 # - -F vmcs, and --no-guest-tasks (every guest process's code in one
