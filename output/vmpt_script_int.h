@@ -529,6 +529,11 @@ size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, u
 void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
 /* n items in a row (vmpt_consumer_ops.items), PTWRITE emulation's or not. */
 void script_stream_items(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n);
+/* The time perf's state takes from its estimate at item it, next to
+ * come (vmpt_consumer_ops.estimate).
+ */
+int script_stream_estimate(struct vmpt_consumer *c, const struct vmpt_flow_item *it,
+			   uint64_t *time);
 /* Which blocks script_stream_items folds: at the stream's open. */
 void script_stream_fold_init(struct vmpt_consumer *c);
 /* The items held back are due (next_time: the next item's, 0: none). */

@@ -61,6 +61,66 @@ static uint64_t branch_time(struct vmpt_consumer *c, uint64_t from, uint64_t to,
 	return script_state_time(c, t);
 }
 
+/* The time state track_block_time and on_block (or script_track_time,
+ * for an event) would leave at item it, the blocks waiting for a
+ * period's time first: perf's timestamp and the instructions since.
+ */
+static void time_state_at(const struct vmpt_consumer *c, const struct vmpt_flow_item *it,
+			  uint64_t *ts_time, uint64_t *ts_insns)
+{
+	uint64_t t = c->ts_time, n = c->ts_insns, undecided = c->undecided;
+
+	for (unsigned i = 0; i < c->n_pending; i++) {
+		const struct vmpt_flow_item *p = &c->pending[i];
+
+		if (p->time != t) {
+			t = p->time;
+			n = undecided;
+		}
+		if (p->kind == VMPT_FLOW_BLOCK) {
+			n += p->ninsn;
+			undecided = decided_by_trace(p) ? 0 : undecided + p->ninsn;
+		} else if (decided_by_trace(p)) {
+			undecided = 0;
+		}
+	}
+	if (it->time != t) {
+		t = it->time;
+		n = undecided;
+	}
+	if (it->kind == VMPT_FLOW_BLOCK)
+		n += it->ninsn;
+	*ts_time = t;
+	*ts_insns = n;
+}
+
+int script_stream_estimate(struct vmpt_consumer *c, const struct vmpt_flow_item *it,
+			   uint64_t *time)
+{
+	uint64_t from, to, ts_time, ts_insns, est;
+
+	if (!c->o->est_tsc)
+		return 0;
+	if (it->kind == VMPT_FLOW_BLOCK && it->taken) {
+		from = it->end_ip;
+		to = it->to;
+	} else if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ENABLED &&
+		   it->payload != VMPT_ENABLED_PSB) {
+		from = 0;
+		to = it->ip;
+	} else {
+		return 0;
+	}
+	if (!est_branch(c, from, to))
+		return 0;
+	time_state_at(c, it, &ts_time, &ts_insns);
+	est = ts_insns << 1;
+	if (c->cbr && c->o->max_nonturbo)
+		est = est * c->o->max_nonturbo / c->cbr;
+	*time = ts_time + est;
+	return 1;
+}
+
 /* A branch state: thread stack first, then its sample(s). */
 static int branch_filtered(const struct vmpt_consumer *c, uint32_t flags)
 {

@@ -351,6 +351,8 @@ struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts)
 		/* the PTWRITE emulation's wrapper only where it is on */
 		.item = it->ptwrites ? script_eptw_item : script_stream_item,
 		.items = script_stream_items,
+		.estimate = script_stream_estimate,
+		.estimate_below = opts->est_tsc ? opts->kernel_start : 0,
 		.drain = script_eptw_drain, .flush = stream_flush,
 		.produced = stream_produced, .sideband = stream_sideband,
 		.time_wanted = opts->filter.ntimes ? stream_time_wanted : NULL,

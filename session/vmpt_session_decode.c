@@ -66,6 +66,9 @@ struct queue {
 	int off;		/* tracing is off (the last was a trace end) */
 	struct vmpt_flow_item tail;
 	uint64_t seq;		/* when it went back on perf's heap */
+	/* The stream's estimate for item (estimated()), known or not. */
+	int est_known, est_yes;
+	uint64_t est_t;
 };
 
 struct decode {
@@ -83,6 +86,7 @@ struct decode {
 	 */
 	uint64_t sb_due;
 	uint64_t seq;		/* the queues' last seq */
+	uint64_t est_below;	/* ops->estimate_below with queues to order */
 };
 
 /* The item's perf time for sideband lookups. */
@@ -247,6 +251,8 @@ static void queue_buffer(struct decode *d, struct queue *q, size_t i, uint64_t s
 	d->ops->begin_buffer(q->out, &ref);
 }
 
+static void est_reset(const struct decode *d, struct queue *q);
+
 /* Make q->item the queue's next item, from the decoder's batch; 0, or
  * -VMPT_ERR_EOS when done.
  */
@@ -259,6 +265,7 @@ static int queue_fill(struct decode *d, struct queue *q)
 
 		if (q->left) {
 			q->item = q->batch++;
+			est_reset(d, q);
 			q->left--;
 			/* Into the run's next buffer (its file offsets). */
 			while (q->item->offset >= q->next_start &&
@@ -437,18 +444,57 @@ static int branch_own_time(const struct vmpt_flow_item *b)
 		b->iclass != VMPT_IC_OTHER);
 }
 
-static uint64_t print_time(const struct queue *q)
+/* q->item is new, or its stream's state is: no estimate known for it,
+ * or none to be asked for.
+ */
+static void est_reset(const struct decode *d, struct queue *q)
 {
 	const struct vmpt_flow_item *it = q->item;
-	uint64_t t;
+	uint64_t below = d->est_below;
 
-	t = it->time;
+	q->est_yes = 0;
+	q->est_known = !below || !it ||
+		       !(it->kind == VMPT_FLOW_BLOCK ?
+			 it->taken && it->to < below && it->end_ip >= below :
+			 it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ENABLED && it->ip < below);
+}
+
+/* perf orders its queues by each one's state time, which an estimate
+ * sets on a branch into user space (where it may go back).
+ */
+static int estimated(const struct decode *d, struct queue *q, uint64_t *t)
+{
+	/* (the stream's state stays while q->item waits) */
+	if (!q->est_known) {
+		q->est_yes = d->ops->estimate(q->out, q->item, &q->est_t);
+		q->est_known = 1;
+	}
+	if (q->est_yes)
+		*t = q->est_t;
+	return q->est_yes;
+}
+
+static inline uint64_t print_time(const struct decode *d, struct queue *q)
+{
+	const struct vmpt_flow_item *it = q->item;
+	uint64_t t = it->time;
 
 	if (it->kind == VMPT_FLOW_BLOCK && q->lead && q->lead < it->time &&
 	    (it->ninsn > 1 || !branch_own_time(it)))
 		t = q->lead;
+	/* (a block's other instructions come at their own time) */
+	else if ((it->kind != VMPT_FLOW_BLOCK || it->ninsn == 1) && estimated(d, q, &t))
+		return t;
 	/* perf's queue time only goes forward */
 	return t > q->ts ? t : q->ts;
+}
+
+/* When q's block takes its branch: at its time, or the estimate's. */
+static uint64_t branch_due(const struct decode *d, struct queue *q)
+{
+	uint64_t t;
+
+	return estimated(d, q, &t) ? t : q->item->time;
 }
 
 static void note_lead(struct queue *q, const struct vmpt_flow_item *it)
@@ -473,6 +519,22 @@ static void note_lead(struct queue *q, const struct vmpt_flow_item *it)
 	if (it->kind == VMPT_FLOW_BLOCK ||
 	    (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_ENABLED))
 		q->lead = it->time;
+}
+
+/* Item it of q to its stream.  perf orders its queues by each one's
+ * state time, which an estimate on a return to user space sets (as it
+ * may set it back).
+ */
+static void hand_item(struct decode *d, struct queue *q)
+{
+	const struct vmpt_flow_item *it = q->item;
+	uint64_t t;
+	int est = estimated(d, q, &t);
+
+	note_lead(q, it);
+	d->ops->item(q->out, it);
+	if (est)
+		q->ts = t;
 }
 
 /* Hand on the instructions of q's block before its last one, which waits
@@ -502,6 +564,7 @@ static void hand_head(struct decode *d, struct queue *q)
 		q->ts = q->lead;
 	q->lead = 0;		/* the branch at its own time */
 	d->ops->item(q->out, &head);
+	est_reset(d, q);
 }
 
 /* The queue that prints next (but skip): the earliest to print; on a
@@ -522,8 +585,8 @@ static struct queue *pick(struct decode *d, const struct queue *running,
 			best = q;
 			continue;
 		}
-		t = print_time(q);
-		bt = print_time(best);
+		t = print_time(d, q);
+		bt = print_time(d, best);
 		if (t < bt || (t == bt && best != running &&
 			       (q == running || q->seq < best->seq)))
 			best = q;
@@ -540,14 +603,13 @@ static int run_on(struct decode *d, struct queue *q, uint64_t until, int ret)
 {
 	while (ret == 0 && q->item && !s_progress(d)) {
 		const struct vmpt_flow_item *it = q->item;
-		uint64_t t = print_time(q);
+		uint64_t t = print_time(d, q);
 
 		if (t > until || (d->next_sb < d->n_sb && it->time && d->sb_due <= it->time) ||
 		    (it->kind == VMPT_FLOW_BLOCK && branch_own_time(it) && it->ninsn > 1 &&
-		     t < it->time && until < it->time))
+		     t < branch_due(d, q) && until < branch_due(d, q)))
 			break;
-		note_lead(q, it);
-		d->ops->item(q->out, it);
+		hand_item(d, q);
 		q->item = NULL;
 		ret = queue_fill(d, q);
 		if (ret == -VMPT_ERR_EOS)
@@ -561,6 +623,9 @@ static int decode_one_thread(struct decode *d, FILE *f)
 	struct queue *cur = NULL, *running = NULL;
 	struct vmpt_consumer *last;
 	int ret = 0;
+
+	if (d->nq > 1 && d->ops->estimate)
+		d->est_below = d->ops->estimate_below;
 
 	for (size_t k = 0; k < d->nq && ret == 0; k++) {
 		ret = queue_fill(d, &d->qs[k]);
@@ -636,13 +701,12 @@ static int decode_one_thread(struct decode *d, FILE *f)
 		 * other instructions first.
 		 */
 		if (next && best->item->kind == VMPT_FLOW_BLOCK && branch_own_time(best->item) &&
-		    best->item->ninsn > 1 && print_time(best) < best->item->time &&
-		    print_time(next) < best->item->time) {
+		    best->item->ninsn > 1 && print_time(d, best) < branch_due(d, best) &&
+		    print_time(d, next) < branch_due(d, best)) {
 			hand_head(d, best);
 			continue;
 		}
-		note_lead(best, best->item);
-		d->ops->item(best->out, best->item);
+		hand_item(d, best);
 		best->item = NULL;
 		/* One queue: the rest of its batch straight on while the task
 		 * holds and no sideband record is due (what the loop would
@@ -662,7 +726,7 @@ static int decode_one_thread(struct decode *d, FILE *f)
 		if (ret == -VMPT_ERR_EOS)
 			ret = 0;
 		if (d->nq > 1)
-			ret = run_on(d, best, next ? print_time(next) : UINT64_MAX, ret);
+			ret = run_on(d, best, next ? print_time(d, next) : UINT64_MAX, ret);
 	}
 	if (ret == 0) {
 		if (cur)

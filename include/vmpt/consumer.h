@@ -97,6 +97,17 @@ struct vmpt_consumer_ops {
 	void (*item)(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
 	/* n items in a row, as item for each (NULL: item is called). */
 	void (*items)(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n);
+	/* Will item it, the next to come, set the stream's time from an
+	 * estimate (perf's est_timestamp on a branch into user space, by
+	 * which perf orders its queues)?  1 and that time, else 0.  NULL:
+	 * never.
+	 */
+	int (*estimate)(struct vmpt_consumer *c, const struct vmpt_flow_item *it,
+			uint64_t *time);
+	/* estimate is asked only of a block branching from this address or
+	 * above to below it, or of tracing enabled below it (0: never).
+	 */
+	uint64_t estimate_below;
 	/* Items the stream held back (time periods) go out, given the time
 	 * of the item after them (0: the end of the trace).
 	 */

@@ -9,8 +9,9 @@
 # whose frames show symbols (perf adds ip and sym to the fields of the
 # first hardware event it synthesizes when it has callchains: not when
 # branches come first; in a pipe also for l's branch stacks); --reltime
-# and --deltatime; the samples of per-CPU buffers in perf's order;
-# snapshot mode's overlapping buffers.
+# and --deltatime; the samples of per-CPU buffers in perf's order (also
+# where its estimate on returns to user space orders them); snapshot
+# mode's overlapping buffers.
 . "$(dirname "$0")/synth-lib.sh"
 : "${VMPT:?}"
 WORK=$(mktemp -d)
@@ -62,6 +63,14 @@ for seed in 3 4; do
 		--tsc-offset 0,0 --per-thread --cpus 2 -- "${VMK[@]}" -- \
 		"--itrace=i0nse -F tid,time,ip,flags --ns" "--itrace=be -F tid,time,ip,addr --ns" ""
 done
+
+# A KVM selftest's guest code on 2 vCPUs, per-CPU buffers: perf orders its
+# queues by their state times, which its estimate sets on a return to
+# user space (est_timestamp), ahead of the TSC.
+check "guest-code cpus" --vm --host-kernel "$VMX_KERNEL" --elf "$KVM_SELFTEST" --guest-code \
+	--seed 4 --branches 5000 --tsc-offset 0,0 --vcpus 2 --cpus 2 -- \
+	--vmlinux "$VMX_KERNEL" --guest-code -- "--itrace=be -F ip,addr,flags,sym" \
+	"--itrace=i0nse --ns -F time,ip" "" "--call-ret-trace"
 
 # Snapshot mode: each snapshot from where the one before ends (perf's
 # overlap by TSC or bytes; one with nothing new left out, the next judged
