@@ -525,17 +525,73 @@ int script_srccode_line(struct vmpt_consumer *c, const struct vmpt_section *sec,
 size_t script_inlines(struct vmpt_consumer *c, const struct vmpt_section *sec, uint64_t ip,
 		      const struct vmpt_inline_frame **frames);
 
+/* Shared by the samples of each item (vmpt_script_output.c) and the
+ * blocks folded (vmpt_script_fold.c).
+ */
+/* perf's est_tsc: a branch from the kernel (or from nowhere, a trace
+ * start) into user space takes the time estimated from the instructions
+ * since the last timestamp, 2 cycles each at the core:bus ratio.
+ */
+static inline int script_est_branch(const struct vmpt_consumer *c, uint64_t from, uint64_t to)
+{
+	const struct vmpt_script_opts *o = c->o;
+
+	return o->est_tsc && to && to < o->kernel_start &&
+	       (!from || from >= o->kernel_start);
+}
+
+static inline int script_branch_filtered(const struct vmpt_itrace *it, uint32_t flags)
+{
+	uint32_t want = 0;
+
+	/* perf 6.1: c shows calls, asynchronous branches and trace ends,
+	 * r returns and trace starts; b alone everything.
+	 */
+	if (it->calls)
+		want |= PF_CALL | PF_ASYNC | PF_TRACE_END;
+	if (it->returns)
+		want |= PF_RETURN | PF_TRACE_BEGIN;
+	return want && !(want & flags);
+}
+
+/* Did tracing stop at this block's last instruction (a far branch whose
+ * TIP.PGD suppressed its target)?
+ */
+static inline int script_stopped_at(const struct vmpt_flow_item *b)
+{
+	/* (an untaken jcc goes on to `to`; one that ended the trace has 0) */
+	return !b->taken && b->iclass != VMPT_IC_OTHER && (b->iclass != VMPT_IC_JCC || !b->to);
+}
+
+/* A PSB+ decides nothing: it waits with the blocks around it. */
+static inline int script_decided_by_trace(const struct vmpt_flow_item *it)
+{
+	if (it->kind != VMPT_FLOW_BLOCK)
+		return it->ev != VMPT_EV_PSB;
+	return it->iclass != VMPT_IC_JMP && it->iclass != VMPT_IC_CALL &&
+	       it->iclass != VMPT_IC_OTHER;
+}
+
 /* vmpt_script_output.c: the samples of the items of one stream. */
 void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
 /* n items in a row (vmpt_consumer_ops.items), PTWRITE emulation's or not. */
 void script_stream_items(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n);
+/* vmpt_script_fold.c: a folded item's state. */
+void script_apply_folded(struct vmpt_consumer *c, const struct vmpt_flow_item *f);
 /* The time perf's state takes from its estimate at item it, next to
  * come (vmpt_consumer_ops.estimate).
  */
 int script_stream_estimate(struct vmpt_consumer *c, const struct vmpt_flow_item *it,
 			   uint64_t *time);
-/* Which blocks script_stream_items folds: at the stream's open. */
-void script_stream_fold_init(struct vmpt_consumer *c);
+/* vmpt_consumer_ops.fold: blocks that print nothing, folded on a
+ * decoding thread.
+ */
+size_t script_stream_fold(const struct vmpt_consumer *c, struct vmpt_flow_item *sum,
+			  const struct vmpt_flow_item *it, size_t n);
+/* Which taken blocks print nothing, a bit per enum vmpt_iclass: 0 when
+ * none is folded.
+ */
+uint32_t script_fold_mask(const struct vmpt_script_opts *o, int use_stacks);
 /* The items held back are due (next_time: the next item's, 0: none). */
 void script_stream_drain(struct vmpt_consumer *c, uint64_t next_time);
 /* The sample of an undecided branch, delivered unless next is an error

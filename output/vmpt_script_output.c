@@ -23,7 +23,7 @@ uint64_t vmpt_script_time(const struct vmpt_script_opts *opts, uint64_t tsc)
 
 /* ---- Samples ---- */
 
-static int decided_by_trace(const struct vmpt_flow_item *it);
+
 
 /* The time of a perf decoder state's samples (ptq->timestamp): it goes
  * forward only.
@@ -35,22 +35,11 @@ uint64_t script_state_time(struct vmpt_consumer *c, uint64_t t)
 	return c->ptq_ts;
 }
 
-/* perf's est_tsc: a branch from the kernel (or from nowhere, a trace
- * start) into user space takes the time estimated from the instructions
- * since the last timestamp, 2 cycles each at the core:bus ratio.
- */
-static int est_branch(const struct vmpt_consumer *c, uint64_t from, uint64_t to)
-{
-	const struct vmpt_script_opts *o = c->o;
-
-	return o->est_tsc && to && to < o->kernel_start &&
-	       (!from || from >= o->kernel_start);
-}
 
 static uint64_t branch_time(struct vmpt_consumer *c, uint64_t from, uint64_t to,
 			    uint64_t t)
 {
-	if (est_branch(c, from, to)) {
+	if (script_est_branch(c, from, to)) {
 		uint64_t est = c->ts_insns << 1;
 
 		if (c->cbr && c->o->max_nonturbo)
@@ -79,8 +68,8 @@ static void time_state_at(const struct vmpt_consumer *c, const struct vmpt_flow_
 		}
 		if (p->kind == VMPT_FLOW_BLOCK) {
 			n += p->ninsn;
-			undecided = decided_by_trace(p) ? 0 : undecided + p->ninsn;
-		} else if (decided_by_trace(p)) {
+			undecided = script_decided_by_trace(p) ? 0 : undecided + p->ninsn;
+		} else if (script_decided_by_trace(p)) {
 			undecided = 0;
 		}
 	}
@@ -111,7 +100,7 @@ int script_stream_estimate(struct vmpt_consumer *c, const struct vmpt_flow_item 
 	} else {
 		return 0;
 	}
-	if (!est_branch(c, from, to))
+	if (!script_est_branch(c, from, to))
 		return 0;
 	time_state_at(c, it, &ts_time, &ts_insns);
 	est = ts_insns << 1;
@@ -121,21 +110,6 @@ int script_stream_estimate(struct vmpt_consumer *c, const struct vmpt_flow_item 
 	return 1;
 }
 
-/* A branch state: thread stack first, then its sample(s). */
-static int branch_filtered(const struct vmpt_consumer *c, uint32_t flags)
-{
-	const struct vmpt_itrace *it = &c->o->it;
-	uint32_t want = 0;
-
-	/* perf 6.1: c shows calls, asynchronous branches and trace ends,
-	 * r returns and trace starts; b alone everything.
-	 */
-	if (it->calls)
-		want |= PF_CALL | PF_ASYNC | PF_TRACE_END;
-	if (it->returns)
-		want |= PF_RETURN | PF_TRACE_BEGIN;
-	return want && !(want & flags);
-}
 
 static struct script_stack *thread_stack(struct vmpt_consumer *c)
 {
@@ -244,7 +218,7 @@ void script_branch_state(struct vmpt_consumer *c, const struct vmpt_flow_item *b
 	 * --itrace=s as perf counts them.
 	 */
 	split = from_guest != to_guest && from && to;
-	if (!it->branches || branch_filtered(c, flags) || (!split && script_skipped(c)))
+	if (!it->branches || script_branch_filtered(&c->o->it, flags) || (!split && script_skipped(c)))
 		return;
 	if (c->fast && (from_guest == to_guest || !from || !to) &&
 	    script_fast_branch(c, from && b->kind == VMPT_FLOW_BLOCK ? b->sec : NULL,
@@ -314,14 +288,6 @@ uint32_t script_insn_flags(unsigned iclass)
 	}
 }
 
-/* Did tracing stop at this block's last instruction (a far branch whose
- * TIP.PGD suppressed its target)?
- */
-static int stopped_at(const struct vmpt_flow_item *b)
-{
-	/* (an untaken jcc goes on to `to`; one that ended the trace has 0) */
-	return !b->taken && b->iclass != VMPT_IC_OTHER && (b->iclass != VMPT_IC_JCC || !b->to);
-}
 
 /* Instructions to the next time-period sample, as perf's decoder
  * counts them: the timestamp plus one tick per instruction since it; a
@@ -378,7 +344,7 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	 * once the trace decided a branch).
 	 */
 	if (i + 1 == b->ninsn && b->taken)
-		smp.time = branch_time(c, b->end_ip, b->to, decided_by_trace(b) ?
+		smp.time = branch_time(c, b->end_ip, b->to, script_decided_by_trace(b) ?
 				       b->time : c->insn_time);
 	else if (i + 1 == b->ninsn && b->iclass == VMPT_IC_JCC)
 		smp.time = script_state_time(c, b->time);
@@ -387,7 +353,7 @@ static void insn_sample(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 
 	/* perf's state at a branch: its flags, and its target as addr. */
 	if (ip == b->end_ip) {
-		smp.flags = script_insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
+		smp.flags = script_insn_flags(b->iclass) | (script_stopped_at(b) ? PF_TRACE_END : 0);
 		smp.addr = b->taken ? b->to : 0;
 		/* A VM entry goes into the guest (perf's to_nr). */
 		smp.addr_guest = c->nr || b->iclass == VMPT_IC_VMENTRY;
@@ -450,7 +416,7 @@ static void fast_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 		 * state time, which later samples show.
 		 */
 		if (last && b->taken)
-			time = branch_time(c, b->end_ip, b->to, decided_by_trace(b) ?
+			time = branch_time(c, b->end_ip, b->to, script_decided_by_trace(b) ?
 					   b->time : c->insn_time);
 		else if (last && b->iclass == VMPT_IC_JCC)
 			time = script_state_time(c, b->time);
@@ -470,7 +436,7 @@ static void fast_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 		 * a jcc's ip, come with the TIP.PGD).
 		 */
 		h = &c->held;
-		n = stopped_at(b) ? -1 : script_fast_insn(c, b->sec, ip, addr, c->nr);
+		n = script_stopped_at(b) ? -1 : script_fast_insn(c, b->sec, ip, addr, c->nr);
 		if (n < 0) {
 			insn_sample(c, b, i, ip, last ? b->cyc : 0);
 			continue;
@@ -482,7 +448,7 @@ static void fast_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 		h->fast = 1;
 		h->smp.ip = ip;
 		h->smp.time = time;
-		h->smp.flags = script_insn_flags(b->iclass) | (stopped_at(b) ? PF_TRACE_END : 0);
+		h->smp.flags = script_insn_flags(b->iclass) | (script_stopped_at(b) ? PF_TRACE_END : 0);
 		h->prev_cnt = c->last_insn_cnt;
 		c->last_insn_cnt = c->insns + i + 1;
 	}
@@ -607,7 +573,7 @@ static inline void track_block_time(struct vmpt_consumer *c, const struct vmpt_f
 		c->ts_time = b->time;
 		c->ts_insns = c->undecided;
 	}
-	c->undecided = decided_by_trace(b) ? 0 : c->undecided + b->ninsn;
+	c->undecided = script_decided_by_trace(b) ? 0 : c->undecided + b->ninsn;
 }
 
 /* The branch state a taken block ends in. */
@@ -653,7 +619,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 		c->est_cyc = b->cyc;
 	c->last_iclass = b->iclass;
 	c->walk_to = b->to;
-	c->have_stopped = stopped_at(b);
+	c->have_stopped = script_stopped_at(b);
 	if (c->have_stopped)
 		c->stopped = *b;
 	if (!b->taken)
@@ -669,14 +635,6 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	block_branch(c, b);
 }
 
-/* A PSB+ decides nothing: it waits with the blocks around it. */
-static int decided_by_trace(const struct vmpt_flow_item *it)
-{
-	if (it->kind != VMPT_FLOW_BLOCK)
-		return it->ev != VMPT_EV_PSB;
-	return it->iclass != VMPT_IC_JMP && it->iclass != VMPT_IC_CALL &&
-	       it->iclass != VMPT_IC_OTHER;
-}
 
 static void run_pending(struct vmpt_consumer *c, uint64_t next_time)
 {
@@ -694,6 +652,11 @@ void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it
 {
 	const struct vmpt_itrace *itr = &c->o->it;
 
+	if (it->kind == VMPT_FLOW_FOLDED) {
+		script_apply_folded(c, it);
+		return;
+	}
+
 	if (c->err_offset >= 0 && it->kind == VMPT_FLOW_BLOCK) {
 		c->stats.skipped += it->offset - (uint64_t)c->err_offset;
 		c->err_offset = -1;
@@ -709,7 +672,7 @@ void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it
 			c->p_ts = it->time;
 			c->p_cnt = 0;
 		}
-		if (!decided_by_trace(it)) {
+		if (!script_decided_by_trace(it)) {
 			if (c->n_pending == sizeof(c->pending) / sizeof(c->pending[0]))
 				run_pending(c, c->pending[0].time);
 			c->pending[c->n_pending++] = *it;
@@ -724,124 +687,6 @@ void script_stream_item(struct vmpt_consumer *c, const struct vmpt_flow_item *it
 		script_on_event(c, it);
 }
 
-/* Which blocks script_stream_items may fold: none where instructions are
- * sampled or thread stacks kept; a taken one where its branch prints no
- * sample (the c/r filter, or no b); with PTWRITE emulation no jump (the
- * one over its magic starts it).
- */
-void script_stream_fold_init(struct vmpt_consumer *c)
-{
-	const struct vmpt_itrace *it = &c->o->it;
-
-	c->fold = !it->insns && !c->s->use_stacks;
-	c->quiet_taken = 0;
-	for (unsigned ic = VMPT_IC_OTHER; ic <= VMPT_IC_VMENTRY; ic++)
-		if (!it->branches || branch_filtered(c, script_insn_flags(ic)))
-			c->quiet_taken |= 1u << ic;
-	if (it->ptwrites)
-		c->quiet_taken &= ~(1u << VMPT_IC_JMP);
-	/* Every branch printed: what is left to fold is a not taken jcc
-	 * here and there, not worth the look.
-	 */
-	if (!c->quiet_taken)
-		c->fold = 0;
-}
-
-/* What script_stream_item does for each of the blocks at it that print
- * nothing (c->fold, c->quiet_taken), with the state in locals: they are
- * most of a trace where only calls, errors or nothing print.  Stops
- * where more is due (an event, a sample, an error's skip, a held or CFE
- * sample to settle).  Returns how many items it took.
- */
-static size_t fold_quiet_blocks(struct vmpt_consumer *c, const struct vmpt_flow_item *it,
-				size_t n)
-{
-	/* decided_by_trace's classes */
-	const uint32_t decided = ~(1u << VMPT_IC_JMP | 1u << VMPT_IC_CALL | 1u << VMPT_IC_OTHER);
-	const struct vmpt_script_opts *o = c->o;
-	uint64_t ts_time = c->ts_time, ts_insns = c->ts_insns, undecided = c->undecided;
-	uint64_t ptq_ts = c->ptq_ts, insns = c->insns, est_cyc = c->est_cyc, branches = 0;
-	uint64_t kernel_start = o->kernel_start;
-	uint32_t quiet = c->quiet_taken;
-	int est_tsc = o->est_tsc;
-	const struct vmpt_flow_item *b;
-	size_t i;
-
-	if (!c->fold || c->held.on || c->have_cfe || c->err_offset >= 0 || c->eptw.on)
-		return 0;
-	for (i = 0; i < n; i++) {
-		unsigned ic;
-
-		b = &it[i];
-		ic = b->iclass;
-		if (b->kind != VMPT_FLOW_BLOCK || (b->taken && !(quiet >> ic & 1)))
-			break;
-		/* track_block_time, on_block */
-		if (b->time != ts_time) {
-			ts_time = b->time;
-			ts_insns = undecided;
-		}
-		ts_insns += b->ninsn;
-		undecided = decided >> ic & 1 ? 0 : undecided + b->ninsn;
-		insns += b->ninsn;
-		if (b->cyc && b->cyc_est && (b->taken || ic != VMPT_IC_JCC))
-			est_cyc = b->cyc;
-		if (!b->taken)
-			continue;
-		/* branch_time */
-		branches++;
-		if (est_tsc && b->to && b->to < kernel_start &&
-		    (!b->end_ip || b->end_ip >= kernel_start)) {
-			uint64_t est = ts_insns << 1;
-
-			if (c->cbr && o->max_nonturbo)
-				est = est * o->max_nonturbo / c->cbr;
-			ptq_ts = ts_time + est;
-		} else if (b->time > ptq_ts) {
-			ptq_ts = b->time;
-		}
-	}
-	if (!i)
-		return 0;
-	b = &it[i - 1];
-	/* on_block's times: the block's, and the one's before it */
-	c->insn_time = i > 1 ? it[i - 2].time : c->have_block ? c->block_time : b->time;
-	c->block_time = b->time;
-	c->have_block = 1;
-	c->ts_time = ts_time;
-	c->ts_insns = ts_insns;
-	c->undecided = undecided;
-	c->ptq_ts = ptq_ts;
-	c->stats.insns += insns - c->insns;
-	c->insns = insns;
-	c->est_cyc = est_cyc;
-	c->stats.branches += branches;
-	c->from_nr = c->nr;
-	c->next_time = b->time;
-	c->last_iclass = b->iclass;
-	c->walk_to = b->to;
-	c->have_stopped = stopped_at(b);
-	if (c->have_stopped)
-		c->stopped = *b;
-	return i;
-}
-
-void script_stream_items(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n)
-{
-	int eptw = c->o->it.ptwrites;
-
-	for (size_t i = 0; i < n; i++) {
-		if (c->fold) {
-			i += fold_quiet_blocks(c, it + i, n - i);
-			if (i == n)
-				break;
-		}
-		if (eptw)
-			script_eptw_item(c, &it[i]);
-		else
-			script_stream_item(c, &it[i]);
-	}
-}
 
 /* The time state at item it (track_block_time's for blocks). */
 void script_track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
@@ -861,7 +706,7 @@ void script_track_time(struct vmpt_consumer *c, const struct vmpt_flow_item *it)
 	/* A PSB+'s TSC counts anew: perf walked to its FUP before. */
 	if (it->kind == VMPT_FLOW_EVENT && it->ev == VMPT_EV_PSB && it->time)
 		c->ts_insns = 0;
-	if (decided_by_trace(it))
+	if (script_decided_by_trace(it))
 		c->undecided = 0;
 	/* Tracing starts: perf walks the code after it in the time it read
 	 * the TIP.PGE at, until the trace decides the next branch.

@@ -289,7 +289,8 @@ static struct vmpt_consumer *stream_open(void *ctx, FILE *f)
 	c->err_offset = -1;
 	c->fast = script_fast_ok(s);
 	c->branches_quiet = !s->o->it.branches && !s->use_stacks;
-	script_stream_fold_init(c);
+	c->quiet_taken = script_fold_mask(o, s->use_stacks);
+	c->fold = c->quiet_taken != 0;
 	if (script_time_period(c) && o->it.insns && o->it.period) {
 		/* perf: the period in TSC ticks, rounded down to a power of
 		 * two (raw traces: the period is in ticks already).
@@ -351,6 +352,7 @@ struct vmpt_script *vmpt_script_new(const struct vmpt_script_opts *opts)
 		/* the PTWRITE emulation's wrapper only where it is on */
 		.item = it->ptwrites ? script_eptw_item : script_stream_item,
 		.items = script_stream_items,
+		.fold = script_fold_mask(opts, s->use_stacks) ? script_stream_fold : NULL,
 		.estimate = script_stream_estimate,
 		.estimate_below = opts->est_tsc ? opts->kernel_start : 0,
 		.drain = script_eptw_drain, .flush = stream_flush,

@@ -61,6 +61,12 @@ struct piece {
 	int done;
 };
 
+/* Blocks the consumer folds on the decoding threads (vmpt_jobs_new). */
+struct folder {
+	vmpt_fold_fn fn;
+	const struct vmpt_consumer *c;
+};
+
 struct worker {
 	struct vmpt_jobs *j;
 	struct vmpt_flow *dec;
@@ -96,6 +102,7 @@ struct vmpt_jobs {
 	pthread_cond_t cond;
 	int quit;
 	size_t redone;			/* pieces decoded again at their seam */
+	struct folder folder;
 };
 
 /* A packet decoder over cfg's trace (a buffer, or parts). */
@@ -241,14 +248,58 @@ static void set_space(struct vmpt_jobs *j, struct vmpt_flow *dec, const struct p
 /* Decode piece p with dec, from a new decoder's state or, with over,
  * taking that over: before its first PSB+ (at_sync) or after it.
  */
+/* Items onto p as they are decoded, where f folds the blocks of each run
+ * after a block into one item (never before the second block after p's
+ * first PSB: the seam before p joins the first).
+ */
+struct folding {
+	struct vmpt_flow_item sum;	/* the block the run follows, or the run */
+	int open;			/* sum holds one */
+	int seam;			/* -1 before p's first PSB, then its blocks */
+};
+
+static int append_folded(struct piece *p, const struct folder *f, struct folding *fs,
+			 const struct vmpt_flow_item *it, size_t n)
+{
+	size_t from = 0, k;
+
+	if (!f->fn)
+		return append(p, it, n);
+	for (size_t i = 0; i < n; i++) {
+		if (fs->open) {
+			k = f->fn(f->c, &fs->sum, it + i, n - i);
+			i += k;
+			from = i;
+			if (i == n)
+				break;
+			if (fs->sum.kind == VMPT_FLOW_FOLDED && append(p, &fs->sum, 1) < 0)
+				return -VMPT_ERR_NOMEM;
+			fs->open = 0;
+		}
+		if (fs->seam < 0 && is_event(&it[i], VMPT_EV_PSB))
+			fs->seam = 0;
+		else if (fs->seam >= 0 && fs->seam < 2 && it[i].kind == VMPT_FLOW_BLOCK)
+			fs->seam++;
+		if (fs->seam >= 2 && it[i].kind == VMPT_FLOW_BLOCK) {
+			if (append(p, it + from, i + 1 - from) < 0)
+				return -VMPT_ERR_NOMEM;
+			from = i + 1;
+			fs->sum = it[i];
+			fs->open = 1;
+		}
+	}
+	return append(p, it + from, n - from);
+}
+
 static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piece *p,
-			 const struct vmpt_flow_carry *over, int at_sync)
+			 const struct vmpt_flow_carry *over, int at_sync, const struct folder *f)
 {
 	const struct vmpt_flow_item *it;
 	struct spaces space;
 	uint64_t last_time;
+	struct folding fs = { .seam = p->start ? -1 : 2 };
 	int at_psb = !p->start;
-	size_t n;
+	size_t n, before;
 	int ret;
 
 	p->n = 0;
@@ -257,7 +308,8 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 	p->start_carry = j->fresh;
 	set_space(j, dec, p, &last_time, &space);
 	while ((ret = vmpt_flow_next_items(dec, &it, &n)) == 0) {
-		if (append(p, it, n) < 0) {
+		before = p->n;
+		if (append_folded(p, f, &fs, it, n) < 0) {
 			ret = -VMPT_ERR_NOMEM;
 			break;
 		}
@@ -271,12 +323,14 @@ static void decode_piece(struct vmpt_jobs *j, struct vmpt_flow *dec, struct piec
 				vmpt_flow_carry_set(dec, over);
 		}
 		for (size_t i = 0; j->space_at && i < n; i++) {
-			if (it[i].time == last_time && (i || p->n > n))
+			if (it[i].time == last_time && (i || before))
 				continue;
 			last_time = it[i].time;
 			spaces_at(j, dec, last_time, &space);
 		}
 	}
+	if (fs.open && fs.sum.kind == VMPT_FLOW_FOLDED && append(p, &fs.sum, 1) < 0)
+		ret = -VMPT_ERR_NOMEM;
 	p->enabled = vmpt_flow_enabled(dec);
 	vmpt_flow_carry_get(dec, &p->end_carry);
 	p->ret = ret == -VMPT_ERR_EOS ? 0 : ret;
@@ -301,7 +355,7 @@ static void *work(void *arg)
 			p->cap = j->spare[j->n_spare].cap;
 		}
 		pthread_mutex_unlock(&j->lock);
-		decode_piece(j, w->dec, p, NULL, 0);
+		decode_piece(j, w->dec, p, NULL, 0, &j->folder);
 		pthread_mutex_lock(&j->lock);
 		p->done = 1;
 		pthread_cond_broadcast(&j->cond);
@@ -378,7 +432,7 @@ static int settle(struct vmpt_jobs *j, const struct piece *a, struct piece *b)
 	if (!j->redo)
 		j->redo = vmpt_flow_new(&j->cfg);
 	if (j->redo && (!at_sync || !redo_psb_plus(j, a, b)))
-		decode_piece(j, j->redo, b, &a->end_carry, at_sync);
+		decode_piece(j, j->redo, b, &a->end_carry, at_sync, &j->folder);
 	pthread_mutex_lock(&j->lock);
 	return j->redo ? 0 : -VMPT_ERR_NOMEM;
 }
@@ -452,10 +506,13 @@ int vmpt_jobs_worth(const struct vmpt_flow_config *cfg, int jobs)
 }
 
 struct vmpt_jobs *vmpt_jobs_new(const struct vmpt_flow_config *cfg, int jobs,
-				vmpt_space_fn space_at, void *ctx)
+				vmpt_space_fn space_at, void *ctx, vmpt_fold_fn fold,
+				const struct vmpt_consumer *c)
 {
 	struct vmpt_jobs *j = calloc(1, sizeof(*j));
-	size_t size = (size_t)trace_size(cfg), n_psbs = 0, np;
+	/* Folded, a piece's items are few: bigger pieces cost less. */
+	size_t size = (size_t)trace_size(cfg), n_psbs = 0, np, bytes = fold ? 8 * PIECE_BYTES :
+									 PIECE_BYTES;
 	uint64_t *psbs = NULL;
 
 	if (!j)
@@ -465,6 +522,7 @@ struct vmpt_jobs *vmpt_jobs_new(const struct vmpt_flow_config *cfg, int jobs,
 	j->cfg = *cfg;
 	j->space_at = space_at;
 	j->ctx = ctx;
+	j->folder = (struct folder){ fold, c };
 	if (jobs < 1)
 		jobs = 1;
 	/* One block cache for all workers: no code is disassembled twice. */
@@ -472,7 +530,7 @@ struct vmpt_jobs *vmpt_jobs_new(const struct vmpt_flow_config *cfg, int jobs,
 		goto fail;
 	if (psb_offsets(cfg, &psbs, &n_psbs) < 0)
 		goto fail;
-	np = size / PIECE_BYTES > (size_t)jobs * 4 ? size / PIECE_BYTES : (size_t)jobs * 4;
+	np = size / bytes > (size_t)jobs * 4 ? size / bytes : (size_t)jobs * 4;
 	if (np > n_psbs)
 		np = n_psbs ? n_psbs : 1;
 	j->p = calloc(np, sizeof(*j->p));
@@ -606,7 +664,7 @@ int vmpt_jobs_decode(const struct vmpt_flow_config *cfg,
 		return -VMPT_ERR_NOMEM;
 	/* Cycle counts go on from the trace's start: IPC takes one decoder. */
 	if (!ops->serial && vmpt_jobs_worth(cfg, jobs))
-		j = vmpt_jobs_new(cfg, jobs, NULL, NULL);
+		j = vmpt_jobs_new(cfg, jobs, NULL, NULL, ops->fold, out);
 	else
 		dec = vmpt_flow_new(cfg);
 	ret = j || dec ? 0 : -VMPT_ERR_NOMEM;

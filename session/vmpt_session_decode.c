@@ -307,7 +307,11 @@ static int queue_fill(struct decode *d, struct queue *q)
 			q->jobs = NULL;
 			/* Cycle counts (IPC) go on over the buffers: one decoder. */
 			if (!d->ops->serial && vmpt_jobs_worth(&cfg, d->jobs)) {
-				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q);
+				/* One queue: what it prints nothing for comes
+				 * folded (with more, the merge orders by items).
+				 */
+				q->jobs = vmpt_jobs_new(&cfg, d->jobs, queue_space, q,
+							d->nq == 1 ? d->ops->fold : NULL, q->out);
 				if (!q->jobs)
 					return -VMPT_ERR_NOMEM;
 			} else {

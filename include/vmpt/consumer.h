@@ -87,6 +87,10 @@ struct vmpt_buffer_ref {
 
 struct vmpt_consumer;	/* one output stream: a trace queue's, or a worker's */
 
+/* vmpt_consumer_ops.fold */
+typedef size_t (*vmpt_fold_fn)(const struct vmpt_consumer *c, struct vmpt_flow_item *sum,
+			       const struct vmpt_flow_item *it, size_t n);
+
 struct vmpt_consumer_ops {
 	/* A new stream writing to f (NULL: set later).  NULL: no memory. */
 	struct vmpt_consumer *(*open)(void *ctx, FILE *f);
@@ -97,6 +101,14 @@ struct vmpt_consumer_ops {
 	void (*item)(struct vmpt_consumer *c, const struct vmpt_flow_item *it);
 	/* n items in a row, as item for each (NULL: item is called). */
 	void (*items)(struct vmpt_consumer *c, const struct vmpt_flow_item *it, size_t n);
+	/* On a decoding thread, ahead of the stream: how many of the n
+	 * items at it, which come after *sum, are blocks the stream prints
+	 * nothing for, folded into *sum.  *sum is the block before them
+	 * (nothing folded yet) or a VMPT_FLOW_FOLDED item, which item and
+	 * items then take in the folded blocks' place.  Reads only what the
+	 * stream does not change after open.  NULL: never.
+	 */
+	vmpt_fold_fn fold;
 	/* Will item it, the next to come, set the stream's time from an
 	 * estimate (perf's est_timestamp on a branch into user space, by
 	 * which perf orders its queues)?  1 and that time, else 0.  NULL:

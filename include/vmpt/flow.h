@@ -51,6 +51,11 @@ enum vmpt_iclass {
 enum vmpt_flow_kind {
 	VMPT_FLOW_BLOCK,
 	VMPT_FLOW_EVENT,
+	/* Blocks a consumer folded into one item on a decoding thread
+	 * (vmpt_consumer_ops.fold): only that consumer sees it, and only
+	 * time and offset (its last block's) mean the same as a block's.
+	 */
+	VMPT_FLOW_FOLDED,
 };
 
 enum vmpt_event {
@@ -147,6 +152,7 @@ struct vmpt_flow_item {
 	union {
 		const uint8_t *isize;	/* block: size of each instruction */
 		const struct vmpt_evd *evd;	/* CFE: its EVD packets, in order */
+		uint64_t folded;	/* VMPT_FLOW_FOLDED: the consumer's */
 	};
 	const struct vmpt_section *sec;	/* block: where the code came from */
 	uint64_t ip;		/* block: first insn; event: where it happened */

@@ -28,10 +28,12 @@ struct vmpt_jobs;
 
 /* The items of cfg->begin..end, decoded ahead by jobs threads.  space_at
  * (NULL: none) is asked at each new item time, as the session does for
- * one decoder.  NULL: no memory.
+ * one decoder.  fold (NULL: none) folds, on those threads, the blocks
+ * stream c prints nothing for (vmpt_consumer_ops.fold).  NULL: no memory.
  */
 struct vmpt_jobs *vmpt_jobs_new(const struct vmpt_flow_config *cfg, int jobs,
-				vmpt_space_fn space_at, void *ctx);
+				vmpt_space_fn space_at, void *ctx, vmpt_fold_fn fold,
+				const struct vmpt_consumer *c);
 /* As vmpt_flow_next_items: *items holds *n >= 1 items, valid until the
  * next call.  0, or -VMPT_ERR_EOS at the end, or -VMPT_ERR_NOMEM.
  */
