@@ -392,6 +392,11 @@ static void fast_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *b,
 	uint64_t ip = b->ip;
 	uint32_t i = 0;
 
+	/* No sample in the block: its count at once. */
+	if (c->since + b->ninsn < period) {
+		c->since += b->ninsn;
+		return;
+	}
 	/* Every instruction: the ones before the block's last in a row. */
 	if (period == 1 && b->ninsn > 1) {
 		i = script_fast_run(c, b->sec, b->isize, &ip, b->ninsn - 1, c->nr);
@@ -506,6 +511,19 @@ static void sampled_insns(struct vmpt_consumer *c, const struct vmpt_flow_item *
 	const struct vmpt_itrace *it = &c->o->it;
 	uint64_t ip = b->ip;
 
+	/* No sample in the block: its count at once (what the loop does). */
+	if (!every && script_time_period(c)) {
+		if (!c->p_left && b->ninsn)
+			c->p_left = period_next(c);
+		if (c->p_left > b->ninsn) {
+			c->p_cnt += b->ninsn;
+			c->p_left -= b->ninsn;
+			return;
+		}
+	} else if (!every && c->since + b->ninsn < (it->period ? it->period : 1)) {
+		c->since += b->ninsn;
+		return;
+	}
 	for (uint32_t i = 0; i < b->ninsn; i++) {
 		int take;
 
