@@ -105,11 +105,7 @@ static size_t fold_quiet_blocks(struct vmpt_consumer *c, const struct vmpt_flow_
 	c->stats.branches += branches;
 	c->from_nr = c->nr;
 	c->next_time = b->time;
-	c->last_iclass = b->iclass;
-	c->walk_to = b->to;
-	c->have_stopped = script_stopped_at(b);
-	if (c->have_stopped)
-		c->stopped = *b;
+	script_block_left(c, b);
 	return i;
 }
 

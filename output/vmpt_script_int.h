@@ -563,6 +563,18 @@ static inline int script_stopped_at(const struct vmpt_flow_item *b)
 	return !b->taken && b->iclass != VMPT_IC_OTHER && (b->iclass != VMPT_IC_JCC || !b->to);
 }
 
+/* Where the last block left the flow: its class, its target, and the
+ * block itself where tracing stopped at its end.
+ */
+static inline void script_block_left(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
+{
+	c->last_iclass = b->iclass;
+	c->walk_to = b->to;
+	c->have_stopped = script_stopped_at(b);
+	if (c->have_stopped)
+		c->stopped = *b;
+}
+
 /* A PSB+ decides nothing: it waits with the blocks around it. */
 static inline int script_decided_by_trace(const struct vmpt_flow_item *it)
 {

@@ -635,11 +635,7 @@ static void on_block(struct vmpt_consumer *c, const struct vmpt_flow_item *b)
 	c->insns += b->ninsn;
 	if (est_point)
 		c->est_cyc = b->cyc;
-	c->last_iclass = b->iclass;
-	c->walk_to = b->to;
-	c->have_stopped = script_stopped_at(b);
-	if (c->have_stopped)
-		c->stopped = *b;
+	script_block_left(c, b);
 	if (!b->taken)
 		return;
 	/* No branch samples, no thread stacks: the branch moves perf's
