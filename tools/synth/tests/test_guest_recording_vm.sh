@@ -36,11 +36,17 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 GUEST=$SRCDIR/vm-tests/guest
 WORK=$(mktemp -d /tmp/vmpt-synth-guest.XXXXXX)
 cleanup() {
+	rc=$?
 	if [ -f "$WORK/qemu.pid" ]; then
 		pid=$(cat "$WORK/qemu.pid")
 		kill "$pid" 2>/dev/null || true
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 		kill -9 "$pid" 2>/dev/null || true
+	fi
+	# A failure's recording stays for a look (each boot's guest differs).
+	if [ "$rc" != 0 ]; then
+		echo "the recordings are kept in $WORK" >&2
+		return
 	fi
 	rm -rf "$WORK"
 }
